@@ -1,0 +1,90 @@
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkLayers, loadRules, type LayerRules } from './check-layers.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const rules: LayerRules = {
+  packages: {
+    '@llmcp/format': { layer: 0, allow: [] },
+    '@llmcp/model': { layer: 2, allow: ['@llmcp/format'] },
+    '@llmcp/tools': { layer: 'tools', allow: [] },
+  },
+  zeroRuntimeDependencies: ['@llmcp/format'],
+  browserSafe: ['@llmcp/format'],
+};
+
+let scratch: string | undefined;
+afterEach(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  scratch = undefined;
+});
+
+function workspace(files: Record<string, string>): string {
+  scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-layers-'));
+  const base: Record<string, string> = {
+    'packages/format/package.json': JSON.stringify({ name: '@llmcp/format' }),
+    'packages/model/package.json': JSON.stringify({ name: '@llmcp/model', dependencies: { '@llmcp/format': 'workspace:^' } }),
+    'tools/package.json': JSON.stringify({ name: '@llmcp/tools' }),
+    ...files,
+  };
+  for (const [rel, text] of Object.entries(base)) {
+    const full = path.join(scratch, rel);
+    mkdirSync(path.dirname(full), { recursive: true });
+    writeFileSync(full, text);
+  }
+  return scratch;
+}
+
+describe('checkLayers', () => {
+  it('finds no violation in this repository', () => {
+    expect(checkLayers(root, loadRules(root))).toEqual([]);
+  });
+
+  it('accepts a downward import', () => {
+    const ws = workspace({ 'packages/model/src/index.ts': "import { decodeCheckpoint } from '@llmcp/format';\n" });
+    expect(checkLayers(ws, rules)).toEqual([]);
+  });
+
+  it('reports an upward import with file and line', () => {
+    const ws = workspace({ 'packages/format/src/index.ts': "// a\nimport { x } from '@llmcp/model';\n" });
+    const v = checkLayers(ws, rules);
+    expect(v).toHaveLength(1);
+    expect(v[0]).toMatchObject({ pkg: '@llmcp/format', file: 'src/index.ts', line: 2 });
+  });
+
+  it('reports an upward dependency in package.json', () => {
+    const ws = workspace({ 'packages/format/package.json': JSON.stringify({ name: '@llmcp/format', devDependencies: { '@llmcp/model': 'workspace:^' } }) });
+    expect(checkLayers(ws, rules).map((x) => x.message)).toEqual([expect.stringContaining('@llmcp/model')]);
+  });
+
+  it('reports any runtime dependency of a zero-dependency package', () => {
+    const ws = workspace({ 'packages/format/package.json': JSON.stringify({ name: '@llmcp/format', dependencies: { tiny: '1' } }) });
+    expect(checkLayers(ws, rules)[0]?.message).toContain('must have no dependencies');
+  });
+
+  it('reports deep imports and relative paths that leave the package', () => {
+    const ws = workspace({
+      'packages/model/src/a.ts': "import { x } from '@llmcp/format/src/codec';\nexport * from '../../format/src/index.ts';\n",
+    });
+    const messages = checkLayers(ws, rules).map((x) => x.message);
+    expect(messages).toEqual([expect.stringContaining('deep import'), expect.stringContaining('leaves the package')]);
+  });
+
+  it('reports Node built-ins and globals in browser-safe sources but not in the node entry', () => {
+    const ws = workspace({
+      'packages/format/src/index.ts': "import { readFileSync } from 'node:fs';\nconst b = Buffer.from('x');\n",
+      'packages/format/src/node.ts': "import { readFileSync } from 'node:fs';\nconst b = Buffer.from('x');\n",
+    });
+    const v = checkLayers(ws, rules);
+    expect(v.map((x) => x.file)).toEqual(['src/index.ts', 'src/index.ts']);
+  });
+
+  it('reports a package missing from layers.json', () => {
+    const ws = workspace({ 'packages/rogue/package.json': JSON.stringify({ name: '@llmcp/rogue' }) });
+    expect(checkLayers(ws, rules)[0]?.message).toContain('not declared');
+  });
+});
