@@ -1,11 +1,13 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: {"index":"src/index.ts"},
+  entry: { index: 'src/index.ts' },
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,
   clean: true,
   target: 'es2022',
   platform: 'node',
+  // manifest.ts locates fixtures/ from import.meta.url; tsup shims it in the CJS build.
+  shims: true,
 });

@@ -1,11 +1,14 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: {"index":"src/index.ts","node":"src/node.ts"},
+  entry: { index: 'src/index.ts', node: 'src/node.ts' },
   format: ['esm', 'cjs'],
   dts: true,
+  // The Node entry needs Node types; the browser-safe build is still checked by tsconfig.json (typecheck).
+  tsconfig: 'tsconfig.node.json',
   sourcemap: true,
   clean: true,
   target: 'es2022',
   platform: 'neutral',
+  external: [/^node:/],
 });

@@ -1,11 +1,14 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: {"index":"src/index.ts"},
+  // The worker is its own entry so that dist/worker.js sits next to the bundle (src/parallel/pool.ts loads it).
+  entry: { index: 'src/index.ts', worker: 'src/parallel/worker.ts' },
   format: ['esm', 'cjs'],
-  dts: true,
+  dts: { entry: { index: 'src/index.ts' } },
   sourcemap: true,
   clean: true,
   target: 'es2022',
   platform: 'node',
+  // import.meta.url locates the worker; shimmed in the CommonJS build.
+  shims: true,
 });

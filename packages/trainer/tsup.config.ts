@@ -1,11 +1,13 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: {"index":"src/index.ts"},
+  // The save worker is its own entry: background-saver.ts starts it from dist/save-worker.js.
+  entry: { index: 'src/index.ts', 'save-worker': 'src/save-worker.ts' },
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,
   clean: true,
   target: 'es2022',
   platform: 'node',
+  shims: true,
 });

@@ -1,2 +1,33 @@
-/** Placeholder until the cli package lands. */
-export const PACKAGE_NAME: string = '@llmcp/cli';
+/**
+ * `@llmcp/cli`: the `llmcp` command line (inspect, verify, diff, sample,
+ * export/import, train/resume/pivot/fork/status) and the building blocks it
+ * is made of, usable as a library.
+ */
+export { runCli, createProgram, CLI_VERSION } from './cli.ts';
+export type { SetExit } from './cli.ts';
+export { colorEnabled, colorsFor } from './context.ts';
+export type { CliContext, CliStream, Colors } from './context.ts';
+export { CliError, isCliError, CLI_ERROR_CODES, EXIT_CODES } from './errors.ts';
+export type { CliErrorCode, CliErrorContext, ExitCode } from './errors.ts';
+export { INSPECT_SCHEMA_ID, inspectReportJson, renderInspectReport, prefixSpans } from './inspect-report.ts';
+export type { DescriptorJson, F64Json, FieldJson, InspectReportJson, InspectTextOptions, PrefixSpanJson } from './inspect-report.ts';
+export { diffCheckpoints } from './checkpoint-diff.ts';
+export type { CheckpointDiff, FieldDifference, TensorDifference, TensorKind } from './checkpoint-diff.ts';
+export {
+  encodeSafetensors,
+  safetensorsMetadata,
+  SAFETENSORS_FIRST_MOMENT_PREFIX,
+  SAFETENSORS_SECOND_MOMENT_PREFIX,
+  SAFETENSORS_METADATA_FORMAT,
+} from './safetensors.ts';
+export type { SafetensorsDType, SafetensorsOptions } from './safetensors.ts';
+export { encodeAndreaBin, decodeAndreaBin, checkpointFromAndreaBin, parameterCount, ANDREA_HEADER_BYTES, ANDREA_MAX_I32 } from './andrea-bin.ts';
+export type { AndreaBin, AndreaExportReport, AndreaImportConfig } from './andrea-bin.ts';
+export { parseAndreaImportConfig, andreaImportConfigJson, ANDREA_IMPORT_FORMAT } from './import-config.ts';
+export { VERIFY_SCHEMA_ID } from './commands/verify.ts';
+export type { VerifyFileJson, VerifyRunJson } from './commands/verify.ts';
+export { DIFF_SCHEMA_ID } from './commands/diff.ts';
+export { SAMPLE_SCHEMA_ID } from './commands/sample.ts';
+export { STATUS_SCHEMA_ID } from './commands/run.ts';
+export type { StatusJson } from './commands/run.ts';
+export type { SampleJson } from './commands/sample.ts';

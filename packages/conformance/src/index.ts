@@ -1,2 +1,12 @@
-/** Placeholder until the conformance package lands. */
-export const PACKAGE_NAME: string = '@llmcp/conformance';
+export { createFormatAdapter } from './adapter.ts';
+export type { ConformanceAdapter, DecodeOutcome } from './adapter.ts';
+export { runConformanceSuite, listConformanceCases, firstJsonDifference } from './suite.ts';
+export type { CaseResult, ConformanceCase, ConformanceReport, SuiteOptions } from './suite.ts';
+export { loadManifest, loadFixture, fixturesDirectory, sha256Hex } from './manifest.ts';
+export type { ConformanceManifest, ExpectedOutcome, ManifestCase, ManifestGolden } from './manifest.ts';
+export { summarizeCheckpoint, f64Bits, tensorHash } from './summary.ts';
+export type { CheckpointSummary, TensorSummary } from './summary.ts';
+export { parseRawCheckpoint, serializeRawCheckpoint, rawChecksum, withRawChecksum, f64Bytes, withF64, utf8 } from './raw-checkpoint.ts';
+export type { RawCheckpoint, RawRecord, SerializeOptions } from './raw-checkpoint.ts';
+export { regenerateGoldenCheckpoint, regenerateCh33Run, FIXTURE_DOCUMENTS, FIXTURE_RUN } from './regenerate.ts';
+export type { RegeneratedRun, RegeneratedCheckpoint } from './regenerate.ts';

@@ -2,11 +2,17 @@
  * 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3), the
  * checksum of LLMCP35 v1 (SPEC.md §3.1) and of corpus files.
  *
- * Computed on 16-bit limbs in plain JavaScript numbers; exact.
+ * Inputs of 64 bytes or more go through a tiny embedded WebAssembly kernel
+ * (one native 64-bit multiply per byte, see `internal/fnv1a64-wasm.ts`);
+ * short inputs, and runtimes without WebAssembly, use an exact JavaScript
+ * loop on 16-bit limbs (~0.2 GB/s).
  */
+import { KERNEL_CHUNK_BYTES, KERNEL_DATA_OFFSET, fnvKernel } from './internal/fnv1a64-wasm.ts';
 
 /** Offset basis of 64-bit FNV-1a. */
 export const FNV1A64_OFFSET_BASIS: bigint = 0xcbf29ce484222325n;
+
+const KERNEL_MIN_BYTES = 64;
 
 /**
  * Incremental 64-bit FNV-1a.
@@ -17,18 +23,13 @@ export const FNV1A64_OFFSET_BASIS: bigint = 0xcbf29ce484222325n;
  * ```
  */
 export class Fnv1a64 {
-  // hash as four 16-bit limbs, h0 least significant
-  #h0: number;
-  #h1: number;
-  #h2: number;
-  #h3: number;
+  #hi: number;
+  #lo: number;
 
   /** @param seed - starting value (default: the offset basis). */
   constructor(seed: bigint = FNV1A64_OFFSET_BASIS) {
-    this.#h0 = Number(seed & 0xffffn);
-    this.#h1 = Number((seed >> 16n) & 0xffffn);
-    this.#h2 = Number((seed >> 32n) & 0xffffn);
-    this.#h3 = Number((seed >> 48n) & 0xffffn);
+    this.#hi = Number((seed >> 32n) & 0xffffffffn);
+    this.#lo = Number(seed & 0xffffffffn);
   }
 
   /**
@@ -37,13 +38,45 @@ export class Fnv1a64 {
    * @returns this hasher.
    */
   update(bytes: Uint8Array): this {
-    let h0 = this.#h0;
-    let h1 = this.#h1;
-    let h2 = this.#h2;
-    let h3 = this.#h3;
+    const k = bytes.length >= KERNEL_MIN_BYTES ? fnvKernel() : null;
+    if (k === null) {
+      this.#updateJs(bytes);
+      return this;
+    }
+    let hi = this.#hi;
+    let lo = this.#lo;
+    for (let start = 0; start < bytes.length; start += KERNEL_CHUNK_BYTES) {
+      const end = Math.min(bytes.length, start + KERNEL_CHUNK_BYTES);
+      k.memory.set(bytes.subarray(start, end), KERNEL_DATA_OFFSET);
+      k.fnv(KERNEL_DATA_OFFSET, end - start, hi, lo);
+      lo = k.result.getUint32(0, true);
+      hi = k.result.getUint32(4, true);
+    }
+    this.#hi = hi;
+    this.#lo = lo;
+    return this;
+  }
+
+  /**
+   * Hashes `count` zero bytes (the checksum field of SPEC.md §3.1).
+   * @param count - how many zero bytes.
+   * @returns this hasher.
+   */
+  updateZeros(count: number): this {
+    return this.update(new Uint8Array(count));
+  }
+
+  /**
+   * Exact JavaScript loop on four 16-bit limbs (prime = 0x100_0000_01b3:
+   * limb products by 0x1b3 and 0x100 stay far below 2^53).
+   */
+  #updateJs(bytes: Uint8Array): void {
+    let h0 = this.#lo & 0xffff;
+    let h1 = this.#lo >>> 16;
+    let h2 = this.#hi & 0xffff;
+    let h3 = this.#hi >>> 16;
     for (let i = 0; i < bytes.length; i++) {
       h0 ^= bytes[i] as number;
-      // multiply by prime 0x0000_0100_0000_01b3: limbs p0 = 0x01b3, p2 = 0x0100
       const t0 = h0 * 0x1b3;
       const t1 = h1 * 0x1b3;
       const t2 = h2 * 0x1b3 + h0 * 0x100;
@@ -55,16 +88,13 @@ export class Fnv1a64 {
       h2 = c2 & 0xffff;
       h3 = (t3 + (c2 >>> 16)) & 0xffff;
     }
-    this.#h0 = h0;
-    this.#h1 = h1;
-    this.#h2 = h2;
-    this.#h3 = h3;
-    return this;
+    this.#lo = ((h1 << 16) | h0) >>> 0;
+    this.#hi = ((h3 << 16) | h2) >>> 0;
   }
 
   /** @returns the current 64-bit value. */
   digest(): bigint {
-    return (BigInt(this.#h3) << 48n) | (BigInt(this.#h2) << 32n) | (BigInt(this.#h1) << 16n) | BigInt(this.#h0);
+    return (BigInt(this.#hi) << 32n) | BigInt(this.#lo);
   }
 }
 

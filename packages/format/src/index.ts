@@ -1,5 +1,31 @@
 export { SplitMix64 } from './splitmix64.ts';
 export { Fnv1a64, fnv1a64, checksumLabel, FNV1A64_OFFSET_BASIS } from './fnv1a64.ts';
+export { FormatError, isFormatError, FORMAT_ERROR_CODES, FORMAT_ERROR_CATEGORIES } from './errors.ts';
+export type { FormatErrorCode, FormatErrorCategory, FormatErrorContext } from './errors.ts';
+export { encodeCheckpoint, checkpointByteSize } from './encode.ts';
+export { decodeCheckpoint } from './decode.ts';
+export { inspectCheckpoint } from './inspect.ts';
+export type { CheckpointInspection, InspectedDescriptor, InspectedField, InspectedTokenizer, InspectionError, RecordSlice } from './inspect.ts';
+export { renderInspection } from './inspect-text.ts';
+export { expectedParameterShapes, modelParameterName, parameterTensorCount, parameterNameProblem } from './parameter-layout.ts';
+export type { ParameterShape } from './parameter-layout.ts';
+export { parameterByName, momentsByName, tokenizerVocabularySize } from './named-tensors.ts';
+export { compareByteWise, sortByteWise } from './utf8.ts';
+export {
+  MAGIC,
+  FORMAT_VERSION,
+  ENDIAN_MARKER,
+  FIXED_HEADER_BYTES,
+  CHECKSUM_OFFSET,
+  BPE_RECORD_NAME,
+  BPE_BASE_VOCABULARY,
+  ROLE_TAGS,
+  DTYPE_TAGS,
+  DTYPE_WIDTHS,
+} from './tags.ts';
+export type { RecordDType, RecordRole } from './tags.ts';
+export type { CheckpointLayout, DecodedCheckpoint, DescriptorLayout } from './layout.ts';
+export type { RawDecoderConfig } from './header.ts';
 export type {
   AdamWConfig,
   AdamWState,

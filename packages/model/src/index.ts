@@ -1,2 +1,14 @@
-/** Placeholder until the model package lands. */
-export const PACKAGE_NAME: string = '@llmcp/model';
+export { Decoder } from './decoder.ts';
+export type { DecoderOptions, ParallelStats, TokenBatch, TrainStepOptions } from './decoder.ts';
+export { FIXTURE_DECODER_CONFIG, MAX_PARAMETER_COUNT, validateDecoderConfig } from './config.ts';
+export { parameterLayout } from './layout.ts';
+export type { BlockOffsets, ParameterEntry, ParameterKind, ParameterLayout } from './layout.ts';
+export { initializeParameters } from './init.ts';
+export { logitsFingerprint } from './fingerprint.ts';
+export { MODEL_ERROR_CODES, ModelError, isModelError } from './errors.ts';
+export type { ModelErrorCode, ModelErrorContext } from './errors.ts';
+export { generate, sampleToken, selectToken, tokenDistribution } from './sampling.ts';
+export type { GenerateOptions, Generation, GenerationStep, LogitsSource, SampledToken, SamplingMode, StopReason, TokenDistribution } from './sampling.ts';
+export { MATH_VERSION, cos, exp, ln, log1p, pow, sin } from './math/index.ts';
+export { setGemmBackend, usesSimdGemm } from './kernels/gemm.ts';
+export type { GemmBackend } from './kernels/gemm.ts';

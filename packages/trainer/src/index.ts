@@ -1,2 +1,65 @@
-/** Placeholder until the trainer package lands. */
-export const PACKAGE_NAME: string = '@llmcp/trainer';
+/**
+ * `@llmcp/trainer`: whole-job resumable training runs — run directory, job
+ * state with digest and input identities, atomic directory publication with
+ * fallback loading, cadence, signals, loss-log discipline, pivot, fork,
+ * background persistence and a progress display.
+ */
+export { trainRun, resumeRun, planResume, initialSamplingState } from './run.ts';
+export type { TrainingOptions, TrainRunOptions, ResumeRunOptions, ResumeFaults, RunResult, ResumePlan } from './run.ts';
+export { pivotRun, forkRun } from './pivot.ts';
+export type { PivotOptions, PivotResult, ForkOptions, ForkResult } from './pivot.ts';
+export { runStatus, verifyRun, loadRunCheckpoint } from './status.ts';
+export type { RunStatus, RunVerification, SlotVerification, LoadedRunCheckpoint } from './status.ts';
+export {
+  trainerConfigSchema,
+  parseConfig,
+  loadConfig,
+  resolveConfigPaths,
+  diffConfig,
+  isPolicyField,
+  POLICY_FIELDS,
+  LOCATION_FIELDS,
+  checkpointEvery,
+  isValidationStep,
+  isCheckpointStep,
+  learningRateAt,
+  scheduleOf,
+} from './config.ts';
+export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig } from './config.ts';
+export { CH33_CONFIG_INPUT, ch33Config } from './presets.ts';
+export { JOB_FORMAT, sealJob, encodeJob, decodeJob, u64Hex } from './job.ts';
+export type { Job, JobBody, InputIdentity, EvaluationRecord } from './job.ts';
+export {
+  RUN_FILES,
+  stepSlotName,
+  stepOfSlot,
+  checkpointsDir,
+  verifySlot,
+  verifyPairing,
+  chooseCheckpoint,
+  resumeCandidates,
+  applyRetention,
+  loadBestCheckpoint,
+} from './run-directory.ts';
+export type { SlotName, VerifiedSlot, SlotReport, CheckpointChoice, RetentionResult } from './run-directory.ts';
+export { LossLog, formatLossRecord, parseLossLog, planLossLogResume } from './loss-log.ts';
+export type { LossRecord, LossTiming, LossLogPosition, ParsedLossLog, LossLogResumePlan } from './loss-log.ts';
+export { RUN_MANIFEST_FORMAT, readRunManifest } from './run-manifest.ts';
+export type { RunManifest, RunEvent } from './run-manifest.ts';
+export { RunControl } from './signals.ts';
+export type { StopReason } from './signals.ts';
+export { createProgressRenderer, formatDuration } from './progress.ts';
+export type { ProgressRenderer, ProgressOptions, ProgressStream } from './progress.ts';
+export type { TrainerEvent, TrainerEventListener, CheckpointReason } from './events.ts';
+export { runSampleAudit } from './sample-audit.ts';
+export type { SampleAudit, SampleAuditSettings, AuditSample } from './sample-audit.ts';
+export { prepareInputs, diffInputs, implementationIdentity, TRAINER_NUMERICS_VERSION, CHECKPOINT_FORMAT_VERSION } from './inputs.ts';
+export type { PreparedInputs, EncodedPartitions } from './inputs.ts';
+export { createEngine, adamWConfigOf, decoderConfigOf } from './llmcp-engine.ts';
+export type { EngineFaults } from './llmcp-engine.ts';
+export type { TrainingEngine, EngineUpdate, EvaluationList } from './engine.ts';
+export { CheckpointSaver } from './background-saver.ts';
+export type { SaveMode } from './background-saver.ts';
+export type { SaveRequest, SaveResult } from './save.ts';
+export { TrainerError, isTrainerError, TRAINER_ERROR_CODES } from './errors.ts';
+export type { TrainerErrorCode, TrainerErrorContext } from './errors.ts';

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { diffInspections } from './diff.ts';
+import { classify, parseJob, parseLossLog } from './opened.ts';
+import { f64Stats } from './stats.ts';
+
+const FIXTURES = new URL('../../../packages/conformance/fixtures/', import.meta.url);
+const golden = new Uint8Array(readFileSync(new URL('golden-6330.llmcp', FIXTURES)));
+
+describe('classify', () => {
+  it('inspects LLMCP35 bytes whatever their name, and a .llmcp name whatever its bytes', () => {
+    const a = classify('weights.bin', golden);
+    expect(a.kind).toBe('checkpoint');
+    expect(a.kind === 'checkpoint' && a.inspection.verdict.valid).toBe(true);
+    const b = classify('x.llmcp', new TextEncoder().encode('{"step":1,"loss":2}\n'));
+    expect(b.kind === 'checkpoint' && !b.inspection.verdict.valid && b.inspection.verdict.error.code).toBe('FORMAT_TRUNCATED');
+  });
+
+  it('recognises loss logs and job files', () => {
+    expect(classify('loss.jsonl', new TextEncoder().encode('{"step":1,"loss":2.5}\n')).kind).toBe('loss');
+    expect(classify('log.txt', new TextEncoder().encode('{"step":1,"loss":2.5}\n')).kind).toBe('loss');
+    expect(classify('job.json', new TextEncoder().encode('{"step":3,"evaluations":[{"step":0,"validationLoss":1.5}]}')).kind).toBe('job');
+    expect(classify('notes.json', new TextEncoder().encode('{"hello":1}')).kind).toBe('checkpoint');
+  });
+});
+
+describe('parseLossLog', () => {
+  it('reads step and loss, counts bad lines and reports the first gap', () => {
+    const log = parseLossLog('loss.jsonl', '{"step":1,"loss":3}\nnot json\n{"step":2,"loss":2,"validationLoss":2.5}\n{"step":4,"loss":1}\n');
+    expect(log.training).toEqual([
+      { step: 1, loss: 3 },
+      { step: 2, loss: 2 },
+      { step: 4, loss: 1 },
+    ]);
+    expect(log.validation).toEqual([{ step: 2, loss: 2.5 }]);
+    expect(log.badLines).toBe(1);
+    expect(log.problem).toBe('line 4 has step 4, expected 3');
+  });
+
+  it('reads the evaluations of a job file', () => {
+    expect(parseJob('job.json', { evaluations: [{ step: 0, validationLoss: 1.9, trainingLoss: null }, { step: 2 }] })?.validation).toEqual([{ step: 0, loss: 1.9 }]);
+    expect(parseJob('job.json', { step: 1 })).toBeNull();
+  });
+});
+
+describe('f64Stats', () => {
+  it('computes min, max, mean, RMS, zeros, non-finite values and a histogram from unaligned bytes', () => {
+    const bytes = new Uint8Array(1 + 6 * 8);
+    const view = new DataView(bytes.buffer, 1);
+    [1, -1, 0, -0, Number.NaN, 3].forEach((x, i) => view.setFloat64(8 * i, x, true));
+    const s = f64Stats(bytes, 1, 6);
+    expect(s).toMatchObject({ count: 6, min: -1, max: 3, mean: 3 / 5, zeros: 2, nonFinite: 1 });
+    expect(s.rms).toBe(Math.sqrt(11 / 5));
+    expect(s.histogram.reduce((a, b) => a + b, 0)).toBe(5);
+    expect(s.histogram[0]).toBe(1);
+    expect(s.histogram.at(-1)).toBe(1);
+  });
+});
+
+describe('diffInspections', () => {
+  it('finds the one differing second-moment element and the checksum field', () => {
+    const other = new Uint8Array(readFileSync(new URL('malformed/second-moment-negative-zero.llmcp', FIXTURES)));
+    const a = classify('a', golden);
+    const b = classify('b', other);
+    if (a.kind !== 'checkpoint' || b.kind !== 'checkpoint') throw new Error('expected checkpoints');
+    const d = diffInspections(a.inspection, b.inspection, golden, other);
+    expect(d.bitIdentical).toBe(false);
+    expect(d.fields.map((f) => f.field)).toEqual(['checksum']);
+    const changed = d.records.filter((r) => r.status !== 'identical');
+    expect(changed).toHaveLength(1);
+    expect(changed[0]).toMatchObject({ role: 'second-moment', differing: 1 });
+    expect(changed[0]?.first).toMatch(/→ 0x8000000000000000$/);
+    expect(diffInspections(a.inspection, a.inspection, golden, golden).bitIdentical).toBe(true);
+  });
+});

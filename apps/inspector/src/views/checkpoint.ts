@@ -1,0 +1,250 @@
+/**
+ * The audit of one opened checkpoint: verdict banner, byte map, fixed header
+ * with annotated hex, variable header, descriptor table with the contiguity
+ * audit, tokenizer, configuration and optimizer state, per-tensor statistics,
+ * and — for a damaged file — where parsing stopped.
+ */
+import type { CheckpointInspection, InspectedDescriptor, InspectedField, InspectionError } from '@llmcp/format';
+import { h, s, section, table } from '../dom.ts';
+import { bytesText, f64Bits, f64Text, hexBytes, quotedBytes, short, u64Hex } from '../format-text.ts';
+import type { OpenedCheckpoint } from '../opened.ts';
+import { f64Stats, HISTOGRAM_BINS } from '../stats.ts';
+import { byteMap } from './byte-map.ts';
+
+/** Rows shown before a long list is cut (the rest is counted). */
+const MAX_ROWS = 300;
+/** Descriptor rows rendered at most; beyond it only rows with a problem are (every row is still checked). */
+const MAX_DESCRIPTOR_ROWS = 2000;
+
+function errorText(e: InspectionError): string {
+  const where: string[] = [];
+  if (e.offset !== undefined) where.push(`offset ${e.offset}`);
+  if (e.field !== undefined) where.push(e.field);
+  if (e.recordIndex !== undefined) where.push(`record #${e.recordIndex}`);
+  return `${e.code} (${e.category}${e.reason === 'unspecified' ? '' : `/${e.reason}`})${where.length > 0 ? ` at ${where.join(', ')}` : ''}`;
+}
+
+function verdictBanner(i: CheckpointInspection): HTMLElement {
+  if (i.verdict.valid) {
+    return h('div', { class: 'verdict ok', 'data-role': 'verdict' }, h('strong', {}, 'VALID'), ` — every LLMCP35 v1 rule holds; checksum ${i.verdict.checkpoint.layout.checksumLabel}`);
+  }
+  const e = i.verdict.error;
+  return h('div', { class: 'verdict bad', 'data-role': 'verdict' }, h('strong', {}, 'INVALID'), ' — first failing rule: ', h('code', { 'data-role': 'error-code' }, e.code), ` ${errorText(e).slice(e.code.length)}`, h('div', { class: 'verdict-message' }, e.message));
+}
+
+function valueText(f: InspectedField): string {
+  if (f.type === 'f64' && typeof f.value === 'number') return `${f64Text(f.value)}  (bits ${f64Bits(f.value)})`;
+  if (typeof f.value === 'bigint') return f.value > 0xffffffffn ? `${f.value} (${u64Hex(f.value)})` : String(f.value);
+  return f.type === 'string' ? JSON.stringify(f.value) : String(f.value);
+}
+
+function fixedHeader(o: OpenedCheckpoint): HTMLElement {
+  const i = o.inspection;
+  if (i.fixedHeader.length === 0) {
+    return section('Fixed header', { 'data-role': 'fixed-header' }, h('p', { class: 'bad-text' }, `The file has ${bytesText(i.fileLength)}, fewer than the 38 of the fixed header.`), h('pre', { class: 'hex' }, hexBytes(o.bytes.subarray(0, 38)) || '(empty)'));
+  }
+  const strip = h(
+    'div',
+    { class: 'hex-strip' },
+    ...i.fixedHeader.map((f, k) =>
+      h(
+        'span',
+        { class: `hex-field f${k}`, title: `${f.field}: [${f.offset},${f.offset + f.width})` },
+        h('span', { class: 'hex-bytes' }, hexBytes(o.bytes.subarray(f.offset, f.offset + f.width))),
+        h('span', { class: 'hex-label' }, f.field),
+      ),
+    ),
+  );
+  const rows = i.fixedHeader.map((f, k) => [h('span', { class: `dot f${k}` }), String(f.offset), String(f.width), f.field, h('code', {}, f.hex), valueText(f)]);
+  const c = i.checksum;
+  return section(
+    'Fixed header (38 bytes)',
+    { 'data-role': 'fixed-header' },
+    strip,
+    table(['', 'offset', 'width', 'field', 'bytes (little-endian)', 'value'], rows, { class: 'fields' }),
+    c === null ? null : h('p', { class: c.matches ? 'ok-text' : 'bad-text', 'data-role': 'checksum' }, `Checksum: stored ${c.storedLabel}, computed ${c.computedLabel} — ${c.matches ? 'match' : 'MISMATCH'}`),
+  );
+}
+
+function variableHeader(i: CheckpointInspection): HTMLElement | null {
+  if (i.fields.length === 0) return null;
+  const rows = i.fields.map((f) => [String(f.offset), String(f.width), f.field, valueText(f)]);
+  return section('Variable header', { 'data-role': 'variable-header' }, h('details', {}, h('summary', {}, `${i.fields.length} fields from offset 38`), table(['offset', 'width', 'field', 'value'], rows, { class: 'fields' })));
+}
+
+function checkText(d: InspectedDescriptor, previousEnd: bigint | null): string {
+  const p: string[] = [];
+  if (!d.checks.byteLengthMatchesShape) p.push(`length ${d.byteLength} ≠ shape × width = ${d.expectedByteLength ?? 'overflow'}`);
+  if (!d.checks.contiguous) p.push(previousEnd === null ? 'start unknown' : `starts at ${d.offset}, previous ended at ${previousEnd}`);
+  if (!d.checks.withinFile) p.push('outside the file');
+  return p.length === 0 ? 'ok' : p.join('; ');
+}
+
+function descriptorTable(i: CheckpointInspection): HTMLElement | null {
+  if (i.descriptorCount === null && i.descriptors.length === 0) return null;
+  const failing = i.verdict.valid ? undefined : i.verdict.error.recordIndex;
+  let previousEnd: bigint | null = i.headerBytes;
+  const rows: HTMLTableRowElement[] = [];
+  let hidden = 0;
+  for (const d of i.descriptors) {
+    const check = checkText(d, previousEnd);
+    previousEnd = d.end;
+    if (rows.length >= MAX_DESCRIPTOR_ROWS && check === 'ok' && failing !== d.index) {
+      hidden += 1;
+      continue;
+    }
+    const cls = [check === 'ok' ? '' : 'bad-row', failing === d.index ? 'failing-row' : ''].filter(Boolean).join(' ');
+    rows.push(
+      h(
+        'tr',
+        { class: cls, 'data-index': d.index },
+        h('td', {}, String(d.index)),
+        h('td', {}, `${d.entryOffset}–${d.entryOffset + d.entryLength - 1}`),
+        h('td', {}, d.role ?? `tag ${d.roleTag}?`),
+        h('td', { class: 'name' }, d.name),
+        h('td', {}, d.dtype ?? `tag ${d.dtypeTag}?`),
+        h('td', {}, `[${d.shape.join(', ')}]`),
+        h('td', { class: 'range' }, d.end === null ? `[${d.offset},overflow)` : `[${d.offset},${d.end})`),
+        h('td', { class: 'num' }, String(d.byteLength)),
+        h('td', { class: check === 'ok' ? 'ok-text' : 'bad-text' }, check, failing === d.index && !i.verdict.valid ? ` ◀ ${i.verdict.error.code}` : ''),
+      ),
+    );
+  }
+  const end = i.recordsEnd;
+  return section(
+    `Descriptor table — ${i.descriptors.length} of ${i.descriptorCount ?? '?'} rows parsed`,
+    { 'data-role': 'descriptors' },
+    h(
+      'table',
+      { class: 'descriptors' },
+      h('thead', {}, h('tr', {}, ...['#', 'entry', 'role', 'name', 'dtype', 'shape', 'range', 'length', 'check'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...rows),
+    ),
+    hidden === 0 ? null : h('p', { class: 'muted' }, `${hidden} more rows passed every check and are not shown.`),
+    end === null ? null : h('p', { class: end === BigInt(i.fileLength) ? 'ok-text' : 'bad-text' }, `Records end at ${end}; file length ${i.fileLength}.`),
+  );
+}
+
+function tokenizerView(o: OpenedCheckpoint): HTMLElement | null {
+  const t = o.inspection.tokenizer;
+  if (t === null) return null;
+  const slice = o.inspection.descriptors.filter((d) => d.slice === 'tokenizer' && d.checks.withinFile);
+  const title = `Tokenizer — ${t.kind ?? `unknown kind ${t.kindTag}`}${t.kindName === null ? '' : ` (${t.kindName})`}, declared vocabulary ${t.declaredVocabulary ?? '?'}`;
+  if (t.kind === 'literal') {
+    const rows = slice.slice(0, MAX_ROWS).map((d) => {
+      const piece = o.bytes.subarray(Number(d.offset), Number(d.end));
+      return [d.name, h('code', {}, hexBytes(piece)), quotedBytes(piece)];
+    });
+    return section(title, { 'data-role': 'tokenizer' }, table(['id', 'bytes', 'as text'], rows), slice.length > MAX_ROWS ? h('p', { class: 'muted' }, `… ${slice.length - MAX_ROWS} more pieces`) : null);
+  }
+  if (t.kind === 'bpe' && slice[0] !== undefined && slice[0].dtype === 'u32') {
+    const d = slice[0];
+    const view = new DataView(o.bytes.buffer, o.bytes.byteOffset + Number(d.offset), Number(d.byteLength));
+    const spelled: Uint8Array[] = [];
+    for (let b = 0; b < 256; b++) spelled.push(Uint8Array.of(b));
+    const total = Math.floor(view.byteLength / 8);
+    const rows: (string | HTMLElement)[][] = [];
+    for (let r = 0; r < total; r++) {
+      const left = view.getUint32(8 * r, true);
+      const right = view.getUint32(8 * r + 4, true);
+      const a = spelled[left];
+      const b = spelled[right];
+      if (a === undefined || b === undefined) {
+        rows.push([String(r), String(258 + r), String(left), String(right), h('span', { class: 'bad-text' }, 'unknown operand')]);
+        break;
+      }
+      const joined = new Uint8Array(a.length + b.length);
+      joined.set(a);
+      joined.set(b, a.length);
+      spelled.push(joined);
+      if (r < MAX_ROWS) rows.push([String(r), String(258 + r), `${left} ${quotedBytes(a)}`, `${right} ${quotedBytes(b)}`, quotedBytes(joined)]);
+    }
+    return section(
+      `${title}, ${total} merges`,
+      { 'data-role': 'tokenizer' },
+      h('p', { class: 'muted' }, 'Pairs are stored in the training id space (0–255 bytes, 256 + r for merge r); final ids shift by 2 for the BOS/EOS control tokens (0, 1).'),
+      table(['rank', 'final id', 'left (training id)', 'right (training id)', 'bytes'], rows),
+      total > MAX_ROWS ? h('p', { class: 'muted' }, `… ${total - MAX_ROWS} more merges`) : null,
+    );
+  }
+  return section(title, { 'data-role': 'tokenizer' }, h('p', { class: 'muted' }, 'No readable tokenizer record.'));
+}
+
+function configView(i: CheckpointInspection): HTMLElement | null {
+  const rows: [string, string][] = [];
+  const d = i.decoder;
+  if (d !== null) {
+    rows.push(['vocabulary size', String(d.vocabularySize)], ['model width', String(d.modelWidth)], ['heads', String(d.heads)], ['feed-forward width', String(d.feedForwardWidth)]);
+    rows.push(['layers', String(d.layers)], ['max positions', String(d.maxPositions)], ['rope base', `${f64Text(d.ropeBase)} (${f64Bits(d.ropeBase)})`], ['rms epsilon', `${f64Text(d.rmsEpsilon)} (${f64Bits(d.rmsEpsilon)})`]);
+  }
+  const a = i.adamw;
+  if (a !== null) {
+    for (const [k, v] of Object.entries(a) as [string, number][]) rows.push([`AdamW ${k}`, `${f64Text(v)} (${f64Bits(v)})`]);
+  }
+  if (i.groupsFlag !== null) rows.push(['parameter groups', i.groups === null ? (i.groupsFlag === 0 ? 'none (decay applies to every parameter)' : `flag ${i.groupsFlag}`) : `decay: ${i.groups.decay.join(', ')} · no decay: ${i.groups.noDecay.join(', ')}`]);
+  if (i.optimizerStep !== null) rows.push(['optimizer step', String(i.optimizerStep)]);
+  if (i.selectedStep !== null) rows.push(['selected step', String(i.selectedStep)]);
+  if (i.beta1Power !== null) rows.push(['beta1 power', `${f64Text(i.beta1Power)} (${f64Bits(i.beta1Power)})`]);
+  if (i.beta2Power !== null) rows.push(['beta2 power', `${f64Text(i.beta2Power)} (${f64Bits(i.beta2Power)})`]);
+  if (i.samplingRngState !== null) rows.push(['sampling RNG (SplitMix64 state)', u64Hex(i.samplingRngState)]);
+  if (i.modelParameterCount !== null) rows.push(['records', `${i.modelParameterCount} parameters, ${i.optimizerStateCount ?? '?'} moment pairs, ${i.descriptorCount ?? '?'} descriptors`]);
+  if (rows.length === 0) return null;
+  return section('Configuration and optimizer state', { 'data-role': 'config' }, table(['field', 'value'], rows, { class: 'fields' }));
+}
+
+function histogram(counts: readonly number[]): SVGElement {
+  const max = Math.max(1, ...counts);
+  const w = 96 / HISTOGRAM_BINS;
+  return s('svg', { class: 'hist', viewBox: '0 0 96 20', width: 96, height: 20 }, ...counts.map((c, k) => s('rect', { x: k * w, y: 20 - (c / max) * 20, width: w - 0.5, height: (c / max) * 20 })));
+}
+
+function statsView(o: OpenedCheckpoint): HTMLElement | null {
+  const records = o.inspection.descriptors.filter((d) => d.dtype === 'f64' && d.checks.withinFile && d.checks.byteLengthMatchesShape);
+  if (records.length === 0) return null;
+  const rows = records.map((d) => {
+    const st = f64Stats(o.bytes, Number(d.offset), Number(d.byteLength) / 8);
+    return [
+      d.role ?? '?',
+      h('span', { class: 'name' }, d.name),
+      `[${d.shape.join(', ')}]`,
+      String(st.count),
+      short(st.min),
+      short(st.max),
+      short(st.mean),
+      short(st.rms),
+      String(st.zeros),
+      st.nonFinite > 0 ? h('span', { class: 'bad-text' }, String(st.nonFinite)) : '0',
+      histogram(st.histogram),
+    ];
+  });
+  return section('Tensor statistics', { 'data-role': 'stats' }, table(['role', 'name', 'shape', 'values', 'min', 'max', 'mean', 'RMS', 'zeros', 'non-finite', 'histogram'], rows, { class: 'stats' }));
+}
+
+function issuesView(i: CheckpointInspection): HTMLElement | null {
+  if (i.parseStoppedAt === null && i.headerIssues.length === 0) return null;
+  return section(
+    'Where it broke',
+    { 'data-role': 'issues' },
+    i.parseStoppedAt === null ? null : h('p', { class: 'bad-text' }, `Parsing stopped: ${errorText(i.parseStoppedAt)} — ${i.parseStoppedAt.message}`),
+    i.headerIssues.length === 0 ? null : h('ul', {}, ...i.headerIssues.map((e) => h('li', {}, `${errorText(e)} — ${e.message}`))),
+  );
+}
+
+/** The complete audit of one file. */
+export function checkpointView(o: OpenedCheckpoint): HTMLElement {
+  const i = o.inspection;
+  return h(
+    'article',
+    { class: 'checkpoint', 'data-name': o.name },
+    h('h2', {}, o.name, h('span', { class: 'muted' }, ` — ${bytesText(i.fileLength)}${i.headerBytes === null ? '' : `, header ${i.headerBytes}, payload ${i.payloadBytes ?? '?'}`}`)),
+    verdictBanner(i),
+    section('Byte map', { 'data-role': 'byte-map' }, byteMap(i)),
+    issuesView(i),
+    fixedHeader(o),
+    variableHeader(i),
+    descriptorTable(i),
+    tokenizerView(o),
+    configView(i),
+    statsView(o),
+  );
+}

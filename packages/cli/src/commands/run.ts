@@ -1,0 +1,438 @@
+/**
+ * Run commands — `train`, `resume`, `pivot`, `fork`, `status` (alias `runs`):
+ * thin wrappers over `@llmcp/trainer`, sharing its progress display (written
+ * to stderr; the final summary goes to stdout).
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { Command, Option } from 'commander';
+import type { RunResult, RunStatus, TrainerConfig, TrainingOptions } from '@llmcp/trainer';
+import type { SetExit } from '../cli.ts';
+import { colorsFor, type CliContext } from '../context.ts';
+import { CliError, EXIT_CODES, type ExitCode } from '../errors.ts';
+import { requirePath, resolvePath } from '../internal/files.ts';
+import { alignTable, plural } from '../internal/text.ts';
+
+/** Identifier of the `status --json` document. */
+export const STATUS_SCHEMA_ID = 'llmcp-status/1';
+
+/** Built-in configs for `train --preset`. */
+const PRESETS: readonly string[] = ['ch33'];
+
+/** The trainer, loaded when a run command runs (keeps the other commands' start-up fast). */
+type Trainer = typeof import('@llmcp/trainer');
+const loadTrainer = (): Promise<Trainer> => import('@llmcp/trainer');
+
+/**
+ * How trainer failures map to exit codes: refusals caused by the user's
+ * inputs are input errors (3), a run whose files do not verify is a failed
+ * verification (1), everything else is a runtime error (4).
+ */
+const TRAINER_EXIT: Readonly<Record<string, ExitCode>> = {
+  TRAINER_CONFIG_INVALID: EXIT_CODES.INPUT,
+  TRAINER_CONFIG_UNREADABLE: EXIT_CODES.INPUT,
+  TRAINER_CONFIG_CHANGED: EXIT_CODES.INPUT,
+  TRAINER_INPUT_CHANGED: EXIT_CODES.INPUT,
+  TRAINER_INPUT_INVALID: EXIT_CODES.INPUT,
+  TRAINER_IMPLEMENTATION_CHANGED: EXIT_CODES.INPUT,
+  TRAINER_RUN_INVALID: EXIT_CODES.INPUT,
+  TRAINER_RUN_LOCKED: EXIT_CODES.INPUT,
+  TRAINER_JOB_INVALID: EXIT_CODES.FAILED,
+  TRAINER_STATE_INVALID: EXIT_CODES.FAILED,
+  TRAINER_PAIR_MISMATCH: EXIT_CODES.FAILED,
+  TRAINER_NO_CHECKPOINT: EXIT_CODES.FAILED,
+  TRAINER_LOSS_LOG_INVALID: EXIT_CODES.FAILED,
+  TRAINER_RESTORE_MISMATCH: EXIT_CODES.FAILED,
+};
+
+const TRAINER_HINT: Readonly<Record<string, string>> = {
+  TRAINER_CONFIG_CHANGED: "a resume continues with the recorded config; to change policy fields use 'llmcp pivot' (in place) or 'llmcp fork' (new run)",
+  TRAINER_INPUT_CHANGED: 'the corpus, split or tokenizer differs from the one the run recorded; restore it or start a new run',
+  TRAINER_RUN_INVALID: "check the directory: 'llmcp train' needs a new (or empty) one, the other run commands an existing run",
+  TRAINER_RUN_LOCKED: 'another process is using this run; wait for it or stop it',
+  TRAINER_NO_CHECKPOINT: "run 'llmcp verify <run-dir>' to see why each slot was refused",
+  TRAINER_LOSS_LOG_INVALID: "run 'llmcp verify <run-dir>' for details on loss.jsonl",
+};
+
+async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string): Promise<T> {
+  const t = await loadTrainer();
+  try {
+    return await work(t);
+  } catch (e) {
+    if (!t.isTrainerError(e)) throw e;
+    const hint = TRAINER_HINT[e.code];
+    throw new CliError('CLI_RUN_FAILED', `${what}: ${e.code}: ${e.message}`, { causeCode: e.code, exitCode: TRAINER_EXIT[e.code] ?? EXIT_CODES.RUNTIME, ...(hint === undefined ? {} : { hint }), cause: e });
+  }
+}
+
+/** Options shared by the commands that train. */
+interface TrainFlags {
+  readonly config?: string;
+  readonly preset?: string;
+  readonly plain?: boolean;
+}
+
+async function readConfig(ctx: CliContext, flags: TrainFlags): Promise<TrainerConfig | undefined> {
+  if (flags.config !== undefined && flags.preset !== undefined) throw new CliError('CLI_USAGE', 'give either --config or --preset, not both', { option: '--preset' });
+  if (flags.preset === 'ch33') return (await loadTrainer()).ch33Config();
+  if (flags.config === undefined) return undefined;
+  const file = flags.config;
+  requirePath(ctx, file, 'file', 'config');
+  return trainer((t) => t.loadConfig(resolvePath(ctx, file)), `config ${file}`);
+}
+
+async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ options: TrainingOptions; finish: () => void }> {
+  const { createProgressRenderer } = await loadTrainer();
+  const progress = createProgressRenderer({ stream: ctx.stderr, env: ctx.env, ...(flags.plain === true ? { live: false } : {}), plainIntervalMs: 5000 });
+  const options: TrainingOptions = {
+    onEvent: (e) => progress.onEvent(e),
+    handleSignals: ctx.handleSignals === true,
+    ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
+  };
+  let finished = false;
+  const finish = (): void => {
+    if (!finished) progress.finish();
+    finished = true;
+  };
+  return { options, finish };
+}
+
+function summarize(ctx: CliContext, result: RunResult): number {
+  const c = colorsFor(ctx.stdout, ctx.env);
+  const best = result.best === null ? 'no validation yet' : `best validation loss ${result.best.validationLoss.toFixed(6)} at step ${result.best.step}`;
+  if (result.status === 'stopped') {
+    ctx.stdout.write(`${c.yellow('stopped')} at step ${result.step}/${result.totalSteps} (${result.stopReason ?? 'stop requested'}); checkpoint in ${path.join(result.runDir, 'checkpoints', 'latest')}; ${best}\n`);
+    ctx.stdout.write(`resume with: llmcp resume ${result.runDir}\n`);
+    return EXIT_CODES.INTERRUPTED;
+  }
+  const verb = result.status === 'already-complete' ? 'already complete' : 'completed';
+  ctx.stdout.write(`${c.green(verb)}: ${result.runDir} at step ${result.step}/${result.totalSteps}${result.resumedFrom === null || result.status === 'already-complete' ? '' : ` (resumed from ${result.resumedFrom})`}; ${best}\n`);
+  return EXIT_CODES.OK;
+}
+
+/**
+ * Runs `llmcp train`.
+ *
+ * @param ctx - the command context.
+ * @param runDir - the new run directory.
+ * @param flags - config or preset, display.
+ * @returns 0 when the run completed, 130 when it was stopped by a signal.
+ * @throws CliError for a missing config, a directory that already holds a run, or a failed run.
+ */
+export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlags): Promise<number> {
+  const config = await readConfig(ctx, flags);
+  if (config === undefined) throw new CliError('CLI_USAGE', 'a new run needs --config <file> or --preset <name>', { option: '--config' });
+  const { options, finish } = await trainingOptions(ctx, flags);
+  try {
+    const result = await trainer((t) => t.trainRun({ ...options, runDir: resolvePath(ctx, runDir), config }), `train ${runDir}`);
+    finish();
+    return summarize(ctx, result);
+  } finally {
+    finish();
+  }
+}
+
+/**
+ * Runs `llmcp resume`.
+ *
+ * @param ctx - the command context.
+ * @param runDir - the run directory.
+ * @param flags - optional config (must equal the recorded one), display.
+ * @returns 0 when the run completed, 130 when it was stopped by a signal.
+ * @throws CliError for a directory that is not a run, a changed config or inputs, or a run that does not verify.
+ */
+export async function runResume(ctx: CliContext, runDir: string, flags: TrainFlags): Promise<number> {
+  requirePath(ctx, runDir, 'directory', 'run directory');
+  const config = await readConfig(ctx, flags);
+  const { options, finish } = await trainingOptions(ctx, flags);
+  try {
+    const result = await trainer((t) => t.resumeRun(resolvePath(ctx, runDir), { ...options, ...(config === undefined ? {} : { config }) }), `resume ${runDir}`);
+    finish();
+    return summarize(ctx, result);
+  } finally {
+    finish();
+  }
+}
+
+interface PolicyFlags {
+  readonly config?: string;
+  readonly change?: string[];
+  readonly reason?: string;
+}
+
+/**
+ * Runs `llmcp pivot`.
+ *
+ * @param ctx - the command context.
+ * @param runDir - the run directory.
+ * @param flags - new config, declared changes, reason.
+ * @returns 0.
+ * @throws CliError for undeclared or non-policy changes, or a run that does not verify.
+ */
+export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFlags & { readonly config: string }): Promise<number> {
+  requirePath(ctx, runDir, 'directory', 'run directory');
+  const config = (await readConfig(ctx, { config: flags.config })) as TrainerConfig;
+  const r = await trainer(
+    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes: flags.change ?? [], ...(flags.reason === undefined ? {} : { reason: flags.reason }) }),
+    `pivot ${runDir}`,
+  );
+  ctx.stdout.write(`pivot ${r.pivot} of ${runDir} at step ${r.step} (from ${r.slot}): changed ${r.changed.length === 0 ? 'nothing' : r.changed.join(', ')}\n`);
+  if (r.unchanged.length > 0) ctx.stdout.write(`  declared but unchanged: ${r.unchanged.join(', ')}\n`);
+  ctx.stdout.write(`  archived the replaced policy in ${path.isAbsolute(r.archive) ? r.archive : path.join(runDir, r.archive)}\n  continue with: llmcp resume ${runDir}\n`);
+  return EXIT_CODES.OK;
+}
+
+/**
+ * Runs `llmcp fork`.
+ *
+ * @param ctx - the command context.
+ * @param source - the run to fork.
+ * @param target - the new run directory.
+ * @param flags - slot, config, declared changes, reason.
+ * @returns 0.
+ * @throws CliError for a damaged slot, an occupied target, or undeclared or non-policy changes.
+ */
+export async function runFork(ctx: CliContext, source: string, target: string, flags: PolicyFlags & { readonly slot?: string }): Promise<number> {
+  requirePath(ctx, source, 'directory', 'run directory');
+  const config = await readConfig(ctx, flags.config === undefined ? {} : { config: flags.config });
+  const r = await trainer(
+    (t) =>
+      t.forkRun(resolvePath(ctx, source), resolvePath(ctx, target), {
+        ...(flags.slot === undefined ? {} : { slot: flags.slot }),
+        ...(config === undefined ? {} : { config }),
+        ...(flags.change === undefined ? {} : { changes: flags.change }),
+        ...(flags.reason === undefined ? {} : { reason: flags.reason }),
+      }),
+    `fork ${source}`,
+  );
+  ctx.stdout.write(`forked ${source} (${r.slot}, step ${r.step}) into ${target} as run ${r.runId}; changed ${r.changed.length === 0 ? 'nothing' : r.changed.join(', ')}\n`);
+  ctx.stdout.write(`  train the branch with: llmcp resume ${target}\n`);
+  return EXIT_CODES.OK;
+}
+
+/** `status --json` for one run. */
+export interface StatusJson extends RunStatus {
+  /** Seconds since `checkpoints/latest/state.llmcp` was written, or null. */
+  readonly lastCheckpointAgeSeconds: number | null;
+}
+
+function checkpointAge(ctx: CliContext, runDir: string): number | null {
+  const file = path.join(runDir, 'checkpoints', 'latest', 'state.llmcp');
+  if (!existsSync(file)) return null;
+  const now = ctx.now?.() ?? Date.now();
+  return Math.max(0, Math.round((now - statSync(file).mtimeMs) / 1000));
+}
+
+function statusOf(ctx: CliContext, t: Trainer, absolute: string): StatusJson {
+  const status = t.runStatus(absolute);
+  return { ...status, lastCheckpointAgeSeconds: checkpointAge(ctx, absolute) };
+}
+
+/**
+ * Runs `llmcp status`: one run, or every run directly inside a directory.
+ *
+ * @param ctx - the command context.
+ * @param dir - a run directory, or a directory of runs.
+ * @param options - `--json`.
+ * @returns 0.
+ * @throws CliError when the directory holds no run.
+ */
+export async function runStatusCommand(ctx: CliContext, dir: string, options: { readonly json?: boolean }): Promise<number> {
+  const { absolute } = requirePath(ctx, dir, 'directory', 'run directory');
+  const isRun = existsSync(path.join(absolute, 'run.json'));
+  const runs = isRun
+    ? [absolute]
+    : readdirSync(absolute, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && existsSync(path.join(absolute, e.name, 'run.json')))
+        .map((e) => path.join(absolute, e.name))
+        .sort();
+  if (runs.length === 0) {
+    throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is not a run directory and holds none (no run.json)`, { path: absolute, hint: "start one with 'llmcp train <run-dir> --config <file>'" });
+  }
+  const statuses = await trainer((t) => runs.map((r) => statusOf(ctx, t, r)), `status ${dir}`);
+  if (options.json === true) {
+    ctx.stdout.write(`${JSON.stringify({ schema: STATUS_SCHEMA_ID, runs: statuses }, null, 2)}\n`);
+    return EXIT_CODES.OK;
+  }
+  const c = colorsFor(ctx.stdout, ctx.env);
+  const { formatDuration } = await loadTrainer();
+  const age = (s: StatusJson): string => (s.lastCheckpointAgeSeconds === null ? '--' : `${formatDuration(s.lastCheckpointAgeSeconds * 1000)} ago`);
+  if (isRun) {
+    const s = statuses[0] as StatusJson;
+    const state = s.state === 'complete' ? c.green(s.state) : s.state === 'damaged' ? c.red(s.state) : c.yellow(s.state);
+    const lines = [
+      `run ${dir}${s.runId === null ? '' : ` (${s.runId})`}: ${state}`,
+      `  latest step: ${s.step ?? '--'}${s.totalSteps === null ? '' : ` of ${s.totalSteps}`}${s.slot === null ? '' : ` (slot ${s.slot})`}, last checkpoint ${age(s)}`,
+      `  best: ${s.best === null ? '--' : `step ${s.best.step}, validation loss ${s.best.validationLoss.toFixed(6)}`}`,
+      `  losses: last training ${s.lastLoss === null ? '--' : s.lastLoss.toFixed(6)} (${plural(s.lossRecords, 'record')} in loss.jsonl), last validation ${s.lastValidationLoss === null ? '--' : s.lastValidationLoss.toFixed(6)}`,
+      `  slots: ${s.slots.length === 0 ? '--' : s.slots.join(', ')}; pivots ${s.pivots}; ${plural(s.events, 'event')} in run.json`,
+    ];
+    ctx.stdout.write(`${lines.join('\n')}\n`);
+    return EXIT_CODES.OK;
+  }
+  const rows = [['run', 'state', 'step', 'best (step: loss)', 'last loss', 'last checkpoint'].map((t) => c.dim(t))];
+  for (const s of statuses) {
+    rows.push([
+      path.basename(s.runDir),
+      s.state,
+      s.step === null ? '--' : `${s.step}/${s.totalSteps ?? '?'}`,
+      s.best === null ? '--' : `${s.best.step}: ${s.best.validationLoss.toFixed(4)}`,
+      s.lastLoss === null ? '--' : s.lastLoss.toFixed(4),
+      age(s),
+    ]);
+  }
+  ctx.stdout.write(`${alignTable(rows, ['left', 'left', 'right', 'left', 'right', 'left']).join('\n')}\n`);
+  return EXIT_CODES.OK;
+}
+
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), ...value.split(',').map((s) => s.trim()).filter((s) => s !== '')];
+
+const SIGNALS_HELP = 'Ctrl-C (SIGINT) or SIGTERM finishes the current step, writes a checkpoint and exits with 130; SIGUSR1 writes a checkpoint and continues.';
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `train` command.
+ */
+export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('train')
+    .summary('start a new training run')
+    .description(
+      `Start a new run in <run-dir> from a trainer config (JSON; see @llmcp/trainer) or a built-in preset, training to its step budget with verified, resumable checkpoints. Progress goes to stderr (live on a terminal); the summary to stdout. ${SIGNALS_HELP}\n\n` +
+        'Exit status: 0 completed, 130 stopped by a signal (resume it), 2 bad options, 3 bad config or the directory already holds a run, 4 training failed.',
+    )
+    .argument('<run-dir>', 'new run directory (created)')
+    .option('-c, --config <file>', 'trainer config (JSON)')
+    .addOption(new Option('--preset <name>', 'built-in config instead of --config (ch33: the 8-step reference fixture)').choices(PRESETS))
+    .option('--plain', 'plain progress lines even on a terminal')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp train runs/a --config train.json
+  $ llmcp train runs/ch33 --preset ch33 && llmcp diff runs/ch33/checkpoints/best/state.llmcp golden-6330.llmcp
+`,
+    )
+    .action(async (runDir: string, flags: TrainFlags) => {
+      setExit(await runTrain(ctx, runDir, flags));
+    });
+}
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `resume` command.
+ */
+export function resumeCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('resume')
+    .summary('continue a run from its newest verified checkpoint')
+    .description(
+      `Resume <run-dir> from its newest checkpoint that fully verifies (latest, else latest.backup, else the newest step snapshot) and train on, bit for bit as if it had never stopped. Everything is checked before anything changes on disk. ${SIGNALS_HELP}\n\n` +
+        'Exit status: 0 completed (or already complete), 130 stopped by a signal, 1 no checkpoint verifies, 3 not a run or changed config/inputs, 4 training failed.',
+    )
+    .argument('<run-dir>', 'run directory')
+    .option('-c, --config <file>', 'config to continue with (must equal the recorded one; use pivot to change policy)')
+    .option('--plain', 'plain progress lines even on a terminal')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp resume runs/a
+  $ llmcp resume runs/a --plain 2> progress.log
+`,
+    )
+    .action(async (runDir: string, flags: TrainFlags) => {
+      setExit(await runResume(ctx, runDir, flags));
+    });
+}
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `pivot` command.
+ */
+export function pivotCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('pivot')
+    .summary('change policy fields of a run in place')
+    .description(
+      'Change policy fields (step budget, schedule, learning rate, weight decay, clipping, evaluation, checkpoint cadence and retention, sampling other than the seed, logging, threads) of a run at its latest verified checkpoint. ' +
+        'Every changed field must be declared with --change; samples.json, the old config and job are archived; weights, moments, data order, history and loss.jsonl continue. Then resume it.\n\n' +
+        'Exit status: 0 ok, 1 the run does not verify, 2 bad options, 3 undeclared or non-policy change, not a run.',
+    )
+    .argument('<run-dir>', 'run directory')
+    .requiredOption('-c, --config <file>', 'the new config (JSON)')
+    .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable), e.g. steps,schedule', collect)
+    .option('--reason <text>', 'why (recorded in run.json)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp pivot runs/a --config polish.json --change steps,schedule --reason "polish phase"
+  $ llmcp resume runs/a
+`,
+    )
+    .action(async (runDir: string, flags: PolicyFlags & { config: string }) => {
+      setExit(await runPivot(ctx, runDir, flags));
+    });
+}
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `fork` command.
+ */
+export function forkCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('fork')
+    .summary('branch a run from one of its checkpoints into a new run')
+    .description(
+      'Copy a verified checkpoint slot of <run-dir> into the new run <new-run-dir> with its own config (policy changes only, declared with --change) and a new run id, with loss.jsonl up to that step; both manifests record the lineage. Train the branch with resume.\n\n' +
+        'Exit status: 0 ok, 1 the slot does not verify, 2 bad options, 3 occupied target, undeclared or non-policy change, not a run.',
+    )
+    .argument('<run-dir>', 'run to fork')
+    .argument('<new-run-dir>', 'new run directory (must not exist or be empty)')
+    .option('--slot <slot>', 'slot to fork from: latest, best, step_000400, … (default: the one a resume would use)')
+    .option('-c, --config <file>', "the fork's config (default: the checkpoint's)")
+    .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable)', collect)
+    .option('--reason <text>', 'why (recorded in both run.json files)')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp fork runs/a runs/a-lowlr --slot step_000400 --config lowlr.json --change optimizer.learningRate,schedule
+  $ llmcp resume runs/a-lowlr
+`,
+    )
+    .action(async (source: string, target: string, flags: PolicyFlags & { slot?: string }) => {
+      setExit(await runFork(ctx, source, target, flags));
+    });
+}
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `status` command.
+ */
+export function statusCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('status')
+    .alias('runs')
+    .summary('latest and best steps, losses and checkpoint age of runs')
+    .description(
+      'Summarize a run directory (or every run directly inside a directory): state, latest step of the step budget, best validation step and loss, last training and validation losses, last checkpoint age, slots, pivots. ' +
+        "Reads job files only (fast); 'llmcp verify <run-dir>' checks everything.\n\n" +
+        'Exit status: 0 ok, 3 not a run directory.',
+    )
+    .argument('<dir>', 'run directory, or a directory of runs')
+    .option('--json', `print a JSON document (schema "${STATUS_SCHEMA_ID}")`)
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp status runs/a
+  $ llmcp runs runs/                        # one line per run
+  $ llmcp status runs/a --json | jq .runs[0].best
+`,
+    )
+    .action(async (dir: string, options: { json?: boolean }) => {
+      setExit(await runStatusCommand(ctx, dir, options));
+    });
+}

@@ -1,0 +1,185 @@
+/**
+ * `llmcp sample <checkpoint>`: generation with the ch36 rules (training.md
+ * §9: ranking with ties to the smaller id, temperature/top-k weights, Kahan
+ * normalization, one 53-bit draw per token, interval selection in id order,
+ * uncached generation), continuing the checkpoint's stored sampling RNG
+ * state unless `--seed` gives a new one.
+ */
+import { Command } from 'commander';
+import { SplitMix64 } from '@llmcp/format';
+import type { SamplingMode } from '@llmcp/model';
+import { tokenizerFromState } from '@llmcp/tokenizer';
+import type { SetExit } from '../cli.ts';
+import { colorsFor, type CliContext } from '../context.ts';
+import { CliError, EXIT_CODES } from '../errors.ts';
+import { parseIdList, parseNonNegativeNumber, parsePositiveInteger, parseU64 } from '../internal/arguments.ts';
+import { readCheckpointFile } from '../internal/files.ts';
+import { quotedBytes, u64Hex } from '../internal/text.ts';
+
+/** Identifier of the JSON document (`schema` member). */
+export const SAMPLE_SCHEMA_ID = 'llmcp-sample/1';
+
+/** Options of `llmcp sample`. */
+export interface SampleOptions {
+  readonly prompt?: string;
+  readonly promptIds?: number[];
+  /** 0 = greedy. */
+  readonly temperature?: number;
+  readonly topK?: number;
+  readonly maxTokens?: number;
+  readonly seed?: bigint;
+  readonly count?: number;
+  readonly json?: boolean;
+}
+
+/** One generated sample in the JSON document. */
+export interface SampleJson {
+  readonly promptTokens: readonly number[];
+  readonly tokens: readonly number[];
+  /** UTF-8 text of the new tokens (a final EOS dropped), or null when not valid UTF-8. */
+  readonly text: string | null;
+  /** Hex of the new tokens' bytes. */
+  readonly bytesHex: string;
+  readonly stopReason: string;
+}
+
+/**
+ * Runs `llmcp sample`.
+ *
+ * @param ctx - the command context.
+ * @param file - checkpoint path.
+ * @param options - prompt, mode, limits, seed, count, output.
+ * @returns 0.
+ * @throws CliError for an invalid checkpoint, a bad prompt, or sampling options the model rejects.
+ */
+export async function runSample(ctx: CliContext, file: string, options: SampleOptions): Promise<number> {
+  if (options.prompt !== undefined && options.promptIds !== undefined) {
+    throw new CliError('CLI_USAGE', 'give either --prompt or --prompt-ids, not both', { option: '--prompt-ids' });
+  }
+  const { checkpoint } = readCheckpointFile(ctx, file);
+  const tokenizer = tokenizerFromState(checkpoint.tokenizer);
+  const V = checkpoint.decoder.vocabularySize;
+  const P = checkpoint.decoder.maxPositions;
+  let prompt: number[];
+  if (options.promptIds !== undefined) {
+    prompt = options.promptIds;
+    const bad = prompt.find((id) => id >= V);
+    if (bad !== undefined) throw new CliError('CLI_USAGE', `--prompt-ids: token id ${bad} is outside the vocabulary [0, ${V})`, { option: '--prompt-ids' });
+  } else {
+    try {
+      prompt = Array.from(tokenizer.encode(options.prompt ?? ''));
+    } catch (e) {
+      throw new CliError('CLI_SAMPLE_FAILED', `--prompt cannot be encoded by the checkpoint's ${tokenizer.kind} tokenizer: ${(e as Error).message}`, {
+        option: '--prompt',
+        hint: 'use --prompt-ids to give token ids directly',
+        cause: e,
+      });
+    }
+    if (prompt.length === 0) {
+      if (tokenizer.bosId === null) {
+        throw new CliError('CLI_SAMPLE_FAILED', 'the prompt is empty and this literal tokenizer has no begin-of-document token to start from', {
+          option: '--prompt',
+          hint: 'give a --prompt or --prompt-ids',
+        });
+      }
+      prompt = [tokenizer.bosId];
+    }
+  }
+  if (prompt.length > P) prompt = prompt.slice(prompt.length - P);
+  const temperature = options.temperature ?? 1;
+  const topK = options.topK ?? V;
+  if (topK > V) throw new CliError('CLI_USAGE', `--top-k ${topK} exceeds the vocabulary size ${V}`, { option: '--top-k' });
+  const mode: SamplingMode = temperature === 0 ? { kind: 'greedy' } : { kind: 'temperature', temperature, topK };
+  const rng = new SplitMix64(options.seed ?? checkpoint.samplingRngState);
+  const rngState = rng.state;
+  const { Decoder, generate, isModelError } = await import('@llmcp/model');
+  const model = Decoder.fromCheckpoint(checkpoint);
+  const eos = tokenizer.eosId;
+  const samples: SampleJson[] = [];
+  for (let i = 0; i < (options.count ?? 1); i++) {
+    let out;
+    try {
+      out = generate(model, { prompt, mode, rng, maxNewTokens: options.maxTokens ?? 32, ...(eos === null ? {} : { endOfSequence: eos }) });
+    } catch (e) {
+      if (!isModelError(e)) throw e;
+      throw new CliError('CLI_SAMPLE_FAILED', `sampling failed: ${e.code}: ${e.message}`, { causeCode: e.code, cause: e });
+    }
+    const content = out.stopReason === 'end-of-sequence' ? out.tokens.slice(0, -1) : out.tokens;
+    let bytes: Uint8Array = new Uint8Array(0);
+    let text: string | null = null;
+    try {
+      bytes = tokenizer.decode(content.filter((id) => id !== tokenizer.bosId));
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      text = null;
+    }
+    samples.push({ promptTokens: prompt, tokens: out.tokens, text, bytesHex: Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(''), stopReason: out.stopReason });
+  }
+  if (options.json === true) {
+    const doc = {
+      schema: SAMPLE_SCHEMA_ID,
+      checkpoint: file,
+      mode: mode.kind === 'greedy' ? { kind: 'greedy' } : mode,
+      rngState: u64Hex(rngState),
+      rngStateAfter: u64Hex(rng.state),
+      seeded: options.seed !== undefined,
+      samples,
+    };
+    ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    return EXIT_CODES.OK;
+  }
+  const c = colorsFor(ctx.stdout, ctx.env);
+  let promptText: string;
+  try {
+    promptText = quotedBytes(tokenizer.decode(prompt.filter((id) => id !== tokenizer.bosId)));
+  } catch {
+    promptText = `ids ${prompt.join(',')}`;
+  }
+  for (const s of samples) {
+    const shown = s.text ?? `(not UTF-8) ${quotedBytes(Uint8Array.from((s.bytesHex.match(/../g) ?? []).map((h) => Number.parseInt(h, 16))))}`;
+    ctx.stdout.write(`${c.dim(promptText)} ${shown}\n`);
+    ctx.stdout.write(c.dim(`  tokens [${s.tokens.join(', ')}], stopped: ${s.stopReason}\n`));
+  }
+  const how = mode.kind === 'greedy' ? 'greedy' : `temperature ${temperature}, top-k ${topK}`;
+  ctx.stdout.write(c.dim(`${how}; sampling RNG ${u64Hex(rngState)} (${options.seed === undefined ? 'from the checkpoint' : '--seed'}) → ${u64Hex(rng.state)}\n`));
+  return EXIT_CODES.OK;
+}
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `sample` command.
+ */
+export function sampleCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('sample')
+    .summary('generate text from a checkpoint (ch36 sampling rules)')
+    .description(
+      'Generate from a checkpoint with the ch36 rules (training.md §9): temperature/top-k weights with Kahan normalization, one 53-bit ' +
+        'SplitMix64 draw per token, interval selection in token-id order, uncached generation that stops at end-of-document, ' +
+        '--max-tokens or the context limit. The draws continue the checkpoint\'s stored sampling RNG state unless --seed is given ' +
+        '(the seed is the raw SplitMix64 state). An empty prompt starts from the begin-of-document token (BPE).\n\n' +
+        'Exit status: 0 ok, 2 bad options, 3 invalid checkpoint or prompt.',
+    )
+    .argument('<checkpoint>', 'checkpoint file (.llmcp)')
+    .option('--prompt <text>', 'prompt text, encoded by the checkpoint\'s tokenizer (default: empty)')
+    .option('--prompt-ids <ids>', 'prompt as comma-separated token ids, e.g. 0,4', parseIdList)
+    .option('--temperature <t>', 'temperature > 0, or 0 for greedy', parseNonNegativeNumber, 1)
+    .option('--top-k <k>', 'keep the k best-ranked tokens (default: the whole vocabulary)', parsePositiveInteger)
+    .option('--max-tokens <n>', 'stop after n new tokens', parsePositiveInteger, 32)
+    .option('--seed <u64>', 'start the sampling RNG from this raw state instead of the checkpoint\'s (decimal or 0x hex)', parseU64)
+    .option('--count <n>', 'number of samples (the RNG stream continues between them)', parsePositiveInteger, 1)
+    .option('--json', `print a JSON document (schema "${SAMPLE_SCHEMA_ID}")`)
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp sample runs/a/checkpoints/best/state.llmcp --prompt "Once upon a time" --max-tokens 80
+  $ llmcp sample state.llmcp --prompt-ids 0 --temperature 1 --top-k 3 --max-tokens 4
+  $ llmcp sample state.llmcp --prompt "The" --temperature 0            # greedy, no draws
+  $ llmcp sample state.llmcp --prompt "The" --seed 42 --count 3 --json
+`,
+    )
+    .action(async (file: string, options: SampleOptions) => {
+      setExit(await runSample(ctx, file, options));
+    });
+}

@@ -1,0 +1,154 @@
+/**
+ * `llmcp verify <file|run-dir>`: exit 0 only if everything verifies. A file
+ * is decoded with every LLMCP35 rule; a run directory has every checkpoint
+ * slot verified (job digest and schema, state file, job/state pairing), its
+ * loss history checked for continuity and its manifest read.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Command } from 'commander';
+import { decodeCheckpoint, type DecodedCheckpoint, type InspectionError } from '@llmcp/format';
+import type { RunVerification } from '@llmcp/trainer';
+import type { SetExit } from '../cli.ts';
+import { colorsFor, type CliContext } from '../context.ts';
+import { CliError, EXIT_CODES } from '../errors.ts';
+import { readInputFile, requirePath } from '../internal/files.ts';
+import { formatErrorData } from '../internal/format-error.ts';
+import { alignTable, plural } from '../internal/text.ts';
+
+/** Identifier of the JSON document (`schema` member). */
+export const VERIFY_SCHEMA_ID = 'llmcp-verify/1';
+
+/** `llmcp verify --json` for a checkpoint file. */
+export interface VerifyFileJson {
+  readonly schema: typeof VERIFY_SCHEMA_ID;
+  readonly kind: 'checkpoint';
+  readonly path: string;
+  readonly ok: boolean;
+  readonly checksum: string | null;
+  readonly step: string | null;
+  readonly error: InspectionError | null;
+}
+
+/** `llmcp verify --json` for a run directory. */
+export interface VerifyRunJson {
+  readonly schema: typeof VERIFY_SCHEMA_ID;
+  readonly kind: 'run';
+  readonly path: string;
+  readonly ok: boolean;
+  readonly run: RunVerification;
+}
+
+/** Options of `llmcp verify`. */
+export interface VerifyOptions {
+  readonly json?: boolean;
+}
+
+function describe(c: DecodedCheckpoint): string {
+  const values = c.parameters.reduce((n, p) => n + p.data.length, 0);
+  const tok = c.tokenizer.kind === 'literal' ? `literal tokenizer (${c.tokenizer.pieces.length} pieces)` : `BPE tokenizer (${c.tokenizer.pairs.length} merges)`;
+  return `step ${c.selectedStep}, ${plural(c.parameters.length, 'parameter tensor')} (${plural(values, 'value')}), ${tok}, ${plural(c.optimizer.moments.length, 'moment pair')}`;
+}
+
+function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): number {
+  const bytes = readInputFile(ctx, file, 'checkpoint');
+  let checkpoint: DecodedCheckpoint | null = null;
+  let error: InspectionError | null = null;
+  try {
+    checkpoint = decodeCheckpoint(bytes);
+  } catch (e) {
+    error = formatErrorData(e);
+  }
+  const c = colorsFor(ctx.stdout, ctx.env);
+  if (options.json === true) {
+    const doc: VerifyFileJson = {
+      schema: VERIFY_SCHEMA_ID,
+      kind: 'checkpoint',
+      path: file,
+      ok: checkpoint !== null,
+      checksum: checkpoint?.layout.checksumLabel ?? null,
+      step: checkpoint === null ? null : checkpoint.selectedStep.toString(),
+      error,
+    };
+    ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  } else if (checkpoint !== null) {
+    ctx.stdout.write(`${c.green('ok')}  ${file}  ${checkpoint.layout.checksumLabel}  ${describe(checkpoint)}\n`);
+  } else if (error !== null) {
+    const at = error.offset === undefined ? '' : ` at offset ${error.offset}`;
+    ctx.stdout.write(`${c.red('FAILED')}  ${file}  ${error.code}${at}: ${error.message}\n`);
+    ctx.stdout.write(c.dim(`hint: run 'llmcp inspect ${file}' to see how far it parses\n`));
+  }
+  return checkpoint === null ? EXIT_CODES.FAILED : EXIT_CODES.OK;
+}
+
+async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, options: VerifyOptions): Promise<number> {
+  if (!existsSync(path.join(absolute, 'run.json')) && !existsSync(path.join(absolute, 'checkpoints'))) {
+    throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is a directory but not a run directory (no run.json, no checkpoints/)`, {
+      path: absolute,
+      hint: existsSync(path.join(absolute, 'state.llmcp')) ? `verify the checkpoint file: llmcp verify ${path.join(dir, 'state.llmcp')}` : 'give a checkpoint file or a run directory',
+    });
+  }
+  const { verifyRun } = await import('@llmcp/trainer');
+  const run = verifyRun(absolute);
+  if (options.json === true) {
+    const doc: VerifyRunJson = { schema: VERIFY_SCHEMA_ID, kind: 'run', path: dir, ok: run.ok, run };
+    ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
+  }
+  const c = colorsFor(ctx.stdout, ctx.env);
+  const out: string[] = [`run ${dir}: ${run.ok ? c.green('ok') : c.red('FAILED')}`];
+  const rows = [[c.dim('slot'), c.dim('step'), c.dim('verdict')]];
+  for (const s of run.slots) rows.push([s.slot, s.step === null ? '?' : String(s.step), s.ok ? c.green('ok') : c.red(`${s.code ?? 'FAILED'}: ${s.message ?? ''}`)]);
+  out.push(...alignTable(rows, ['left', 'right', 'left']));
+  out.push(`  resume would use: ${run.resumeSlot ?? c.red('nothing (no slot verifies)')}${run.resumeSlot !== null && run.resumeSlot !== 'latest' ? c.yellow(' (not latest)') : ''}`);
+  const l = run.lossLog;
+  out.push(
+    `  loss.jsonl: ${l.ok ? c.green('ok') : c.red('FAILED')}, ${plural(l.records, 'record')}${l.orphaned > 0 ? `, ${l.orphaned} beyond the checkpoint (a resume cuts them)` : ''}${l.prefixMatches === null ? '' : `, prefix hash ${l.prefixMatches ? 'matches' : c.red('differs')}`}${l.problem === null ? '' : ` — ${l.problem}`}`,
+  );
+  out.push(`  run.json: ${run.manifest.ok ? c.green('ok') : c.red('FAILED')}, ${plural(run.manifest.events, 'event')}${run.manifest.problem === null ? '' : ` — ${run.manifest.problem}`}`);
+  ctx.stdout.write(`${out.join('\n')}\n`);
+  return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
+}
+
+/**
+ * Runs `llmcp verify`.
+ *
+ * @param ctx - the command context.
+ * @param target - a checkpoint file or a run directory.
+ * @param options - `--json`.
+ * @returns 0 when everything verifies, 1 otherwise.
+ * @throws CliError for a missing path or a directory that is not a run.
+ */
+export async function runVerify(ctx: CliContext, target: string, options: VerifyOptions): Promise<number> {
+  const { absolute, isDirectory } = requirePath(ctx, target, 'file-or-directory', 'checkpoint or run directory');
+  return isDirectory ? await verifyRunDir(ctx, target, absolute, options) : verifyFile(ctx, target, options);
+}
+
+/**
+ * @param ctx - the command context.
+ * @param setExit - receives the exit code.
+ * @returns the `verify` command.
+ */
+export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
+  return new Command('verify')
+    .summary('check a checkpoint file or a whole run directory')
+    .description(
+      'Verify a checkpoint file (every LLMCP35 v1 rule) or a run directory (every checkpoint slot: job digest and schema, ' +
+        'state file, job/state pairing; loss.jsonl continuity and prefix hash; run.json).\n\n' +
+        'Exit status: 0 everything verifies, 1 something does not, 3 path missing or not a checkpoint/run.',
+    )
+    .argument('<path>', 'checkpoint file (.llmcp) or run directory')
+    .option('--json', `print a JSON document (schema "${VERIFY_SCHEMA_ID}")`)
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ llmcp verify state.llmcp
+  $ llmcp verify runs/a                    # every slot, loss log, manifest
+  $ llmcp verify runs/a --json > report.json || echo "run does not verify"
+`,
+    )
+    .action(async (target: string, options: VerifyOptions) => {
+      setExit(await runVerify(ctx, target, options));
+    });
+}

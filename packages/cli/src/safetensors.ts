@@ -1,0 +1,141 @@
+/**
+ * Export of a checkpoint as a standard safetensors file
+ * (https://github.com/huggingface/safetensors, "Format"): an 8-byte
+ * little-endian header length N, N bytes of UTF-8 JSON (padded with spaces to
+ * a multiple of 8), then the tensor data, contiguous, without holes.
+ *
+ * Tensor names: model parameters under their llmcp names
+ * (`token_embedding.weight`, `blocks.0.attention.query.weight`, …) in model
+ * order; with `moments`, the AdamW first and second moments follow as
+ * `adamw.m.<parameter>` and `adamw.v.<parameter>` (model order). Everything
+ * else the checkpoint holds is in `__metadata__` (string values, JSON text
+ * where structured): tokenizer, decoder and AdamW configuration, groups, step,
+ * beta powers, sampling RNG state and the source checksum.
+ */
+import { checksumLabel, type CheckpointState } from '@llmcp/format';
+import { tokenizerFromState } from '@llmcp/tokenizer';
+import { CliError } from './errors.ts';
+
+/** Element type written to the file. */
+export type SafetensorsDType = 'F64' | 'F32';
+
+/** Options of {@link encodeSafetensors}. */
+export interface SafetensorsOptions {
+  /** Include AdamW moments as `adamw.m.<name>` / `adamw.v.<name>` (default false). */
+  readonly moments?: boolean;
+  /** `F64` (default, exact) or `F32` (rounded to nearest; lossy). */
+  readonly dtype?: SafetensorsDType;
+  /** FNV-1a label of the source file, recorded in the metadata. */
+  readonly sourceChecksum?: bigint;
+}
+
+/** Name prefix of exported first moments. */
+export const SAFETENSORS_FIRST_MOMENT_PREFIX = 'adamw.m.';
+/** Name prefix of exported second moments. */
+export const SAFETENSORS_SECOND_MOMENT_PREFIX = 'adamw.v.';
+/** `__metadata__.format` value of an llmcp export. */
+export const SAFETENSORS_METADATA_FORMAT = 'llmcp-safetensors/1';
+
+function f64BitsHex(value: number): string {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value, true);
+  return `0x${view.getBigUint64(0, true).toString(16).padStart(16, '0')}`;
+}
+
+/**
+ * The metadata an export carries (all values strings, as the format requires).
+ *
+ * @param state - the checkpoint.
+ * @param options - export options.
+ * @returns `__metadata__`.
+ * @throws TokenizerError when the checkpoint's tokenizer is invalid (never for a decoded checkpoint).
+ */
+export function safetensorsMetadata(state: CheckpointState, options: SafetensorsOptions = {}): Record<string, string> {
+  const o = state.optimizer;
+  // The stable JSON form of @llmcp/tokenizer (`tokenizerFromJSON` reads it back).
+  const tokenizer = tokenizerFromState(state.tokenizer);
+  const meta: Record<string, string> = {
+    format: SAFETENSORS_METADATA_FORMAT,
+    source_format: 'LLMCP35 v1',
+    dtype_note: (options.dtype ?? 'F64') === 'F64' ? 'f64 values exactly as stored' : 'f64 values rounded to the nearest f32 (lossy)',
+    tokenizer: JSON.stringify(tokenizer.toJSON()),
+    tokenizer_identity: tokenizer.identity(),
+    decoder_config: JSON.stringify(state.decoder),
+    adamw_config: JSON.stringify({ ...o.config, bits: Object.fromEntries(Object.entries(o.config).map(([k, v]) => [k, f64BitsHex(v)])) }),
+    adamw_groups: JSON.stringify(o.groups),
+    adamw_step: o.step.toString(),
+    adamw_beta1_power: f64BitsHex(o.beta1Power),
+    adamw_beta2_power: f64BitsHex(o.beta2Power),
+    selected_step: state.selectedStep.toString(),
+    sampling_rng_state: `0x${state.samplingRngState.toString(16).padStart(16, '0')}`,
+    parameter_order: JSON.stringify(state.parameters.map((p) => p.name)),
+    moments: options.moments === true ? (o.moments.length === 0 ? 'none at step 0' : `${SAFETENSORS_FIRST_MOMENT_PREFIX}<name>, ${SAFETENSORS_SECOND_MOMENT_PREFIX}<name>`) : 'not exported',
+  };
+  if (options.sourceChecksum !== undefined) meta.source_checksum = checksumLabel(options.sourceChecksum);
+  return meta;
+}
+
+interface Entry {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly data: Float64Array;
+}
+
+/**
+ * Encodes a checkpoint's tensors as a safetensors file.
+ *
+ * @param state - a (validated) checkpoint.
+ * @param options - moments, dtype, source checksum.
+ * @returns the file's bytes.
+ * @throws CliError `CLI_INVALID_INPUT` when a value does not fit the chosen dtype (F32 overflow).
+ * @example
+ * ```ts
+ * const bytes = encodeSafetensors(decodeCheckpoint(file), { moments: true });
+ * ```
+ */
+export function encodeSafetensors(state: CheckpointState, options: SafetensorsOptions = {}): Uint8Array {
+  const dtype = options.dtype ?? 'F64';
+  const width = dtype === 'F64' ? 8 : 4;
+  const entries: Entry[] = state.parameters.map((p) => ({ name: p.name, shape: p.shape, data: p.data }));
+  if (options.moments === true && state.optimizer.moments.length > 0) {
+    const byName = new Map(state.optimizer.moments.map((m) => [m.name, m]));
+    for (const p of state.parameters) {
+      const m = byName.get(p.name);
+      if (m !== undefined) entries.push({ name: SAFETENSORS_FIRST_MOMENT_PREFIX + p.name, shape: m.shape, data: m.first });
+    }
+    for (const p of state.parameters) {
+      const m = byName.get(p.name);
+      if (m !== undefined) entries.push({ name: SAFETENSORS_SECOND_MOMENT_PREFIX + p.name, shape: m.shape, data: m.second });
+    }
+  }
+  const header: Record<string, unknown> = { __metadata__: safetensorsMetadata(state, options) };
+  let offset = 0;
+  for (const e of entries) {
+    const end = offset + e.data.length * width;
+    header[e.name] = { dtype, shape: e.shape, data_offsets: [offset, end] };
+    offset = end;
+  }
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const padded = Math.ceil(json.length / 8) * 8;
+  const out = new Uint8Array(8 + padded + offset);
+  const view = new DataView(out.buffer);
+  view.setBigUint64(0, BigInt(padded), true);
+  out.set(json, 8);
+  out.fill(0x20, 8 + json.length, 8 + padded);
+  let at = 8 + padded;
+  for (const e of entries) {
+    for (let i = 0; i < e.data.length; i++) {
+      const v = e.data[i] as number;
+      if (dtype === 'F64') view.setFloat64(at, v, true);
+      else {
+        const r = Math.fround(v);
+        if (!Number.isFinite(r) && Number.isFinite(v)) {
+          throw new CliError('CLI_INVALID_INPUT', `${e.name}[${i}] = ${v} does not fit in f32`, { hint: 'export with --dtype f64' });
+        }
+        view.setFloat32(at, r, true);
+      }
+      at += width;
+    }
+  }
+  return out;
+}

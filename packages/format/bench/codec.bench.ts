@@ -1,0 +1,208 @@
+/**
+ * LLMCP35 codec benchmark (`pnpm bench format`): encode, decode+validate,
+ * atomic save and streaming load+validate of a synthetic ~10.5M-parameter
+ * checkpoint (V8192/D256/H8/F1024/L8, byte-level BPE with 7934 merges,
+ * step 1000 with full AdamW moments and groups: ≈252 MB).
+ *
+ * Each phase runs in its own child process so its peak memory is its own:
+ * the peak is the kernel's resident-set high-water mark (VmHWM, reset through
+ * /proc/self/clear_refs just before the measured call; getrusage maxRSS where
+ * that is unavailable), reported as "added" = peak − RSS just before the call.
+ *
+ * Targets on the 2-core reference machine: save ≥ 450 MB/s, load+validate
+ * ≥ 350 MB/s, load peak added ≤ 1.2 × file size, save peak added bounded
+ * (independent of the file size).
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, fnv1a64, SplitMix64, type CheckpointState, type DecoderConfig } from '../src/index.ts';
+import { loadCheckpoint, saveCheckpointAtomic } from '../src/node.ts';
+
+const CONFIG: DecoderConfig = { vocabularySize: 8192, modelWidth: 256, heads: 8, feedForwardWidth: 1024, layers: 8, maxPositions: 512, ropeBase: 10000, rmsEpsilon: 1e-5 };
+const MB = 1e6;
+const REPEATS = 3;
+
+function syntheticState(): CheckpointState {
+  const rng = new SplitMix64(0x5eedn);
+  const fill = (n: number, nonNegative: boolean): Float64Array => {
+    const out = new Float64Array(n);
+    // A cheap xorshift stream seeded from SplitMix64; values need only be finite.
+    let s = Number(rng.nextU64() & 0xffffffffn) | 1;
+    for (let i = 0; i < n; i++) {
+      s ^= s << 13;
+      s ^= s >>> 17;
+      s ^= s << 5;
+      const v = (s >>> 0) / 4294967296 - 0.5;
+      out[i] = nonNegative ? v * v : v;
+    }
+    return out;
+  };
+  const shapes = expectedParameterShapes(CONFIG);
+  const parameters = shapes.map((s) => ({ name: s.name, shape: [...s.shape], data: fill(s.shape.reduce((a, b) => a * b, 1), false) }));
+  const moments = parameters.map((p) => ({ name: p.name, shape: p.shape, first: fill(p.data.length, false), second: fill(p.data.length, true) }));
+  const merges = CONFIG.vocabularySize - 258;
+  const pairs: [number, number][] = Array.from({ length: merges }, (_, r) => [r % 256, r === 0 ? 0 : 255 + r]); // right = the previous merge: all distinct
+  return {
+    tokenizer: { kind: 'bpe', pairs },
+    decoder: CONFIG,
+    parameters,
+    optimizer: {
+      config: { learningRate: 3e-4, beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1 },
+      groups: { decay: parameters.filter((p) => !p.name.endsWith('.gain')).map((p) => p.name), noDecay: parameters.filter((p) => p.name.endsWith('.gain')).map((p) => p.name) },
+      step: 1000n,
+      beta1Power: 0.9 ** 1000,
+      beta2Power: 0.95 ** 1000,
+      moments,
+    },
+    selectedStep: 1000n,
+    samplingRngState: rng.nextU64(),
+  };
+}
+
+interface PhaseResult {
+  phase: string;
+  bytes: number;
+  seconds: number[];
+  addedPeakBytes: number;
+  peakSource: string;
+}
+
+function residentBytes(): number {
+  return process.memoryUsage().rss;
+}
+
+/** Resets the RSS high-water mark if the kernel allows it. @returns true when reset. */
+function resetPeak(): boolean {
+  try {
+    writeFileSync('/proc/self/clear_refs', '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function peakBytes(reset: boolean): number {
+  if (reset) {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]) * 1024;
+  }
+  return process.resourceUsage().maxRSS * 1024;
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+async function measure(phase: string, bytes: number, run: () => unknown): Promise<PhaseResult> {
+  const seconds: number[] = [];
+  let addedPeakBytes = 0;
+  let peakSource = 'getrusage maxRSS';
+  for (let i = 0; i < REPEATS; i++) {
+    gc();
+    const before = residentBytes();
+    const reset = resetPeak();
+    peakSource = reset ? 'VmHWM' : 'getrusage maxRSS';
+    const t0 = performance.now();
+    const out = run();
+    if (out instanceof Promise) await out;
+    seconds.push((performance.now() - t0) / 1000);
+    addedPeakBytes = Math.max(addedPeakBytes, peakBytes(reset) - before);
+  }
+  return { phase, bytes, seconds, addedPeakBytes, peakSource };
+}
+
+async function runPhase(phase: string, dir: string): Promise<PhaseResult> {
+  const file = path.join(dir, 'bench.llmcp');
+  if (phase === 'load') {
+    const size = statSync(file).size;
+    return measure('load+validate (loadCheckpoint)', size, () => loadCheckpoint(file));
+  }
+  const state = syntheticState();
+  if (phase === 'save') return measure('atomic save (saveCheckpointAtomic)', statSync(file).size, () => saveCheckpointAtomic(file, state));
+  if (phase === 'save-in-thread') return measure('atomic save, hashInWorker: false', statSync(file).size, () => saveCheckpointAtomic(file, state, { hashInWorker: false }));
+  if (phase === 'encode') {
+    const size = encodeCheckpoint(state).length;
+    return measure('encode (encodeCheckpoint)', size, () => encodeCheckpoint(state));
+  }
+  if (phase === 'decode') {
+    const bytes = encodeCheckpoint(state);
+    return measure('decode+validate (decodeCheckpoint, in memory)', bytes.length, () => decodeCheckpoint(bytes));
+  }
+  if (phase === 'reference') {
+    // Machine reference for reading the numbers on a shared machine: the serial FNV-1a
+    // ceiling and the raw write+fsync speed of the benchmark directory.
+    const bytes = new Uint8Array(64 << 20).fill(7);
+    const hash = await measure('reference: FNV-1a kernel alone (64 MiB)', bytes.length, () => fnv1a64(bytes));
+    const raw = path.join(dir, 'raw.bin');
+    const size = statSync(file).size;
+    const block = new Uint8Array(4 << 20).fill(1);
+    const io = await measure('reference: raw write + fsync (node:fs)', size, () => {
+      const fd = openSync(raw, 'w');
+      for (let p = 0; p < size; p += block.length) writeSync(fd, block, 0, Math.min(block.length, size - p));
+      fsyncSync(fd);
+      closeSync(fd);
+    });
+    rmSync(raw, { force: true });
+    return { ...hash, phase: `${hash.phase}|${io.phase}`, seconds: [...hash.seconds, ...io.seconds.map((x) => -x)], addedPeakBytes: io.bytes };
+  }
+  if (phase === 'prepare') {
+    const result = await saveCheckpointAtomic(file, state);
+    return { phase: 'prepare', bytes: result.byteLength, seconds: [], addedPeakBytes: 0, peakSource: '' };
+  }
+  throw new Error(`unknown phase ${phase}`);
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+}
+
+const self = fileURLToPath(import.meta.url);
+const phaseArg = process.argv.find((a) => a.startsWith('--phase='));
+if (phaseArg !== undefined) {
+  const dir = process.argv.find((a) => a.startsWith('--dir='))?.slice(6) ?? '.';
+  const result = await runPhase(phaseArg.slice(8), dir);
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+} else {
+  const dir = mkdtempSync(path.join(process.env.LLMCP_BENCH_DIR ?? tmpdir(), 'llmcp-format-bench-'));
+  try {
+    console.log(`format codec bench: V${CONFIG.vocabularySize}/D${CONFIG.modelWidth}/H${CONFIG.heads}/F${CONFIG.feedForwardWidth}/L${CONFIG.layers}, byte-BPE, step 1000, ${REPEATS} runs per phase, each phase in its own process`);
+    const results: PhaseResult[] = [];
+    let reference = '';
+    for (const phase of ['prepare', 'reference', 'encode', 'decode', 'save', 'save-in-thread', 'load']) {
+      const child = spawnSync(process.execPath, [...process.execArgv, '--expose-gc', self, `--phase=${phase}`, `--dir=${dir}`], { encoding: 'utf8', maxBuffer: 1 << 20 });
+      const line = child.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+      if (child.status !== 0 || line === undefined) {
+        console.error(child.stdout, child.stderr);
+        throw new Error(`phase ${phase} failed with status ${child.status}`);
+      }
+      const r = JSON.parse(line.slice(7)) as PhaseResult;
+      if (phase === 'prepare') {
+        console.log(`file: ${(r.bytes / MB).toFixed(1)} MB (${r.bytes} bytes), parameters ${expectedParameterShapes(CONFIG).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0)}`);
+        continue;
+      }
+      if (phase === 'reference') {
+        const hash = r.seconds.filter((x) => x > 0);
+        const io = r.seconds.filter((x) => x < 0).map((x) => -x);
+        reference = `machine reference now: FNV-1a kernel ${(r.bytes / MB / Math.min(...hash)).toFixed(0)} MB/s (the serial ceiling of save/load), raw write+fsync ${(r.addedPeakBytes / MB / Math.min(...io)).toFixed(0)} MB/s; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores`;
+        continue;
+      }
+      results.push(r);
+    }
+    console.log('phase                                              median s   best MB/s  median MB/s  peak added MB  (× file)');
+    for (const r of results) {
+      const best = Math.min(...r.seconds);
+      const med = median(r.seconds);
+      console.log(
+        `${r.phase.padEnd(50)} ${med.toFixed(3).padStart(8)}  ${(r.bytes / MB / best).toFixed(0).padStart(10)}  ${(r.bytes / MB / med).toFixed(0).padStart(11)}  ${(r.addedPeakBytes / MB).toFixed(1).padStart(13)}  ${(r.addedPeakBytes / r.bytes).toFixed(2).padStart(8)}`,
+      );
+    }
+    console.log(reference);
+    console.log(`peak = ${results[0]?.peakSource ?? '?'} high-water mark reset before each call; targets: save >= 450 MB/s, load+validate >= 350 MB/s, load peak <= 1.2 x file, save peak bounded`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The final decoder check (SPEC.md §9.8): the decoded state re-encoded must
+ * reproduce the input byte for byte; otherwise FORMAT_NON_CANONICAL.
+ */
+import { FormatError } from './errors.ts';
+import type { RawHeader } from './header.ts';
+import { firstDifference } from './internal/bytes.ts';
+import type { CheckpointPlan } from './plan.ts';
+import { CHECKSUM_OFFSET } from './tags.ts';
+
+function where(header: RawHeader, offset: number): string {
+  if (header.groups !== null && offset >= 172 && offset < header.optimizerStepOffset) return 'parameter-group lists (names must be sorted byte-wise)';
+  for (const d of header.descriptors) {
+    if (offset >= d.entryOffset && offset < d.entryOffset + d.entryLength) {
+      return `descriptor[${d.index}] ("${d.name}") entry (optimizer records must be sorted byte-wise by name, first moment then second)`;
+    }
+  }
+  return 'header';
+}
+
+function nonCanonical(header: RawHeader, offset: number, expected: number | undefined, found: number | undefined): FormatError {
+  const hex = (v: number | undefined): string => (v === undefined ? 'end of file' : `0x${v.toString(16).padStart(2, '0')}`);
+  return new FormatError(
+    'FORMAT_NON_CANONICAL',
+    `file is not canonical: re-encoding the decoded state differs at offset ${offset} in the ${where(header, offset)}: expected ${hex(expected)}, found ${hex(found)}`,
+    { reason: 're-encoding-differs', offset, field: where(header, offset), expected: hex(expected), found: hex(found) },
+  );
+}
+
+/**
+ * Compares the re-encoded header with the input header. The checksum field
+ * is skipped: the re-encoding's checksum is the FNV-1a of its own bytes with
+ * the field zeroed, which equals the input's verified checksum exactly when
+ * every other byte is equal — the condition being checked.
+ *
+ * @param plan - the plan of the re-encoded state.
+ * @param header - the parsed input header (for messages).
+ * @param inputHeader - the input's first `header_bytes` bytes.
+ * @throws FormatError FORMAT_NON_CANONICAL at the first differing byte.
+ */
+export function assertCanonicalHeader(plan: CheckpointPlan, header: RawHeader, inputHeader: Uint8Array): void {
+  const mine = plan.header;
+  const parts: [number, number][] = [
+    [0, CHECKSUM_OFFSET],
+    [CHECKSUM_OFFSET + 8, Math.max(mine.length, inputHeader.length)],
+  ];
+  for (const [from, to] of parts) {
+    const a = mine.subarray(from, Math.min(to, mine.length));
+    const b = inputHeader.subarray(from, Math.min(to, inputHeader.length));
+    const at = firstDifference(a, b);
+    if (at >= 0) throw nonCanonical(header, from + at, a[at], b[at]);
+    if (a.length !== b.length) throw nonCanonical(header, from + Math.min(a.length, b.length), a[Math.min(a.length, b.length)], b[Math.min(a.length, b.length)]);
+  }
+}
+
+/**
+ * Full-byte comparison of the re-encoding with the input (header as in
+ * {@link assertCanonicalHeader}, then every payload record) without building
+ * a second copy of the file.
+ *
+ * @param plan - the plan of the re-encoded state.
+ * @param header - the parsed input header.
+ * @param input - the whole input file.
+ * @throws FormatError FORMAT_NON_CANONICAL at the first differing byte.
+ */
+export function assertCanonicalFile(plan: CheckpointPlan, header: RawHeader, input: Uint8Array): void {
+  assertCanonicalHeader(plan, header, input.subarray(0, Number(header.headerBytes)));
+  let position = plan.header.length;
+  for (const record of plan.records) {
+    const region = input.subarray(position, position + record.length);
+    const at = firstDifference(record, region);
+    if (at >= 0) throw nonCanonical(header, position + at, record[at], region[at]);
+    if (region.length !== record.length) throw nonCanonical(header, position + region.length, record[region.length], undefined);
+    position += record.length;
+  }
+  if (position !== input.length) throw nonCanonical(header, position, undefined, input[position]);
+}

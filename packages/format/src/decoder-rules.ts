@@ -1,0 +1,187 @@
+/**
+ * Decoder configuration and model-shape rules (SPEC.md §6.1, §9.5 steps 3–6).
+ * Values are raw `bigint`s from the header: hostile files carry any u64.
+ */
+import { FormatError } from './errors.ts';
+import type { RawDecoderConfig } from './header.ts';
+
+function modelError(reason: string, message: string, extra: { recordName?: string; recordIndex?: number; expected?: string; found?: string; field?: string } = {}): FormatError {
+  return new FormatError('FORMAT_MODEL', message, { reason, ...extra });
+}
+
+/**
+ * SPEC.md §6.1, first bullet, in the order listed there.
+ * @param c - the stored decoder configuration.
+ * @throws FormatError FORMAT_MODEL.
+ */
+export function validateDecoderConfig(c: RawDecoderConfig): void {
+  const atLeastOne: [keyof RawDecoderConfig, bigint, string][] = [
+    ['vocabularySize', c.vocabularySize, 'invalid-vocabulary-size'],
+    ['modelWidth', c.modelWidth, 'invalid-model-width'],
+    ['heads', c.heads, 'invalid-heads'],
+  ];
+  for (const [field, value, reason] of atLeastOne) {
+    if (value < 1n) throw modelError(reason, `decoder ${field} is ${value}: expected >= 1`, { field, expected: '>= 1', found: String(value) });
+  }
+  if (c.modelWidth % c.heads !== 0n) {
+    throw modelError('width-not-divisible-by-heads', `decoder model_width ${c.modelWidth} is not divisible by heads ${c.heads}`, {
+      field: 'heads',
+      expected: `a divisor of ${c.modelWidth}`,
+      found: String(c.heads),
+    });
+  }
+  if ((c.modelWidth / c.heads) % 2n !== 0n) {
+    throw modelError('odd-head-width', `head width ${c.modelWidth / c.heads} (model_width ${c.modelWidth} / heads ${c.heads}) is odd: expected an even head width for RoPE`, {
+      field: 'heads',
+      expected: 'even head width',
+      found: String(c.modelWidth / c.heads),
+    });
+  }
+  if (c.feedForwardWidth < 1n) throw modelError('invalid-feed-forward-width', `decoder feed_forward_width is ${c.feedForwardWidth}: expected >= 1`, { field: 'feedForwardWidth', expected: '>= 1', found: String(c.feedForwardWidth) });
+  if (c.maxPositions < 1n) throw modelError('invalid-max-positions', `decoder max_positions is ${c.maxPositions}: expected >= 1`, { field: 'maxPositions', expected: '>= 1', found: String(c.maxPositions) });
+  if (!(Number.isFinite(c.ropeBase) && c.ropeBase > 0)) throw modelError('invalid-rope-base', `decoder rope_base is ${c.ropeBase}: expected a finite value > 0`, { field: 'ropeBase', expected: 'finite > 0', found: String(c.ropeBase) });
+  if (!(Number.isFinite(c.rmsEpsilon) && c.rmsEpsilon >= 0)) throw modelError('invalid-rms-epsilon', `decoder rms_epsilon is ${c.rmsEpsilon}: expected a finite value >= 0`, { field: 'rmsEpsilon', expected: 'finite >= 0', found: String(c.rmsEpsilon) });
+}
+
+const ROTARY_ENTRY_LIMIT = ((1n << 63n) - 1n) / 8n;
+const U64_LIMIT = 1n << 64n;
+
+/**
+ * Whether a layer's rotary table is realisable (SPEC.md §6.1): the entry count
+ * fits, every inverse frequency `pow(base, (-2i)/d)` is finite, and every
+ * angle `p · inv_freq` (p < max_positions) is finite. Since `p · f` is
+ * monotone in p for f ≥ 0, only the largest position needs checking.
+ *
+ * @param headWidth - d (even, ≥ 2; bounded by the file size).
+ * @param maxPositions - configured positions.
+ * @param ropeBase - configured base (finite, > 0).
+ * @returns a problem description, or `undefined` when realisable.
+ */
+export function rotaryProblem(headWidth: number, maxPositions: bigint, ropeBase: number): string | undefined {
+  const pairs = BigInt(headWidth / 2);
+  const entries = maxPositions * pairs;
+  if (entries >= U64_LIMIT || entries > ROTARY_ENTRY_LIMIT) return `rotary table of ${maxPositions} × ${pairs} entries is too large`;
+  const lastPosition = Number(maxPositions - 1n);
+  for (let i = 0; i < headWidth / 2; i++) {
+    const inverse = Math.pow(ropeBase, (-2 * i) / headWidth);
+    if (!Number.isFinite(inverse)) return `inverse frequency ${i} (${ropeBase}^(${-2 * i}/${headWidth})) is not finite`;
+    if (!Number.isFinite(lastPosition * inverse)) return `rotary angle at position ${lastPosition}, pair ${i} is not finite`;
+  }
+  return undefined;
+}
+
+/** A model record's name and raw shape, with its descriptor index. */
+export interface ModelRecordShape {
+  readonly index: number;
+  readonly name: string;
+  readonly shape: readonly bigint[];
+}
+
+/**
+ * The shape checks of SPEC.md §9.5 step 6: structural problems immediately,
+ * plain dimension mismatches with the configuration only after every
+ * structural check passed (the first one remembered).
+ *
+ * @param c - decoder configuration (already validated by {@link validateDecoderConfig}).
+ * @param records - the 2 + 9L model records in model order (names already checked).
+ * @throws FormatError FORMAT_MODEL.
+ */
+export function validateModelShapes(c: RawDecoderConfig, records: readonly ModelRecordShape[]): void {
+  const layers = (records.length - 2) / 9;
+  let remembered: FormatError | undefined;
+  const remember = (e: FormatError): void => {
+    remembered ??= e;
+  };
+  const rec = (i: number): ModelRecordShape => records[i] as ModelRecordShape;
+  const dim = (r: ModelRecordShape, k: number): bigint => r.shape[k] as bigint;
+  const structural = (r: ModelRecordShape, reason: string, what: string): FormatError =>
+    modelError(reason, `parameter "${r.name}" (descriptor[${r.index}]) shape [${r.shape.join(', ')}]: ${what}`, { recordName: r.name, recordIndex: r.index, found: `[${r.shape.join(', ')}]` });
+  const isMatrix = (r: ModelRecordShape): boolean => r.shape.length === 2 && dim(r, 0) !== 0n && dim(r, 1) !== 0n;
+  const isVector = (r: ModelRecordShape): boolean => r.shape.length === 1 && dim(r, 0) !== 0n;
+
+  const emb = rec(0);
+  if (!isMatrix(emb)) throw structural(emb, 'invalid-embedding-shape', 'expected rank 2 with non-zero dimensions');
+  if (dim(emb, 0) !== c.vocabularySize) {
+    remember(
+      modelError('embedding-vocabulary-mismatch', `token_embedding.weight has ${dim(emb, 0)} rows: expected decoder vocabulary_size ${c.vocabularySize}`, {
+        recordName: emb.name,
+        recordIndex: emb.index,
+        expected: String(c.vocabularySize),
+        found: String(dim(emb, 0)),
+      }),
+    );
+  } else if (dim(emb, 1) !== c.modelWidth) {
+    remember(
+      modelError('embedding-width-mismatch', `token_embedding.weight has ${dim(emb, 1)} columns: expected decoder model_width ${c.modelWidth}`, {
+        recordName: emb.name,
+        recordIndex: emb.index,
+        expected: String(c.modelWidth),
+        found: String(dim(emb, 1)),
+      }),
+    );
+  }
+  const rotaryCache = new Map<number, string | undefined>();
+  for (let l = 0; l < layers; l++) {
+    const base = 1 + 9 * l;
+    const [an, q, k, v, o, fn, gate, up, down] = [0, 1, 2, 3, 4, 5, 6, 7, 8].map((j) => rec(base + j)) as [
+      ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape,
+    ];
+    const mismatch = (r: ModelRecordShape, what: string): FormatError => structural(r, 'layer-shape', `${what} (layer ${l})`);
+    if (!isVector(an)) throw structural(an, 'invalid-norm-shape', `expected rank 1 with a non-zero width (layer ${l})`);
+    for (const r of [q, k, v]) if (!isMatrix(r)) throw structural(r, 'invalid-weight-shape', `expected rank 2 with non-zero dimensions (layer ${l})`);
+    if (dim(k, 0) !== dim(q, 0) || dim(v, 0) !== dim(q, 0)) throw mismatch(dim(k, 0) !== dim(q, 0) ? k : v, `query/key/value input widths differ (${dim(q, 0)}, ${dim(k, 0)}, ${dim(v, 0)})`);
+    if (dim(k, 1) !== dim(q, 1) || dim(v, 1) !== dim(q, 1)) throw mismatch(dim(k, 1) !== dim(q, 1) ? k : v, `query/key/value output widths differ (${dim(q, 1)}, ${dim(k, 1)}, ${dim(v, 1)})`);
+    if (!isMatrix(o)) throw structural(o, 'invalid-weight-shape', `expected rank 2 with non-zero dimensions (layer ${l})`);
+    const width = dim(q, 0);
+    if (width % c.heads !== 0n) throw mismatch(q, `query input width ${width} is not divisible by heads ${c.heads}`);
+    const headWidth = width / c.heads;
+    if (headWidth % 2n !== 0n) throw mismatch(q, `head width ${headWidth} is odd`);
+    if (dim(q, 1) !== width) throw mismatch(q, `query output width ${dim(q, 1)} differs from its input width ${width}`);
+    if (dim(o, 0) !== width || dim(o, 1) !== width) throw mismatch(o, `output projection must be [${width}, ${width}]`);
+    const hw = Number(headWidth);
+    if (!rotaryCache.has(hw)) rotaryCache.set(hw, rotaryProblem(hw, c.maxPositions, c.ropeBase));
+    const rotary = rotaryCache.get(hw);
+    if (rotary !== undefined) throw modelError('rotary-table', `layer ${l}: ${rotary}`, { recordName: q.name, recordIndex: q.index });
+    if (!isVector(fn)) throw structural(fn, 'invalid-norm-shape', `expected rank 1 with a non-zero width (layer ${l})`);
+    for (const r of [gate, up, down]) if (!isMatrix(r)) throw structural(r, 'invalid-weight-shape', `expected rank 2 with non-zero dimensions (layer ${l})`);
+    if (dim(up, 0) !== dim(gate, 0)) throw mismatch(up, `gate and up input widths differ (${dim(gate, 0)}, ${dim(up, 0)})`);
+    if (dim(up, 1) !== dim(gate, 1)) throw mismatch(up, `gate and up output widths differ (${dim(gate, 1)}, ${dim(up, 1)})`);
+    if (dim(down, 0) !== dim(gate, 1)) throw mismatch(down, `down input width ${dim(down, 0)} differs from the hidden width ${dim(gate, 1)}`);
+    if (dim(an, 0) !== width) throw mismatch(an, `attention norm width ${dim(an, 0)} differs from the layer width ${width}`);
+    if (dim(fn, 0) !== width) throw mismatch(fn, `feed-forward norm width ${dim(fn, 0)} differs from the layer width ${width}`);
+    if (dim(gate, 0) !== width) throw mismatch(gate, `gate input width ${dim(gate, 0)} differs from the layer width ${width}`);
+    if (dim(down, 1) !== width) throw mismatch(down, `down output width ${dim(down, 1)} differs from the layer width ${width}`);
+    if (width !== c.modelWidth) {
+      remember(
+        modelError('layer-width-mismatch', `layer ${l} width ${width}: expected decoder model_width ${c.modelWidth}`, {
+          recordName: q.name,
+          recordIndex: q.index,
+          expected: String(c.modelWidth),
+          found: String(width),
+        }),
+      );
+    } else if (dim(gate, 1) !== c.feedForwardWidth) {
+      remember(
+        modelError('hidden-width-mismatch', `layer ${l} hidden width ${dim(gate, 1)}: expected decoder feed_forward_width ${c.feedForwardWidth}`, {
+          recordName: gate.name,
+          recordIndex: gate.index,
+          expected: String(c.feedForwardWidth),
+          found: String(dim(gate, 1)),
+        }),
+      );
+    }
+  }
+  const fin = rec(records.length - 1);
+  if (!isVector(fin)) throw structural(fin, 'invalid-norm-shape', 'expected rank 1 with a non-zero width');
+  if (dim(fin, 0) !== c.modelWidth) {
+    remember(
+      modelError('final-norm-width-mismatch', `final_norm.gain width ${dim(fin, 0)}: expected decoder model_width ${c.modelWidth}`, {
+        recordName: fin.name,
+        recordIndex: fin.index,
+        expected: String(c.modelWidth),
+        found: String(dim(fin, 0)),
+      }),
+    );
+  }
+  if (remembered !== undefined) throw remembered;
+}

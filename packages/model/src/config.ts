@@ -1,0 +1,75 @@
+/**
+ * Decoder configuration checks (model.md §2; format SPEC §6.1).
+ */
+import type { DecoderConfig } from '@llmcp/format';
+import { ModelError } from './errors.ts';
+
+/** The largest parameter count a decoder accepts (one `Float64Array`; 2^31 − 1 elements = 16 GiB). */
+export const MAX_PARAMETER_COUNT: number = 2 ** 31 - 1;
+
+/** The ch33 fixture configuration (model.md §2): V5, D4, H2, F4, L1, P2, base 10000, eps 1e-6. */
+export const FIXTURE_DECODER_CONFIG: DecoderConfig = Object.freeze({
+  vocabularySize: 5,
+  modelWidth: 4,
+  heads: 2,
+  feedForwardWidth: 4,
+  layers: 1,
+  maxPositions: 2,
+  ropeBase: 10000,
+  rmsEpsilon: 1e-6,
+});
+
+function positiveInteger(config: DecoderConfig, field: keyof DecoderConfig, minimum: number): number {
+  const v = config[field];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < minimum) {
+    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config ${field}: expected an integer ≥ ${minimum}, found ${String(v)}`, { field });
+  }
+  return v;
+}
+
+/**
+ * Checks a decoder configuration and returns its head width.
+ *
+ * Rules: vocabularySize, modelWidth, heads, feedForwardWidth, maxPositions
+ * integers ≥ 1, layers an integer ≥ 0, modelWidth divisible by heads with an
+ * even head width (RoPE rotates pairs), ropeBase finite and > 0, rmsEpsilon
+ * finite and ≥ 0, and a total parameter count of at most
+ * {@link MAX_PARAMETER_COUNT}.
+ *
+ * @param config - the configuration.
+ * @returns the head width `modelWidth / heads`.
+ * @throws ModelError `MODEL_INVALID_CONFIG` naming the offending field.
+ * @example
+ * ```ts
+ * validateDecoderConfig(FIXTURE_DECODER_CONFIG); // 2
+ * ```
+ */
+export function validateDecoderConfig(config: DecoderConfig): number {
+  if (typeof config !== 'object' || config === null) throw new TypeError('decoder config must be an object');
+  const V = positiveInteger(config, 'vocabularySize', 1);
+  const D = positiveInteger(config, 'modelWidth', 1);
+  const H = positiveInteger(config, 'heads', 1);
+  const F = positiveInteger(config, 'feedForwardWidth', 1);
+  const L = positiveInteger(config, 'layers', 0);
+  positiveInteger(config, 'maxPositions', 1);
+  if (D % H !== 0) {
+    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config heads: modelWidth ${D} is not divisible by heads ${H}`, { field: 'heads' });
+  }
+  const d = D / H;
+  if (d % 2 !== 0) {
+    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config heads: head width ${d} must be even (RoPE rotates feature pairs)`, { field: 'heads' });
+  }
+  if (typeof config.ropeBase !== 'number' || !Number.isFinite(config.ropeBase) || !(config.ropeBase > 0)) {
+    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config ropeBase: expected a finite number > 0, found ${String(config.ropeBase)}`, { field: 'ropeBase' });
+  }
+  if (typeof config.rmsEpsilon !== 'number' || !Number.isFinite(config.rmsEpsilon) || !(config.rmsEpsilon >= 0)) {
+    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config rmsEpsilon: expected a finite number ≥ 0, found ${String(config.rmsEpsilon)}`, {
+      field: 'rmsEpsilon',
+    });
+  }
+  const count = V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D;
+  if (!(count <= MAX_PARAMETER_COUNT)) {
+    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config: ${count} parameters exceed the limit of ${MAX_PARAMETER_COUNT}`, { field: 'layers' });
+  }
+  return d;
+}

@@ -1,0 +1,488 @@
+/**
+ * The decoder: flat parameters and gradients, training and evaluation passes
+ * over batches, logits, checkpoint conversions (model.md; backward.md).
+ */
+import type { CheckpointState, DecoderConfig, NamedTensor, SplitMix64 } from '@llmcp/format';
+import { validateDecoderConfig } from './config.ts';
+import { ModelError } from './errors.ts';
+import { initializeParameters } from './init.ts';
+import {
+  allocateBatchBuffers,
+  allocateF64,
+  firstNonFinite,
+  meanLoss,
+  reduceGainsAndEmbedding,
+} from './internal/batch-reduce.ts';
+import { SequenceEngine } from './internal/sequence-engine.ts';
+import { parameterLayout, type ParameterEntry, type ParameterLayout } from './layout.ts';
+import { ThreadPool } from './parallel/pool.ts';
+import { COMMAND, CTRL, CTRL_LENGTH, runPhase, type PhaseContext } from './parallel/protocol.ts';
+
+/** A batch of B sequences of T tokens, row-major (`inputs[b·T + t]`); targets are the inputs shifted by one. */
+export interface TokenBatch {
+  /** (B·T) input token ids. */
+  readonly inputs: ArrayLike<number>;
+  /** (B·T) target token ids. */
+  readonly targets: ArrayLike<number>;
+  /** B, the number of sequences. */
+  readonly rows: number;
+  /** T, the positions per sequence (≤ maxPositions). */
+  readonly columns: number;
+}
+
+/** Options of a decoder. */
+export interface DecoderOptions {
+  /**
+   * Threads for training and evaluation passes (default 1). With more than one,
+   * `parameters` lives on a SharedArrayBuffer and `threads − 1` worker threads
+   * are started by {@link Decoder.create}. The bits never depend on this number.
+   */
+  readonly threads?: number;
+  /**
+   * Memory for the per-sequence weight-gradient partials of one wave of
+   * sequences with threads > 1 (bytes, default 256 MiB). A batch whose B
+   * partials do not fit runs in several waves; the bits do not change.
+   */
+  readonly partialMemoryBytes?: number;
+}
+
+/** Counters of the worker threads (diagnostics). */
+export interface ParallelStats {
+  /** Threads taking part in training and evaluation passes. */
+  readonly threads: number;
+  /** Sequences run by worker threads (not the calling thread) so far. */
+  readonly workerSequences: number;
+  /** Sequences one wave holds (partial slots). */
+  readonly waveSize: number;
+}
+
+/** Options of {@link Decoder.trainStep}. */
+export interface TrainStepOptions {
+  /**
+   * Add this pass's gradient to the stored one (`stored + adjoint`, the
+   * reference rule) instead of replacing it (`+0.0 + adjoint`, i.e. a
+   * zero-grad first). Default false.
+   */
+  readonly accumulate?: boolean;
+}
+
+/** Default memory budget for the per-sequence weight partials of one wave (bytes). */
+const PARTIAL_BUDGET_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Hand-off from {@link Decoder.create} to the constructor (set immediately
+ * before `new Decoder`, consumed by it), so the public constructor keeps a
+ * single-argument signature.
+ */
+let pendingThreaded: { pool: ThreadPool; parameters: Float64Array; partialBudget: number } | null = null;
+
+function checkTokens(values: ArrayLike<number>, count: number, V: number, T: number, what: string): void {
+  for (let i = 0; i < count; i++) {
+    const id = values[i] as number;
+    if (!Number.isInteger(id) || id < 0 || id >= V) {
+      throw new ModelError('MODEL_TOKEN_OUT_OF_RANGE', `${what} token at row ${Math.floor(i / T)}, column ${i % T}: expected an integer in [0, ${V}), found ${String(id)}`, {
+        row: Math.floor(i / T),
+        column: i % T,
+        field: what,
+      });
+    }
+  }
+}
+
+/**
+ * A decoder-only transformer with every parameter in one `Float64Array`
+ * (model order, see {@link ParameterLayout}) and a gradient array of the same
+ * layout. Training passes are bit-exact with the reference implementation.
+ *
+ * @example
+ * ```ts
+ * const model = new Decoder(FIXTURE_DECODER_CONFIG);
+ * model.initialize(33n);
+ * const loss = model.trainStep({ inputs: [0, 1], targets: [1, 2], rows: 1, columns: 2 });
+ * loss; // 2.289446593751845
+ * model.gradient('final_norm.gain'); // Float64Array(4)
+ * ```
+ */
+export class Decoder {
+  /** The configuration. */
+  readonly config: DecoderConfig;
+  /** Names, shapes and offsets of the parameters. */
+  readonly layout: ParameterLayout;
+  /** All parameters, model order (a SharedArrayBuffer view when threads > 1). */
+  readonly parameters: Float64Array;
+  /** Gradients, same layout; written by {@link trainStep}. */
+  readonly gradients: Float64Array;
+  readonly #engine: SequenceEngine;
+  readonly #pool: ThreadPool | null;
+  readonly #ctx: PhaseContext;
+  #version = 0;
+  readonly #partialBudget: number;
+  #lookup: Float64Array;
+  #closed = false;
+
+  /**
+   * Creates a single-threaded decoder with zeroed parameters (call
+   * {@link initialize} or {@link loadParameters}). For worker threads use
+   * {@link Decoder.create}.
+   *
+   * @param config - a valid decoder configuration.
+   * @throws ModelError `MODEL_INVALID_CONFIG` for an invalid configuration.
+   */
+  constructor(config: DecoderConfig) {
+    const threaded = pendingThreaded;
+    pendingThreaded = null;
+    validateDecoderConfig(config);
+    const pool = threaded?.pool ?? null;
+    const parameters = threaded?.parameters ?? null;
+    const partialBudget = threaded?.partialBudget ?? PARTIAL_BUDGET_BYTES;
+    this.config = Object.freeze({ ...config });
+    this.layout = parameterLayout(this.config);
+    this.parameters = parameters ?? new Float64Array(this.layout.size);
+    this.gradients = new Float64Array(this.layout.size);
+    this.#engine = new SequenceEngine(this.config);
+    this.#pool = pool;
+    this.#partialBudget = partialBudget;
+    const shared = pool !== null;
+    this.#ctx = {
+      config: this.config,
+      engine: this.#engine,
+      parameters: this.parameters,
+      control: shared ? pool.control : new Int32Array(CTRL_LENGTH),
+      inputs: new Int32Array(0),
+      targets: new Int32Array(0),
+      buffers: allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, 0, 0, 0, shared),
+    };
+    this.#lookup = new Float64Array(this.config.vocabularySize * this.config.modelWidth);
+  }
+
+  /**
+   * Creates a decoder, starting worker threads when `options.threads > 1`.
+   *
+   * @param config - a valid decoder configuration.
+   * @param options - thread count.
+   * @returns the decoder (zeroed parameters).
+   * @throws ModelError `MODEL_INVALID_CONFIG`, or `MODEL_WORKER_FAILED` when a worker cannot start.
+   * @example
+   * ```ts
+   * const model = await Decoder.create(config, { threads: 2 });
+   * try { model.initialize(33n); model.trainStep(batch); } finally { await model.close(); }
+   * ```
+   */
+  static async create(config: DecoderConfig, options: DecoderOptions = {}): Promise<Decoder> {
+    const threads = options.threads ?? 1;
+    if (!Number.isSafeInteger(threads) || threads < 1 || threads > 256) {
+      throw new ModelError('MODEL_INVALID_CONFIG', `threads: expected an integer in [1, 256], found ${String(threads)}`, { field: 'threads' });
+    }
+    const budget = options.partialMemoryBytes ?? PARTIAL_BUDGET_BYTES;
+    if (typeof budget !== 'number' || !(budget >= 0) || !Number.isFinite(budget)) {
+      throw new ModelError('MODEL_INVALID_CONFIG', `partialMemoryBytes: expected a finite number ≥ 0, found ${String(budget)}`, { field: 'partialMemoryBytes' });
+    }
+    validateDecoderConfig(config);
+    if (threads === 1) return new Decoder(config);
+    const layout = parameterLayout(config);
+    const parameters = allocateF64(layout.size, true);
+    const pool = await ThreadPool.start(config, parameters, threads);
+    pendingThreaded = { pool, parameters, partialBudget: budget };
+    try {
+      return new Decoder(config);
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
+  }
+
+  /**
+   * A single-threaded decoder holding the parameters of a checkpoint.
+   *
+   * @param state - a decoded checkpoint (only `decoder` and `parameters` are used).
+   * @returns the decoder.
+   * @throws ModelError `MODEL_INVALID_CONFIG` or `MODEL_PARAMETER_MISMATCH`.
+   */
+  static fromCheckpoint(state: Pick<CheckpointState, 'decoder' | 'parameters'>): Decoder {
+    const model = new Decoder(state.decoder);
+    model.loadParameters(state.parameters);
+    return model;
+  }
+
+  /** Threads used by training and evaluation passes. */
+  get threads(): number {
+    return this.#pool === null ? 1 : this.#pool.threads;
+  }
+
+  /**
+   * Worker-thread counters (diagnostics, e.g. to see that workers took part).
+   * @returns the counters.
+   */
+  parallelStats(): ParallelStats {
+    return {
+      threads: this.threads,
+      workerSequences: Atomics.load(this.#ctx.control, CTRL.WORKER_SEQUENCES),
+      waveSize: this.#ctx.buffers.slots,
+    };
+  }
+
+  /**
+   * Xavier-uniform initialization from SplitMix64 (model.md §4): gains 1.0,
+   * matrices drawn in model order from one generator.
+   * @param seed - the generator state to start from (33n for the fixture), or a generator to draw from.
+   */
+  initialize(seed: bigint | SplitMix64): void {
+    initializeParameters(this.parameters, this.layout, seed);
+  }
+
+  #entry(name: string): ParameterEntry {
+    const i = this.layout.indexByName.get(name);
+    if (i === undefined) throw new ModelError('MODEL_PARAMETER_MISMATCH', `no parameter named ${JSON.stringify(name)}`, { tensorName: name });
+    return this.layout.entries[i] as ParameterEntry;
+  }
+
+  /**
+   * A live view of one parameter tensor.
+   * @param name - canonical name.
+   * @returns a `subarray` of {@link parameters}.
+   * @throws ModelError `MODEL_PARAMETER_MISMATCH` for an unknown name.
+   */
+  parameter(name: string): Float64Array {
+    const e = this.#entry(name);
+    return this.parameters.subarray(e.offset, e.offset + e.length);
+  }
+
+  /**
+   * A live view of one gradient tensor.
+   * @param name - canonical name.
+   * @returns a `subarray` of {@link gradients}.
+   * @throws ModelError `MODEL_PARAMETER_MISMATCH` for an unknown name.
+   */
+  gradient(name: string): Float64Array {
+    const e = this.#entry(name);
+    return this.gradients.subarray(e.offset, e.offset + e.length);
+  }
+
+  /** Resets every stored gradient to +0.0 (the zero-grad of training.md §4). */
+  zeroGradients(): void {
+    this.gradients.fill(0);
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new ModelError('MODEL_CLOSED', 'the decoder was closed');
+  }
+
+  #prepareBatch(batch: TokenBatch): { B: number; T: number } {
+    this.#checkOpen();
+    if (typeof batch !== 'object' || batch === null) throw new TypeError('batch must be an object');
+    const B = batch.rows;
+    const T = batch.columns;
+    if (!Number.isSafeInteger(B) || B < 1 || !Number.isSafeInteger(T) || T < 1) {
+      throw new ModelError('MODEL_INVALID_BATCH', `batch shape: expected integer rows ≥ 1 and columns ≥ 1, found ${String(B)} × ${String(T)}`);
+    }
+    if (T > this.config.maxPositions) {
+      throw new ModelError('MODEL_CONTEXT_TOO_LONG', `batch columns: expected at most maxPositions = ${this.config.maxPositions}, found ${T}`, { field: 'columns' });
+    }
+    const n = B * T;
+    if (batch.inputs?.length !== n || batch.targets?.length !== n) {
+      throw new ModelError(
+        'MODEL_INVALID_BATCH',
+        `batch arrays: expected ${n} inputs and targets (${B} × ${T}), found ${String(batch.inputs?.length)} and ${String(batch.targets?.length)}`,
+      );
+    }
+    const V = this.config.vocabularySize;
+    checkTokens(batch.inputs, n, V, T, 'input');
+    checkTokens(batch.targets, n, V, T, 'target');
+    const ctx = this.#ctx;
+    const shared = this.#pool !== null;
+    let grown = false;
+    if (ctx.inputs.length < n) {
+      ctx.inputs = shared ? new Int32Array(new SharedArrayBuffer(n * 4)) : new Int32Array(n);
+      ctx.targets = shared ? new Int32Array(new SharedArrayBuffer(n * 4)) : new Int32Array(n);
+      grown = true;
+    }
+    const old = ctx.buffers;
+    const slots = shared ? Math.max(1, Math.min(B, Math.max(this.threads, Math.floor(this.#partialBudget / (this.layout.size * 8))))) : 0;
+    if (old.rows !== B || old.columns !== T || old.slots !== slots) {
+      ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared);
+      grown = true;
+    }
+    for (let i = 0; i < n; i++) {
+      ctx.inputs[i] = batch.inputs[i] as number;
+      ctx.targets[i] = batch.targets[i] as number;
+    }
+    if (grown && this.#pool !== null) this.#pool.reconfigure(ctx);
+    const c = ctx.control;
+    Atomics.store(c, CTRL.ROWS, B);
+    Atomics.store(c, CTRL.COLUMNS, T);
+    this.#version = (this.#version + 1) | 0;
+    Atomics.store(c, CTRL.VERSION, this.#version);
+    Atomics.store(c, CTRL.THREADS, this.threads);
+    return { B, T };
+  }
+
+  #phase(command: number, start: number, end: number): void {
+    const c = this.#ctx.control;
+    Atomics.store(c, CTRL.NEXT, start);
+    Atomics.store(c, CTRL.END, end);
+    Atomics.store(c, CTRL.WAVE_START, start);
+    if (this.#pool === null) {
+      Atomics.store(c, CTRL.COMMAND, command);
+      runPhase(this.#ctx, 0);
+    } else {
+      this.#pool.run(this.#ctx, command);
+    }
+  }
+
+  /**
+   * One forward and backward pass on a batch: returns the mean next-token
+   * cross-entropy and writes the gradient of every parameter into
+   * {@link gradients} (replacing it, or adding to it with `accumulate`).
+   * Nothing is written when the loss or a gradient is not finite.
+   *
+   * @param batch - B sequences of T ≤ maxPositions tokens.
+   * @param options - `accumulate` to add to the stored gradients.
+   * @returns the batch loss.
+   * @throws ModelError `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`, `MODEL_NON_FINITE`, `MODEL_WORKER_FAILED`.
+   */
+  trainStep(batch: TokenBatch, options: TrainStepOptions = {}): number {
+    const { B, T } = this.#prepareBatch(batch);
+    const buffers = this.#ctx.buffers;
+    if (this.#pool === null) {
+      // One thread: sequences in order, each S_b added straight into the adjoint.
+      this.#phase(COMMAND.TRAIN_IN_ORDER, 0, B);
+    } else {
+      // Waves of up to `slots` sequences: claimed by any thread, then reduced in order b by parameter slices.
+      for (let start = 0; start < B; start += buffers.slots) {
+        const end = Math.min(B, start + buffers.slots);
+        this.#phase(COMMAND.TRAIN, start, end);
+        this.#phase(COMMAND.REDUCE, start, end);
+      }
+    }
+    const n = B * T;
+    const loss = meanLoss(buffers.rowLoss, n);
+    if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `training loss is not finite: ${loss}`);
+    const adjoint = buffers.adjoint;
+    reduceGainsAndEmbedding(adjoint, buffers, this.layout, this.#ctx.inputs, n, this.config.modelWidth, this.config.vocabularySize, this.#lookup);
+    const bad = firstNonFinite(adjoint);
+    if (bad >= 0) {
+      const e = this.#locate(bad);
+      throw new ModelError('MODEL_NON_FINITE', `gradient of ${e.name}[${bad - e.offset}] is not finite: ${adjoint[bad]}`, {
+        tensorName: e.name,
+        index: bad - e.offset,
+      });
+    }
+    const g = this.gradients;
+    if (options.accumulate === true) {
+      for (let i = 0; i < g.length; i++) g[i] = g[i] + adjoint[i];
+    } else {
+      g.set(adjoint);
+    }
+    return loss;
+  }
+
+  /**
+   * The batch mean loss without gradients (the no-grad evaluation of
+   * training.md §7; identical arithmetic to {@link trainStep}'s forward).
+   *
+   * @param batch - B sequences of T ≤ maxPositions tokens.
+   * @returns the batch loss.
+   * @throws ModelError `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`, `MODEL_NON_FINITE`, `MODEL_WORKER_FAILED`.
+   */
+  evaluateLoss(batch: TokenBatch): number {
+    const { B, T } = this.#prepareBatch(batch);
+    this.#phase(COMMAND.EVALUATE, 0, B);
+    const loss = meanLoss(this.#ctx.buffers.rowLoss, B * T);
+    if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `evaluation loss is not finite: ${loss}`);
+    return loss;
+  }
+
+  #prefix(tokens: ArrayLike<number>): number {
+    this.#checkOpen();
+    const T = tokens?.length;
+    if (!Number.isSafeInteger(T) || T < 1) throw new ModelError('MODEL_INVALID_BATCH', `tokens: expected at least one token, found ${String(T)}`);
+    if (T > this.config.maxPositions) {
+      throw new ModelError('MODEL_CONTEXT_TOO_LONG', `tokens: expected at most maxPositions = ${this.config.maxPositions}, found ${T}`);
+    }
+    checkTokens(tokens, T, this.config.vocabularySize, T, 'input');
+    this.#version = (this.#version + 1) | 0;
+    this.#engine.prepare(this.parameters, this.#version);
+    return T;
+  }
+
+  /**
+   * Logits of every position of one sequence (a no-grad forward of shape [1, T]).
+   *
+   * @param tokens - 1 … maxPositions token ids.
+   * @returns (T, V) a fresh array.
+   * @throws ModelError `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`.
+   */
+  logits(tokens: ArrayLike<number>): Float64Array {
+    const T = this.#prefix(tokens);
+    this.#engine.forward(this.parameters, tokens, null, 0, T, 0);
+    return this.#engine.logits.slice(0, T * this.config.vocabularySize);
+  }
+
+  /**
+   * Logits of the last position only (what generation samples from); the same
+   * bits as the last row of {@link logits}.
+   *
+   * @param tokens - 1 … maxPositions token ids.
+   * @returns (V) a fresh array.
+   * @throws ModelError `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`.
+   */
+  nextTokenLogits(tokens: ArrayLike<number>): Float64Array {
+    const T = this.#prefix(tokens);
+    this.#engine.forward(this.parameters, tokens, null, 0, T, T - 1);
+    const V = this.config.vocabularySize;
+    return this.#engine.logits.slice((T - 1) * V, T * V);
+  }
+
+  #locate(index: number): ParameterEntry {
+    for (const e of this.layout.entries) if (index < e.offset + e.length) return e;
+    return this.layout.entries[this.layout.entries.length - 1] as ParameterEntry;
+  }
+
+  /**
+   * The parameters as checkpoint tensors: views into {@link parameters} (no
+   * copy), in model order with their shapes — pass them straight to the format.
+   * @returns named tensors.
+   */
+  toCheckpointParameters(): NamedTensor[] {
+    return this.layout.entries.map((e) => ({ name: e.name, shape: [...e.shape], data: this.parameters.subarray(e.offset, e.offset + e.length) }));
+  }
+
+  /**
+   * Copies named tensors into the parameters. They must be exactly the
+   * layout's tensors in model order with the same shapes and finite values;
+   * on any mismatch nothing is copied.
+   *
+   * @param tensors - e.g. `decodeCheckpoint(bytes).parameters`.
+   * @throws ModelError `MODEL_PARAMETER_MISMATCH` or `MODEL_NON_FINITE`.
+   */
+  loadParameters(tensors: readonly NamedTensor[]): void {
+    const entries = this.layout.entries;
+    if (!Array.isArray(tensors) || tensors.length !== entries.length) {
+      throw new ModelError('MODEL_PARAMETER_MISMATCH', `parameters: expected ${entries.length} tensors, found ${String((tensors as unknown[] | undefined)?.length)}`);
+    }
+    entries.forEach((e, i) => {
+      const t = tensors[i] as NamedTensor;
+      if (t.name !== e.name) {
+        throw new ModelError('MODEL_PARAMETER_MISMATCH', `parameter ${i}: expected ${e.name}, found ${JSON.stringify(t.name)}`, { tensorName: t.name, index: i });
+      }
+      if (t.shape.length !== e.shape.length || t.shape.some((s, k) => s !== e.shape[k]) || t.data.length !== e.length) {
+        throw new ModelError('MODEL_PARAMETER_MISMATCH', `parameter ${e.name}: expected shape [${e.shape.join(', ')}], found [${t.shape.join(', ')}] with ${t.data.length} values`, {
+          tensorName: e.name,
+        });
+      }
+      const bad = firstNonFinite(t.data);
+      if (bad >= 0) throw new ModelError('MODEL_NON_FINITE', `parameter ${e.name}[${bad}] is not finite: ${t.data[bad]}`, { tensorName: e.name, index: bad });
+    });
+    entries.forEach((e, i) => this.parameters.set((tensors[i] as NamedTensor).data, e.offset));
+  }
+
+  /**
+   * Stops the worker threads (if any). The decoder cannot run afterwards;
+   * its arrays stay readable.
+   * @returns when the workers have exited.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#pool !== null) await this.#pool.close();
+  }
+}

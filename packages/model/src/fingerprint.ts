@@ -1,0 +1,21 @@
+/**
+ * The reference's logits fingerprint (training.md §8).
+ */
+import { Fnv1a64 } from '@llmcp/format';
+
+/**
+ * 64-bit FNV-1a over the little-endian bytes of each f64 bit pattern, in order.
+ *
+ * @param values - logits (any f64 values; the bits are hashed, so −0 and +0 differ).
+ * @returns the hash; format it with `checksumLabel` from `@llmcp/format`.
+ * @example
+ * ```ts
+ * checksumLabel(logitsFingerprint(model.logits([0, 1]))); // 'fnv1a64:6029064fe7cd162d' for the golden model
+ * ```
+ */
+export function logitsFingerprint(values: ArrayLike<number>): bigint {
+  const bytes = new Uint8Array(values.length * 8);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < values.length; i++) view.setFloat64(i * 8, values[i] as number, true);
+  return new Fnv1a64().update(bytes).digest();
+}

@@ -1,0 +1,154 @@
+/**
+ * The batch-wide reductions of a training pass, each in the reference's fixed
+ * order (backward.md §1, §4.2, §4.4, §4.6; model.md §13):
+ *
+ * - weight gradients: `(…((0 + S_0) + S_1) + …) + S_{B−1}` elementwise;
+ * - RMSNorm gains: one flat sum over all B·T rows in row-major order;
+ * - embedding: `(0 + dE_head) + dE_lookup`, the lookup part adding each
+ *   position's row into its token's row in row-major position order;
+ * - loss: the row losses summed in row-major order, divided by N.
+ */
+import type { ParameterLayout } from '../layout.ts';
+
+/** Shared (or thread-local) buffers of one batch. */
+export interface BatchBuffers {
+  /** Sequences the buffers hold. */
+  readonly rows: number;
+  /** Positions per sequence the buffers hold. */
+  readonly columns: number;
+  /** Number of partial slots (P elements each). */
+  readonly slots: number;
+  /** (B·T) per-row losses. */
+  readonly rowLoss: Float64Array;
+  /** (slots, P) per-sequence weight partials. */
+  readonly partials: Float64Array;
+  /** (2L+1, B·T, D) gain terms. */
+  readonly gainTerms: Float64Array;
+  /** (B·T, D) adjoints of the embedding output. */
+  readonly dx0: Float64Array;
+  /** (P) the pass adjoint being reduced. */
+  readonly adjoint: Float64Array;
+}
+
+/** Allocates a Float64Array, on a SharedArrayBuffer when `shared`. */
+export function allocateF64(length: number, shared: boolean): Float64Array {
+  return shared ? new Float64Array(new SharedArrayBuffer(length * 8)) : new Float64Array(length);
+}
+
+/**
+ * Allocates batch buffers.
+ * @param layout - parameter layout.
+ * @param layers - number of blocks.
+ * @param D - model width.
+ * @param rows - B.
+ * @param columns - T.
+ * @param slots - partial slots.
+ * @param shared - allocate on SharedArrayBuffers (worker threads).
+ * @returns the buffers.
+ */
+export function allocateBatchBuffers(layout: ParameterLayout, layers: number, D: number, rows: number, columns: number, slots: number, shared: boolean): BatchBuffers {
+  const n = rows * columns;
+  return {
+    rows,
+    columns,
+    slots,
+    rowLoss: allocateF64(n, shared),
+    partials: allocateF64(slots * layout.size, shared),
+    gainTerms: allocateF64((2 * layers + 1) * n * D, shared),
+    dx0: allocateF64(n * D, shared),
+    adjoint: allocateF64(layout.size, shared),
+  };
+}
+
+/**
+ * Adds the partial of one sequence into the adjoint over elements [from, to).
+ * The first sequence (b = 0) is copied (`0 + S_0` equals S_0: a sum started at
+ * +0.0 is never −0.0). Gain slots carry zeros here and are overwritten later.
+ *
+ * @param adjoint - (P) accumulator.
+ * @param partials - partial slots.
+ * @param slotOff - offset of this sequence's slot.
+ * @param first - whether this is sequence 0.
+ * @param from - first element.
+ * @param to - end element (exclusive).
+ */
+export function reducePartial(adjoint: Float64Array, partials: Float64Array, slotOff: number, first: boolean, from: number, to: number): void {
+  if (first) {
+    adjoint.set(partials.subarray(slotOff + from, slotOff + to), from);
+    return;
+  }
+  for (let i = from; i < to; i++) adjoint[i] += partials[slotOff + i];
+}
+
+/**
+ * Finishes the adjoint after every weight partial was reduced: gain sums and
+ * the embedding lookup part.
+ *
+ * @param adjoint - (P) accumulator (weights already reduced).
+ * @param buffers - batch buffers with gain terms and input adjoints.
+ * @param layout - parameter layout.
+ * @param tokens - (B·T) input ids.
+ * @param n - B·T rows.
+ * @param D - model width.
+ * @param V - vocabulary size.
+ * @param lookup - (V·D) scratch for the lookup gradient.
+ */
+export function reduceGainsAndEmbedding(
+  adjoint: Float64Array,
+  buffers: BatchBuffers,
+  layout: ParameterLayout,
+  tokens: ArrayLike<number>,
+  n: number,
+  D: number,
+  V: number,
+  lookup: Float64Array,
+): void {
+  const gainOffsets: number[] = [];
+  for (const b of layout.blocks) gainOffsets.push(b.attentionNorm, b.ffnNorm);
+  gainOffsets.push(layout.finalNorm);
+  const stride = buffers.rows * buffers.columns * D;
+  const terms = buffers.gainTerms;
+  for (let g = 0; g < gainOffsets.length; g++) {
+    const off = gainOffsets[g] as number;
+    for (let c = 0; c < D; c++) adjoint[off + c] = 0;
+    let t = g * stride;
+    for (let r = 0; r < n; r++) {
+      for (let c = 0; c < D; c++) adjoint[off + c] += terms[t + c];
+      t += D;
+    }
+  }
+  lookup.fill(0, 0, V * D);
+  const dx0 = buffers.dx0;
+  for (let r = 0; r < n; r++) {
+    const row = (tokens[r] as number) * D;
+    const src = r * D;
+    for (let c = 0; c < D; c++) lookup[row + c] += dx0[src + c];
+  }
+  const e = layout.embedding;
+  for (let i = 0; i < V * D; i++) adjoint[e + i] = adjoint[e + i] + lookup[i];
+}
+
+/**
+ * The batch mean loss: row losses summed in order from +0.0, one division by N (canonical +0).
+ * @param rowLoss - (≥ n) row losses.
+ * @param n - N = B·T.
+ * @returns the loss.
+ */
+export function meanLoss(rowLoss: Float64Array, n: number): number {
+  let total = 0;
+  for (let r = 0; r < n; r++) total += rowLoss[r];
+  return total / n + 0;
+}
+
+/**
+ * Index of the first non-finite element, or −1.
+ * @param values - values to scan.
+ * @returns the index or −1.
+ */
+export function firstNonFinite(values: Float64Array): number {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v - v !== 0) return i;
+  }
+  return -1;
+}

@@ -1,0 +1,205 @@
+/**
+ * Causal multi-head attention of one sequence, after RoPE (model.md §9.4–9.6;
+ * backward.md §4.2, §4.10, §5 "Attention backward").
+ *
+ * Heads are not moved in memory: head h of a (T, D) row-major tensor is the
+ * column slice h·d … h·d+d−1, which is exactly the reference's split
+ * `[B,T,D] → [B,H,T,d]` read in place (and the merge is its inverse).
+ */
+import { exp } from '../math/index.ts';
+import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, transpose } from './gemm.ts';
+
+/** Reusable per-head scratch of one attention call (sized for T ≤ capacity). */
+export interface AttentionScratch {
+  /** (T, T) scores of the current head (raw, then scaled in place). */
+  readonly scores: Float64Array;
+  /** (T, T) transposed probabilities of the current head. */
+  readonly probT: Float64Array;
+  /** (T, T) adjoint of the probabilities of the current head. */
+  readonly dprob: Float64Array;
+  /** (T, T) adjoint of the raw scores of the current head. */
+  readonly draw: Float64Array;
+  /** (T, T) transposed `draw`. */
+  readonly drawT: Float64Array;
+  /** (d, T) a transposed head slice. */
+  readonly sliceT0: Float64Array;
+}
+
+/**
+ * Allocates scratch for sequences of up to `T` positions and head width `d`.
+ * @param T - capacity in positions.
+ * @param headWidth - d.
+ * @returns the scratch buffers.
+ */
+export function attentionScratch(T: number, headWidth: number): AttentionScratch {
+  return {
+    scores: new Float64Array(T * T),
+    probT: new Float64Array(T * T),
+    dprob: new Float64Array(T * T),
+    draw: new Float64Array(T * T),
+    drawT: new Float64Array(T * T),
+    sliceT0: new Float64Array(headWidth * T),
+  };
+}
+
+/** Optional full-grid trace buffers, each (H, T, T); null on the training path. */
+export interface AttentionTrace {
+  readonly raw: Float64Array;
+  readonly scaled: Float64Array;
+  readonly dprob: Float64Array;
+  readonly dscaled: Float64Array;
+  readonly draw: Float64Array;
+}
+
+/**
+ * Forward: scores, stable causal softmax ("skip one maximum"), value mixing.
+ *
+ * @param merged - (T, D) head outputs in merged layout.
+ * @param prob - (H, T, T) attention weights; masked entries are written +0.0.
+ * @param qr - (T, D) rotated queries.
+ * @param kr - (T, D) rotated keys.
+ * @param v - (T, D) values.
+ * @param T - positions.
+ * @param D - width.
+ * @param H - heads.
+ * @param scale - `1 / sqrt(d)`.
+ * @param scratch - reusable scratch.
+ * @param trace - full-grid raw/scaled scores, or null.
+ */
+export function attentionForward(
+  merged: Float64Array,
+  prob: Float64Array,
+  qr: Float64Array,
+  kr: Float64Array,
+  v: Float64Array,
+  T: number,
+  D: number,
+  H: number,
+  scale: number,
+  scratch: AttentionScratch,
+  trace: AttentionTrace | null,
+): void {
+  const d = D / H;
+  const S = scratch.scores;
+  const TT = T * T;
+  for (let h = 0; h < H; h++) {
+    const hd = h * d;
+    // raw[i, j] = Σ_c qr[i, c]·kr[j, c]; only j ≤ i is needed (the full grid when tracing).
+    const kT = scratch.sliceT0;
+    transpose(kT, 0, T, kr, hd, D, T, d);
+    gemm(S, 0, T, qr, hd, D, kT, 0, T, T, T, d, trace === null ? GEMM_LOWER_OUT : 0);
+    const pOff = h * TT;
+    for (let i = 0; i < T; i++) {
+      const row = i * T;
+      if (trace !== null) {
+        for (let j = 0; j < T; j++) {
+          const raw = S[row + j];
+          trace.raw[pOff + row + j] = raw;
+          trace.scaled[pOff + row + j] = raw * scale;
+        }
+      }
+      // Scaled scores: a multiplication by the rounded reciprocal, never a division.
+      let m = -Infinity;
+      for (let j = 0; j <= i; j++) {
+        const s = S[row + j] * scale;
+        S[row + j] = s;
+        if (s > m) m = s;
+      }
+      // tail = Σ exp(s − m) over allowed keys, skipping the first key whose shift is exactly 0.
+      let tail = 0;
+      let skipped = false;
+      const pr = pOff + row;
+      for (let j = 0; j <= i; j++) {
+        const shifted = S[row + j] - m;
+        const e = exp(shifted);
+        prob[pr + j] = e;
+        if (!skipped && shifted === 0) skipped = true;
+        else tail += e;
+      }
+      const den = 1.0 + tail;
+      for (let j = 0; j <= i; j++) prob[pr + j] = prob[pr + j] / den + 0;
+      for (let j = i + 1; j < T; j++) prob[pr + j] = 0;
+    }
+    // ho[i, c] = Σ_j p[i, j]·v[j, c] over j in order; masked p are +0.0 (GEMM_LOWER_K).
+    gemm(merged, hd, D, prob, pOff, T, v, hd, D, T, d, T, GEMM_LOWER_K);
+  }
+}
+
+/**
+ * Backward for all heads of one sequence: `dp = dho·vᵀ`, `dv = pᵀ·dho`, the
+ * softmax rule, the scale, `dq = draw·k`, `dk = drawᵀ·q` (all sums in order).
+ *
+ * @param dqr - (T, D) adjoint of the rotated queries (written).
+ * @param dkr - (T, D) adjoint of the rotated keys (written).
+ * @param dv - (T, D) adjoint of the values (written).
+ * @param dmerged - (T, D) adjoint of the merged head outputs.
+ * @param prob - (H, T, T) forward attention weights.
+ * @param qr - (T, D) rotated queries.
+ * @param kr - (T, D) rotated keys.
+ * @param v - (T, D) values.
+ * @param T - positions.
+ * @param D - width.
+ * @param H - heads.
+ * @param scale - `1 / sqrt(d)`.
+ * @param scratch - reusable scratch.
+ * @param trace - full-grid adjoint traces, or null.
+ */
+export function attentionBackward(
+  dqr: Float64Array,
+  dkr: Float64Array,
+  dv: Float64Array,
+  dmerged: Float64Array,
+  prob: Float64Array,
+  qr: Float64Array,
+  kr: Float64Array,
+  v: Float64Array,
+  T: number,
+  D: number,
+  H: number,
+  scale: number,
+  scratch: AttentionScratch,
+  trace: AttentionTrace | null,
+): void {
+  const d = D / H;
+  const TT = T * T;
+  const dp = scratch.dprob;
+  const draw = scratch.draw;
+  const pT = scratch.probT;
+  const drawT = scratch.drawT;
+  const t0 = scratch.sliceT0;
+  for (let h = 0; h < H; h++) {
+    const hd = h * d;
+    const pOff = h * TT;
+    // dp[i, k] = Σ_c dho[i, c]·v[k, c] (left operand of p·v).
+    transpose(t0, 0, T, v, hd, D, T, d);
+    gemm(dp, 0, T, dmerged, hd, D, t0, 0, T, T, T, d, trace === null ? GEMM_LOWER_OUT : 0);
+    // dv[k, c] = Σ_i p[i, k]·dho[i, c] (right operand); p[i, k] = +0 for i < k.
+    transpose(pT, 0, T, prob, pOff, T, T, T);
+    gemm(dv, hd, D, pT, 0, T, dmerged, hd, D, T, d, T, GEMM_UPPER_K);
+    // Causal softmax rule, then the constant scale: draw = 0 + ds·scale.
+    for (let i = 0; i < T; i++) {
+      const row = i * T;
+      const pr = pOff + row;
+      let w = 0;
+      for (let j = 0; j <= i; j++) w += dp[row + j] * prob[pr + j];
+      for (let j = 0; j <= i; j++) {
+        const ds = prob[pr + j] * (dp[row + j] - w) + 0;
+        if (trace !== null) trace.dscaled[pOff + row + j] = ds;
+        draw[row + j] = 0 + ds * scale;
+      }
+      for (let j = i + 1; j < T; j++) {
+        draw[row + j] = 0;
+        if (trace !== null) trace.dscaled[pOff + row + j] = 0;
+      }
+    }
+    if (trace !== null) {
+      trace.dprob.set(dp.subarray(0, TT), pOff);
+      trace.draw.set(draw.subarray(0, TT), pOff);
+    }
+    // dq[i, c] = Σ_j draw[i, j]·kr[j, c]; draw[i, j] = +0 for j > i.
+    gemm(dqr, hd, D, draw, 0, T, kr, hd, D, T, d, T, GEMM_LOWER_K);
+    // dk[j, c] = Σ_i qr[i, c]·draw[i, j]; draw[i, j] = +0 for i < j.
+    transpose(drawT, 0, T, draw, 0, T, T, T);
+    gemm(dkr, hd, D, drawT, 0, T, qr, hd, D, T, d, T, GEMM_UPPER_K);
+  }
+}

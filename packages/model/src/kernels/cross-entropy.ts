@@ -1,0 +1,80 @@
+/**
+ * Mean next-token cross-entropy with the maximum split off
+ * (model.md §13; backward.md §4.1).
+ */
+import { exp, log1p } from '../math/index.ts';
+
+/**
+ * Forward for `rows` rows of V logits: per-row losses
+ * `(m − z_y) + log1p(tail)` and probabilities `exp(z − m) / (1 + tail)`
+ * (canonical +0). The caller sums the row losses in order and divides by N.
+ *
+ * @param rowLoss - (rows) per-row loss (written).
+ * @param prob - (rows, V) probabilities (written).
+ * @param logits - (rows, V) logits.
+ * @param targets - target ids, row r at `targets[tOff + r]`.
+ * @param tOff - offset of the first target.
+ * @param rows - number of rows.
+ * @param V - vocabulary size.
+ */
+export function crossEntropyForward(
+  rowLoss: Float64Array,
+  prob: Float64Array,
+  logits: Float64Array,
+  targets: ArrayLike<number>,
+  tOff: number,
+  rows: number,
+  V: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * V;
+    let m = -Infinity;
+    for (let c = 0; c < V; c++) {
+      const z = logits[o + c];
+      if (z > m) m = z;
+    }
+    let tail = 0;
+    let skipped = false;
+    for (let c = 0; c < V; c++) {
+      const shifted = logits[o + c] - m;
+      const e = exp(shifted);
+      prob[o + c] = e;
+      if (!skipped && shifted === 0) skipped = true;
+      else tail += e;
+    }
+    const y = targets[tOff + r] as number;
+    rowLoss[r] = m - logits[o + y] + log1p(tail);
+    const den = 1.0 + tail;
+    for (let c = 0; c < V; c++) prob[o + c] = prob[o + c] / den + 0;
+  }
+}
+
+/**
+ * Backward: `g = p` (minus 1.0 at the target) times `k = 1 / N`, canonical +0.
+ *
+ * @param dlogits - (rows, V) adjoint of the logits (written).
+ * @param prob - (rows, V) forward probabilities.
+ * @param targets - target ids, row r at `targets[tOff + r]`.
+ * @param tOff - offset of the first target.
+ * @param rows - number of rows.
+ * @param V - vocabulary size.
+ * @param k - `1.0 / N` (N = tokens in the whole batch), computed once.
+ */
+export function crossEntropyBackward(
+  dlogits: Float64Array,
+  prob: Float64Array,
+  targets: ArrayLike<number>,
+  tOff: number,
+  rows: number,
+  V: number,
+  k: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * V;
+    const y = targets[tOff + r] as number;
+    for (let c = 0; c < V; c++) {
+      const g = c === y ? prob[o + c] - 1.0 : prob[o + c];
+      dlogits[o + c] = g * k + 0;
+    }
+  }
+}

@@ -1,0 +1,134 @@
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+
+/** The specification: every C[i, j] an in-order dot product from +0.0. */
+function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
+  const C = new Float64Array(M * N);
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += A[i * K + k]! * B[k * N + j]!;
+      C[i * N + j] = s;
+    }
+  return C;
+}
+
+function sameBits(a: Float64Array, b: Float64Array): boolean {
+  return a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+}
+
+// Large enough to reach the SIMD kernel (M·N·K ≥ 2048) and to exercise every remainder path.
+const dims = fc.record({ M: fc.integer({ min: 1, max: 23 }), N: fc.integer({ min: 1, max: 23 }), K: fc.integer({ min: 1, max: 29 }), seed: fc.integer() });
+
+function random(n: number, seed: number): Float64Array {
+  let s = seed >>> 0;
+  return Float64Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return (s / 2 ** 32 - 0.5) * 2 ** ((s % 41) - 20);
+  });
+}
+
+const implementations = [
+  ['gemm (SIMD when available)', gemm],
+  ['gemmScalar', gemmScalar],
+] as const;
+
+afterEach(() => setGemmBackend('auto'));
+
+describe.each(implementations)('%s', (_name, impl) => {
+  it('equals the in-order dot products bit for bit for any shape', () => {
+    fc.assert(
+      fc.property(dims, ({ M, N, K, seed }) => {
+        const A = random(M * K, seed);
+        const B = random(K * N, seed + 1);
+        const C = new Float64Array(M * N);
+        impl(C, 0, N, A, 0, K, B, 0, N, M, N, K, 0);
+        return sameBits(C, naive(A, B, M, N, K));
+      }),
+    );
+  });
+
+  it('adds the finished dot product to C with GEMM_ADD ("previous + contribution")', () => {
+    fc.assert(
+      fc.property(dims, ({ M, N, K, seed }) => {
+        const A = random(M * K, seed);
+        const B = random(K * N, seed + 1);
+        const prev = random(M * N, seed + 2);
+        const C = prev.slice();
+        impl(C, 0, N, A, 0, K, B, 0, N, M, N, K, GEMM_ADD);
+        const dot = naive(A, B, M, N, K);
+        return sameBits(C, prev.map((p, i) => p + dot[i]!));
+      }),
+    );
+  });
+
+  it('computes the causal part j ≤ i with GEMM_LOWER_OUT', () => {
+    fc.assert(
+      fc.property(dims, ({ M, N, K, seed }) => {
+        const A = random(M * K, seed);
+        const B = random(K * N, seed + 1);
+        const C = new Float64Array(M * N).fill(NaN);
+        impl(C, 0, N, A, 0, K, B, 0, N, M, N, K, GEMM_LOWER_OUT);
+        const full = naive(A, B, M, N, K);
+        for (let i = 0; i < M; i++) for (let j = 0; j <= Math.min(i, N - 1); j++) if (!Object.is(C[i * N + j], full[i * N + j])) return false;
+        return true;
+      }),
+    );
+  });
+
+  it('restricts the contraction causally with GEMM_LOWER_K / GEMM_UPPER_K when the masked terms of A are +0', () => {
+    fc.assert(
+      fc.property(dims, ({ M, N, K, seed }) => {
+        const lower = random(M * K, seed);
+        const upper = random(M * K, seed + 3);
+        for (let i = 0; i < M; i++)
+          for (let k = 0; k < K; k++) {
+            if (k > i) lower[i * K + k] = 0;
+            if (k < i) upper[i * K + k] = 0;
+          }
+        const B = random(K * N, seed + 1);
+        const C1 = new Float64Array(M * N);
+        const C2 = new Float64Array(M * N);
+        impl(C1, 0, N, lower, 0, K, B, 0, N, M, N, K, GEMM_LOWER_K);
+        impl(C2, 0, N, upper, 0, K, B, 0, N, M, N, K, GEMM_UPPER_K);
+        return sameBits(C1, naive(lower, B, M, N, K)) && sameBits(C2, naive(upper, B, M, N, K));
+      }),
+    );
+  });
+
+  it('honours offsets and row strides (head slices)', () => {
+    const M = 9, N = 10, K = 24;
+    const A = random(M * 30, 1);
+    const B = random(K * 13, 2);
+    const C = new Float64Array(3 + M * 12).fill(7);
+    // A rows of width K from column 4 (lda 30), B rows of width N from column 2 (ldb 13), C at offset 3 with ldc 12.
+    impl(C, 3, 12, A, 4, 30, B, 2, 13, M, N, K, 0);
+    for (let i = 0; i < M; i++)
+      for (let j = 0; j < N; j++) {
+        let s = 0;
+        for (let k = 0; k < K; k++) s += A[4 + i * 30 + k]! * B[2 + k * 13 + j]!;
+        expect(Object.is(C[3 + i * 12 + j], s)).toBe(true);
+      }
+    expect(C[0]).toBe(7);
+    expect(C[3 + 10]).toBe(7);
+  });
+});
+
+describe('setGemmBackend', () => {
+  it('switches between the SIMD and the scalar kernel', () => {
+    setGemmBackend('scalar');
+    expect(usesSimdGemm()).toBe(false);
+    setGemmBackend('auto');
+    expect(usesSimdGemm()).toBe(typeof (globalThis as { WebAssembly?: unknown }).WebAssembly === 'object');
+  });
+});
+
+describe('transpose', () => {
+  it('moves src[r, s] to dst[s, r] with strides', () => {
+    const src = Float64Array.from({ length: 12 }, (_, i) => i);
+    const dst = new Float64Array(12);
+    transpose(dst, 0, 3, src, 0, 4, 3, 4);
+    expect(Array.from(dst)).toEqual([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+  });
+});

@@ -1,0 +1,286 @@
+/**
+ * The one matrix-product kernel of the decoder: `C = A · B` with A row-major
+ * [M, K] and B row-major [K, N].
+ *
+ * Every output element is an independent dot product accumulated from +0.0 in
+ * increasing order of the contracted index k (model.md §1 "sum in order", §8).
+ * Blocking and vector lanes only change which dot products run side by side,
+ * never the order of the additions inside one of them, so the bits equal the
+ * naive triple loop. Two implementations give identical bits: a WebAssembly
+ * SIMD kernel (wasm-gemm.ts, ~4× faster) used whenever the runtime supports
+ * it, and the register-blocked scalar loop below.
+ *
+ * Reference: llm.c `matmul_forward` (the loop-tiling idea; here with a fixed
+ * summation order instead of OpenMP reductions).
+ */
+import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
+
+/** `C = C + A·B` (the contribution is summed from +0.0 first, then added): "previous + contribution" of the tape. */
+export const GEMM_ADD = 1;
+/**
+ * Causal output: row i needs only columns j ≤ i. The entries above the
+ * diagonal are left unspecified (whole column blocks are computed, and the
+ * SIMD path copies its scratch back); callers must never read them.
+ */
+export const GEMM_LOWER_OUT = 2;
+/**
+ * Causal contraction from the start: row i contracts k ≤ i only. Rows are
+ * processed in blocks, so a few terms with k > i are included; they must be
+ * exactly +0.0 in A (masked probabilities), which leaves every sum unchanged
+ * (an accumulator started at +0.0 is never −0.0, and x + ±0 = x).
+ */
+export const GEMM_LOWER_K = 4;
+/**
+ * Causal contraction to the end: row i contracts k ≥ i only; terms with k < i
+ * inside a row block must be exactly +0.0 in A (see {@link GEMM_LOWER_K}).
+ */
+export const GEMM_UPPER_K = 8;
+
+/**
+ * Which implementation {@link gemm} uses: 'auto' — the SIMD kernel for
+ * products large enough to pay for the copies, when the runtime has
+ * WebAssembly SIMD; 'scalar' — always the JavaScript loop; 'simd' — the SIMD
+ * kernel for every product (when available). All three give identical bits.
+ */
+export type GemmBackend = 'auto' | 'scalar' | 'simd';
+
+let backend: GemmBackend = 'auto';
+let wasm: WasmGemm | null | undefined;
+
+/**
+ * Chooses the matrix-product implementation of the calling thread (worker
+ * threads keep 'auto'). Every choice gives identical bits; this exists for
+ * tests and benchmarks.
+ * @param b - 'auto', 'scalar' or 'simd'.
+ * @throws RangeError for another value.
+ */
+export function setGemmBackend(b: GemmBackend): void {
+  if (b !== 'auto' && b !== 'scalar' && b !== 'simd') throw new RangeError(`gemm backend must be 'auto', 'scalar' or 'simd', found ${String(b)}`);
+  backend = b;
+}
+
+/** @returns whether matrix products on this thread use the WebAssembly SIMD kernel (for large products under 'auto'). */
+export function usesSimdGemm(): boolean {
+  if (wasm === undefined) wasm = createWasmGemm();
+  return backend !== 'scalar' && wasm !== null;
+}
+
+/** Products smaller than this (M·N·K) stay in JavaScript: copying in and out would cost more than it saves. */
+const SIMD_MIN_WORK = 2048;
+
+/**
+ * `C[i, j] (=|+=) Σ_k A[i, k] · B[k, j]` for i < M, j < N, k < K (k ascending, from +0.0).
+ *
+ * Element (i, j) of C is at `cOff + i·ldc + j`; A[i, k] at `aOff + i·lda + k`;
+ * B[k, j] at `bOff + k·ldb + j`.
+ *
+ * @param C - output.
+ * @param cOff - offset of C[0, 0].
+ * @param ldc - row stride of C.
+ * @param A - left operand.
+ * @param aOff - offset of A[0, 0].
+ * @param lda - row stride of A.
+ * @param B - right operand.
+ * @param bOff - offset of B[0, 0].
+ * @param ldb - row stride of B.
+ * @param M - rows of C.
+ * @param N - columns of C.
+ * @param K - contracted length.
+ * @param flags - bitwise OR of {@link GEMM_ADD}, {@link GEMM_LOWER_OUT}, {@link GEMM_LOWER_K}, {@link GEMM_UPPER_K}.
+ */
+export function gemm(
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK)) {
+    if (wasm === undefined) wasm = createWasmGemm();
+    if (wasm !== null) {
+      gemmSimd(wasm, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+      return;
+    }
+  }
+  gemmScalar(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+}
+
+/** Copies `rows` rows of `width` values (source row stride `lds`) to contiguous `dst` rows (destination stride `ldd`). */
+function copyRows(dst: Float64Array, dOff: number, ldd: number, src: Float64Array, sOff: number, lds: number, rows: number, width: number): void {
+  if (lds === width && ldd === width) {
+    dst.set(src.subarray(sOff, sOff + rows * width), dOff);
+    return;
+  }
+  // Short strided rows (attention head slices): a plain loop, no view allocation per row.
+  for (let r = 0; r < rows; r++) {
+    const s0 = sOff + r * lds;
+    const d0 = dOff + r * ldd;
+    for (let c = 0; c < width; c++) dst[d0 + c] = src[s0 + c];
+  }
+}
+
+function gemmSimd(
+  w: WasmGemm,
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  const a = 0;
+  const b = M * K;
+  const c = b + K * N;
+  ensureWasmCapacity(w, c + M * N);
+  const view = w.view;
+  copyRows(view, a, K, A, aOff, lda, M, K);
+  copyRows(view, b, N, B, bOff, ldb, K, N);
+  if ((flags & GEMM_ADD) !== 0) copyRows(view, c, N, C, cOff, ldc, M, N);
+  w.run(c, N, a, K, b, N, M, N, K, flags);
+  copyRows(C, cOff, ldc, view, c, N, M, N);
+}
+
+/**
+ * The scalar implementation of {@link gemm} (same parameters, same bits):
+ * 4 × 4 register blocks, each accumulator one output's in-order dot product.
+ */
+export function gemmScalar(
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  const add = (flags & GEMM_ADD) !== 0;
+  const lowerOut = (flags & GEMM_LOWER_OUT) !== 0;
+  const lowerK = (flags & GEMM_LOWER_K) !== 0;
+  const upperK = (flags & GEMM_UPPER_K) !== 0;
+  let i = 0;
+  for (; i + 3 < M; i += 4) {
+    const jEnd = lowerOut ? Math.min(N, i + 4) : N;
+    const kBeg = upperK ? i : 0;
+    const kEnd = lowerK ? Math.min(K, i + 4) : K;
+    const a0 = aOff + i * lda;
+    const a1 = a0 + lda;
+    const a2 = a1 + lda;
+    const a3 = a2 + lda;
+    const c0 = cOff + i * ldc;
+    const c1 = c0 + ldc;
+    const c2 = c1 + ldc;
+    const c3 = c2 + ldc;
+    let j = 0;
+    for (; j + 3 < jEnd; j += 4) {
+      let s00 = 0, s01 = 0, s02 = 0, s03 = 0;
+      let s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+      let s20 = 0, s21 = 0, s22 = 0, s23 = 0;
+      let s30 = 0, s31 = 0, s32 = 0, s33 = 0;
+      let bk = bOff + kBeg * ldb + j;
+      for (let k = kBeg; k < kEnd; k++) {
+        const w0 = B[bk];
+        const w1 = B[bk + 1];
+        const w2 = B[bk + 2];
+        const w3 = B[bk + 3];
+        bk += ldb;
+        let x = A[a0 + k];
+        s00 += x * w0; s01 += x * w1; s02 += x * w2; s03 += x * w3;
+        x = A[a1 + k];
+        s10 += x * w0; s11 += x * w1; s12 += x * w2; s13 += x * w3;
+        x = A[a2 + k];
+        s20 += x * w0; s21 += x * w1; s22 += x * w2; s23 += x * w3;
+        x = A[a3 + k];
+        s30 += x * w0; s31 += x * w1; s32 += x * w2; s33 += x * w3;
+      }
+      if (add) {
+        C[c0 + j] += s00; C[c0 + j + 1] += s01; C[c0 + j + 2] += s02; C[c0 + j + 3] += s03;
+        C[c1 + j] += s10; C[c1 + j + 1] += s11; C[c1 + j + 2] += s12; C[c1 + j + 3] += s13;
+        C[c2 + j] += s20; C[c2 + j + 1] += s21; C[c2 + j + 2] += s22; C[c2 + j + 3] += s23;
+        C[c3 + j] += s30; C[c3 + j + 1] += s31; C[c3 + j + 2] += s32; C[c3 + j + 3] += s33;
+      } else {
+        C[c0 + j] = s00; C[c0 + j + 1] = s01; C[c0 + j + 2] = s02; C[c0 + j + 3] = s03;
+        C[c1 + j] = s10; C[c1 + j + 1] = s11; C[c1 + j + 2] = s12; C[c1 + j + 3] = s13;
+        C[c2 + j] = s20; C[c2 + j + 1] = s21; C[c2 + j + 2] = s22; C[c2 + j + 3] = s23;
+        C[c3 + j] = s30; C[c3 + j + 1] = s31; C[c3 + j + 2] = s32; C[c3 + j + 3] = s33;
+      }
+    }
+    for (; j < jEnd; j++) {
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      let bk = bOff + kBeg * ldb + j;
+      for (let k = kBeg; k < kEnd; k++) {
+        const w = B[bk];
+        bk += ldb;
+        s0 += A[a0 + k] * w;
+        s1 += A[a1 + k] * w;
+        s2 += A[a2 + k] * w;
+        s3 += A[a3 + k] * w;
+      }
+      if (add) {
+        C[c0 + j] += s0; C[c1 + j] += s1; C[c2 + j] += s2; C[c3 + j] += s3;
+      } else {
+        C[c0 + j] = s0; C[c1 + j] = s1; C[c2 + j] = s2; C[c3 + j] = s3;
+      }
+    }
+  }
+  for (; i < M; i++) {
+    const jEnd = lowerOut ? Math.min(N, i + 1) : N;
+    const kBeg = upperK ? i : 0;
+    const kEnd = lowerK ? Math.min(K, i + 1) : K;
+    const a0 = aOff + i * lda;
+    const c0 = cOff + i * ldc;
+    for (let j = 0; j < jEnd; j++) {
+      let s = 0;
+      let bk = bOff + kBeg * ldb + j;
+      for (let k = kBeg; k < kEnd; k++) {
+        s += A[a0 + k] * B[bk];
+        bk += ldb;
+      }
+      if (add) C[c0 + j] += s;
+      else C[c0 + j] = s;
+    }
+  }
+}
+
+/**
+ * Transposes an R × S block: `dst[dOff + s·ldd + r] = src[sOff + r·lds + s]`.
+ *
+ * @param dst - destination.
+ * @param dOff - offset of dst[0, 0].
+ * @param ldd - row stride of dst (≥ R).
+ * @param src - source.
+ * @param sOff - offset of src[0, 0].
+ * @param lds - row stride of src (≥ S).
+ * @param R - rows of src.
+ * @param S - columns of src.
+ */
+export function transpose(dst: Float64Array, dOff: number, ldd: number, src: Float64Array, sOff: number, lds: number, R: number, S: number): void {
+  for (let r = 0; r < R; r++) {
+    const s0 = sOff + r * lds;
+    let d = dOff + r;
+    for (let s = 0; s < S; s++) {
+      dst[d] = src[s0 + s];
+      d += ldd;
+    }
+  }
+}

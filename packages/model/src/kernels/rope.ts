@@ -1,0 +1,104 @@
+/**
+ * Rotary position embedding on adjacent feature pairs of each head
+ * (model.md §9.2; backward.md §4.11).
+ */
+import { cos, pow, sin } from '../math/index.ts';
+
+/** Precomputed RoPE tables for positions 0 … P−1 and pairs 0 … d/2−1. */
+export interface RopeTables {
+  /** (d/2) `pow(base, (−2·i) / d)`. */
+  readonly inverseFrequencies: Float64Array;
+  /** (P, d/2) `cos(p · invFreq_i)`, canonical +0. */
+  readonly cosines: Float64Array;
+  /** (P, d/2) `sin(p · invFreq_i)`, canonical +0. */
+  readonly sines: Float64Array;
+}
+
+/**
+ * Builds the tables once per model (model.md §9.2): the exponent is
+ * `(−2.0 · i) / d`, the angle `p · invFreq_i` (one multiplication).
+ *
+ * @param positions - P, the maximum positions.
+ * @param headWidth - d (even).
+ * @param base - the RoPE base.
+ * @returns the tables.
+ */
+export function ropeTables(positions: number, headWidth: number, base: number): RopeTables {
+  const half = headWidth / 2;
+  const inverseFrequencies = new Float64Array(half);
+  for (let i = 0; i < half; i++) inverseFrequencies[i] = pow(base, (-2.0 * i) / headWidth);
+  const cosines = new Float64Array(positions * half);
+  const sines = new Float64Array(positions * half);
+  for (let p = 0; p < positions; p++) {
+    for (let i = 0; i < half; i++) {
+      const angle = p * inverseFrequencies[i];
+      sines[p * half + i] = sin(angle) + 0;
+      cosines[p * half + i] = cos(angle) + 0;
+    }
+  }
+  return { inverseFrequencies, cosines, sines };
+}
+
+/**
+ * Rotates every head's pairs of `src` into `dst` (rows are positions 0 … T−1):
+ * `l' = l·c − r·s`, `r' = l·s + r·c`, each canonical +0.
+ *
+ * @param dst - (T, D) rotated output.
+ * @param src - (T, D) input (head h owns features h·d … h·d+d−1).
+ * @param tables - RoPE tables.
+ * @param T - rows (positions).
+ * @param D - width.
+ * @param headWidth - d.
+ */
+export function ropeForward(dst: Float64Array, src: Float64Array, tables: RopeTables, T: number, D: number, headWidth: number): void {
+  const half = headWidth / 2;
+  const C = tables.cosines;
+  const S = tables.sines;
+  for (let t = 0; t < T; t++) {
+    const row = t * D;
+    const tab = t * half;
+    for (let h0 = 0; h0 < D; h0 += headWidth) {
+      for (let i = 0; i < half; i++) {
+        const c = C[tab + i];
+        const s = S[tab + i];
+        const o = row + h0 + 2 * i;
+        const l = src[o];
+        const r = src[o + 1];
+        dst[o] = l * c - r * s + 0;
+        dst[o + 1] = l * s + r * c + 0;
+      }
+    }
+  }
+}
+
+/**
+ * Rotates the adjoint back by the inverse angle: `gl' = gl·c + gr·s`,
+ * `gr' = (−gl)·s + gr·c`, each canonical +0.
+ *
+ * @param dst - (T, D) adjoint of the unrotated input.
+ * @param src - (T, D) adjoint of the rotated output.
+ * @param tables - RoPE tables.
+ * @param T - rows.
+ * @param D - width.
+ * @param headWidth - d.
+ */
+export function ropeBackward(dst: Float64Array, src: Float64Array, tables: RopeTables, T: number, D: number, headWidth: number): void {
+  const half = headWidth / 2;
+  const C = tables.cosines;
+  const S = tables.sines;
+  for (let t = 0; t < T; t++) {
+    const row = t * D;
+    const tab = t * half;
+    for (let h0 = 0; h0 < D; h0 += headWidth) {
+      for (let i = 0; i < half; i++) {
+        const c = C[tab + i];
+        const s = S[tab + i];
+        const o = row + h0 + 2 * i;
+        const gl = src[o];
+        const gr = src[o + 1];
+        dst[o] = gl * c + gr * s + 0;
+        dst[o + 1] = -gl * s + gr * c + 0;
+      }
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The elementwise part of the SwiGLU feed-forward (model.md §11; backward.md
+ * §4.6, §4.9): `silu(gate) · up`. The three projections around it are plain
+ * matrix products.
+ */
+import { exp } from '../math/index.ts';
+
+/**
+ * Forward: branch-wise sigmoid, `silu = gate·σ`, `prod = silu·up`.
+ *
+ * @param prod - (n) output `silu · up`.
+ * @param silu - (n) saved.
+ * @param sigma - (n) saved sigmoid.
+ * @param gate - (n) gate projection.
+ * @param up - (n) up projection.
+ * @param n - number of elements (rows · F).
+ */
+export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const x = gate[i];
+    let s: number;
+    if (x >= 0) {
+      s = 1.0 / (1.0 + exp(-x));
+    } else {
+      const e = exp(x);
+      s = e / (1.0 + e);
+    }
+    sigma[i] = s;
+    const y = x * s;
+    silu[i] = y;
+    prod[i] = y * up[i];
+  }
+}
+
+/**
+ * Backward of `prod = silu(gate)·up`: `dsilu = 0 + dprod·up`,
+ * `dup = 0 + dprod·silu`, `dgate = 0 + dsilu·σ·(1 + x·(1 − σ))`.
+ *
+ * @param dgate - (n) adjoint of the gate projection (written).
+ * @param dup - (n) adjoint of the up projection (written).
+ * @param dsilu - (n) adjoint of silu (written; kept for traces).
+ * @param dprod - (n) adjoint of the product.
+ * @param gate - (n) saved gate projection.
+ * @param sigma - (n) saved sigmoid.
+ * @param silu - (n) saved silu.
+ * @param up - (n) saved up projection.
+ * @param n - number of elements.
+ */
+export function swigluBackward(
+  dgate: Float64Array,
+  dup: Float64Array,
+  dsilu: Float64Array,
+  dprod: Float64Array,
+  gate: Float64Array,
+  sigma: Float64Array,
+  silu: Float64Array,
+  up: Float64Array,
+  n: number,
+): void {
+  for (let i = 0; i < n; i++) {
+    const u = dprod[i];
+    const ds = 0 + u * up[i];
+    dsilu[i] = ds;
+    dup[i] = 0 + u * silu[i];
+    const s = sigma[i];
+    const local = s * (1.0 + gate[i] * (1.0 - s));
+    dgate[i] = 0 + ds * local;
+  }
+}

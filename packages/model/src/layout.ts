@@ -1,0 +1,109 @@
+/**
+ * The parameter layout: every tensor's name, shape and offset in the one flat
+ * `Float64Array` that holds all parameters (model.md §3; format SPEC §7).
+ *
+ * Model order is the canonical order of the optimizer loop, the gradient norm,
+ * checkpoints and the golden vectors, so the flat array *is* that order.
+ */
+import { expectedParameterShapes, type DecoderConfig } from '@llmcp/format';
+import { validateDecoderConfig } from './config.ts';
+
+/** What a parameter tensor is, for code that treats kinds differently (initialization, kernels). */
+export type ParameterKind = 'embedding' | 'gain' | 'projection';
+
+/** One tensor of the layout. */
+export interface ParameterEntry {
+  /** Canonical name, e.g. `blocks.0.attention.query.weight`. */
+  readonly name: string;
+  /** Row-major shape: `[V, D]`, `[D]` or `[in, out]`. */
+  readonly shape: readonly number[];
+  /** First element in the flat array. */
+  readonly offset: number;
+  /** Number of elements (product of the shape). */
+  readonly length: number;
+  /** Embedding table, RMSNorm gain or projection weight. */
+  readonly kind: ParameterKind;
+}
+
+/** Offsets of one block's nine tensors. */
+export interface BlockOffsets {
+  readonly attentionNorm: number;
+  readonly query: number;
+  readonly key: number;
+  readonly value: number;
+  readonly output: number;
+  readonly ffnNorm: number;
+  readonly gate: number;
+  readonly up: number;
+  readonly down: number;
+}
+
+/** The complete layout of a decoder's parameters. */
+export interface ParameterLayout {
+  /** Tensors in model order; offsets are contiguous from 0. */
+  readonly entries: readonly ParameterEntry[];
+  /** Total number of scalars. */
+  readonly size: number;
+  /** Offset of `token_embedding.weight` (always 0). */
+  readonly embedding: number;
+  /** Per-layer offsets. */
+  readonly blocks: readonly BlockOffsets[];
+  /** Offset of `final_norm.gain`. */
+  readonly finalNorm: number;
+  /** Index of an entry by name. */
+  readonly indexByName: ReadonlyMap<string, number>;
+}
+
+/**
+ * The flat parameter layout of a decoder: offsets in model order. Names and
+ * shapes come from `expectedParameterShapes` of `@llmcp/format` (SPEC §7), so
+ * the model and the checkpoint format cannot disagree about them.
+ *
+ * @param config - a valid decoder configuration.
+ * @returns the layout (entries, total size, per-block offsets, name index).
+ * @throws ModelError `MODEL_INVALID_CONFIG` for an invalid configuration.
+ * @example
+ * ```ts
+ * const layout = parameterLayout(FIXTURE_DECODER_CONFIG);
+ * layout.size; // 144
+ * ```
+ */
+export function parameterLayout(config: DecoderConfig): ParameterLayout {
+  validateDecoderConfig(config);
+  const entries: ParameterEntry[] = [];
+  let offset = 0;
+  for (const { name, shape } of expectedParameterShapes(config)) {
+    const length = shape.reduce((a, b) => a * b, 1);
+    const kind: ParameterKind = name === 'token_embedding.weight' ? 'embedding' : name.endsWith('.gain') ? 'gain' : 'projection';
+    entries.push(Object.freeze({ name, shape: Object.freeze([...shape]), offset, length, kind }));
+    offset += length;
+  }
+  const at = (i: number): number => (entries[i] as ParameterEntry).offset;
+  const blocks: BlockOffsets[] = [];
+  for (let l = 0; l < config.layers; l++) {
+    const b = 1 + 9 * l;
+    blocks.push(
+      Object.freeze({
+        attentionNorm: at(b),
+        query: at(b + 1),
+        key: at(b + 2),
+        value: at(b + 3),
+        output: at(b + 4),
+        ffnNorm: at(b + 5),
+        gate: at(b + 6),
+        up: at(b + 7),
+        down: at(b + 8),
+      }),
+    );
+  }
+  const indexByName = new Map<string, number>();
+  entries.forEach((e, i) => indexByName.set(e.name, i));
+  return Object.freeze({
+    entries: Object.freeze(entries),
+    size: offset,
+    embedding: 0,
+    blocks: Object.freeze(blocks),
+    finalNorm: at(entries.length - 1),
+    indexByName,
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * Entry point of a decoder worker thread. It owns one SequenceEngine and runs
+ * phases when the calling thread bumps the shared generation counter; all
+ * arrays are SharedArrayBuffer views, so nothing is copied per step.
+ */
+import { isMainThread, parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
+import type { DecoderConfig } from '@llmcp/format';
+import type { BatchBuffers } from '../internal/batch-reduce.ts';
+import { SequenceEngine } from '../internal/sequence-engine.ts';
+import { COMMAND, CTRL, runPhase, type PhaseContext } from './protocol.ts';
+
+/** What the pool hands to each worker. */
+export interface WorkerInit {
+  readonly config: DecoderConfig;
+  readonly parameters: Float64Array;
+  readonly control: Int32Array;
+  readonly index: number;
+  readonly port: MessagePort;
+}
+
+/** Buffers sent with a RECONFIGURE phase. */
+export interface WorkerBuffers {
+  readonly inputs: Int32Array;
+  readonly targets: Int32Array;
+  readonly buffers: BatchBuffers;
+}
+
+/** An always-zero control slot, used only to sleep briefly while a message is in flight. */
+const SLEEP_SLOT = 15;
+
+function describe(e: unknown): { message: string; stack: string } {
+  if (e instanceof Error) return { message: e.message, stack: e.stack ?? '' };
+  return { message: String(e), stack: '' };
+}
+
+function main(init: WorkerInit): void {
+  const { control, port, index } = init;
+  let ctx: PhaseContext;
+  try {
+    const engine = new SequenceEngine(init.config);
+    ctx = {
+      config: init.config,
+      engine,
+      parameters: init.parameters,
+      control,
+      inputs: new Int32Array(0),
+      targets: new Int32Array(0),
+      buffers: undefined as unknown as BatchBuffers,
+    };
+  } catch (e) {
+    parentPort?.postMessage({ type: 'error', ...describe(e) });
+    return;
+  }
+  let generation = Atomics.load(control, CTRL.GENERATION);
+  parentPort?.postMessage({ type: 'ready' });
+  for (;;) {
+    Atomics.wait(control, CTRL.GENERATION, generation);
+    generation = Atomics.load(control, CTRL.GENERATION);
+    const command = Atomics.load(control, CTRL.COMMAND);
+    if (command === COMMAND.EXIT) break;
+    try {
+      if (command === COMMAND.RECONFIGURE) {
+        let message = receiveMessageOnPort(port);
+        for (let spins = 0; message === undefined && spins < 1000; spins++) {
+          Atomics.wait(control, SLEEP_SLOT, 0, 1);
+          message = receiveMessageOnPort(port);
+        }
+        if (message === undefined) throw new Error('worker: RECONFIGURE without buffers');
+        const b = message.message as WorkerBuffers;
+        ctx.inputs = b.inputs;
+        ctx.targets = b.targets;
+        ctx.buffers = b.buffers;
+      } else {
+        runPhase(ctx, index);
+      }
+    } catch (e) {
+      Atomics.store(control, CTRL.ERROR, 1);
+      port.postMessage({ type: 'error', ...describe(e) });
+    }
+    Atomics.add(control, CTRL.DONE, 1);
+    Atomics.notify(control, CTRL.DONE);
+  }
+  port.close();
+}
+
+if (!isMainThread && workerData !== null && typeof workerData === 'object' && 'control' in workerData) main(workerData as WorkerInit);

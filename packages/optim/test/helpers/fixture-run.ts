@@ -1,0 +1,181 @@
+/**
+ * The ch33 training fixture (training.md §1–7) written out from its
+ * definition — documents, windows, Fisher–Yates shuffle, batches, eight
+ * clipped AdamW updates, evaluations and selection — recording everything the
+ * golden trace records.
+ */
+import { SplitMix64 } from '@llmcp/format';
+import { Decoder, FIXTURE_DECODER_CONFIG, type TokenBatch } from '@llmcp/model';
+import { AdamW, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type ClipResult } from '../../src/index.ts';
+
+export const DOCUMENTS = {
+  train: [
+    { id: 'train-a', tokens: [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1] },
+    { id: 'train-b', tokens: [2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2, 3] },
+  ],
+  validation: [
+    { id: 'validation-a', tokens: [0, 1, 2, 3, 4, 0, 1, 2, 3] },
+    { id: 'validation-b', tokens: [0, 0, 0, 0, 0, 0, 0, 0, 0] },
+  ],
+} as const;
+
+export const CONTEXT = 2;
+export const RATES: number[] = [0.04, 0.04, 0.025, 0.025, 0.015, 0.015, 0.008, 0.008];
+export const ADAMW_CONFIG = { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 } as const;
+export const MAX_NORM = 0.35;
+export const VALIDATION_STEPS: number[] = [0, 2, 4, 6, 8];
+
+interface Doc {
+  readonly id: string;
+  readonly tokens: readonly number[];
+}
+export interface Window {
+  readonly doc: Doc;
+  readonly start: number;
+  readonly name: string;
+}
+
+export function windows(docs: readonly Doc[]): Window[] {
+  const out: Window[] = [];
+  for (const doc of docs) for (let s = 0; s + CONTEXT + 1 <= doc.tokens.length; s++) out.push({ doc, start: s, name: `${doc.id}@${s}` });
+  return out;
+}
+
+export function batch(ws: readonly Window[]): TokenBatch & { windows: string[] } {
+  const inputs: number[] = [];
+  const targets: number[] = [];
+  for (const w of ws) {
+    for (let t = 0; t < CONTEXT; t++) {
+      inputs.push(w.doc.tokens[w.start + t]!);
+      targets.push(w.doc.tokens[w.start + t + 1]!);
+    }
+  }
+  return { inputs, targets, rows: ws.length, columns: CONTEXT, windows: ws.map((w) => w.name) };
+}
+
+export function batches(ws: readonly Window[], size: number): (TokenBatch & { windows: string[] })[] {
+  const out = [];
+  for (let i = 0; i < ws.length; i += size) out.push(batch(ws.slice(i, i + size)));
+  return out;
+}
+
+export interface EvaluationRecord {
+  readonly mean: number;
+  readonly tokenCount: number;
+  readonly batches: { windows: string[]; loss: number; weightedSumAfter: number; tokenCount: number }[];
+}
+
+export function evaluate(model: Decoder, list: (TokenBatch & { windows: string[] })[]): EvaluationRecord {
+  let weighted = 0;
+  let total = 0;
+  const records = [];
+  for (const b of list) {
+    const loss = model.evaluateLoss(b);
+    const count = b.rows * b.columns;
+    weighted += loss * count;
+    total += count;
+    records.push({ windows: b.windows, loss, weightedSumAfter: weighted, tokenCount: count });
+  }
+  return { mean: weighted / total, tokenCount: total, batches: records };
+}
+
+export interface StepRecord {
+  readonly step: number;
+  readonly batch: TokenBatch & { windows: string[] };
+  readonly learningRate: number;
+  readonly loss: number;
+  readonly clip: ClipResult;
+  readonly gradients: Float64Array;
+  readonly parameters: Float64Array;
+  readonly optimizer: { step: number; beta1Power: number; beta2Power: number; first: Float64Array; second: Float64Array };
+}
+
+export interface FixtureRun {
+  readonly model: Decoder;
+  readonly optimizer: AdamW;
+  readonly sequential: string[];
+  readonly shuffleSelections: number[];
+  readonly shuffled: string[];
+  readonly shuffleState: bigint;
+  readonly updateBatches: (TokenBatch & { windows: string[] })[];
+  readonly initialParameters: Float64Array;
+  readonly steps: StepRecord[];
+  readonly checkpoints: { step: number; train: EvaluationRecord; validation: EvaluationRecord }[];
+  readonly selectedStep: number;
+  readonly selectedValidation: number;
+}
+
+/** Runs the fixture; `threads` > 1 uses worker threads (the bits must not change). */
+export async function runFixture(threads = 1): Promise<FixtureRun> {
+  const sequential = windows(DOCUMENTS.train);
+  const order = sequential.slice();
+  const rng = new SplitMix64(33n);
+  const shuffleSelections: number[] = [];
+  for (let i = order.length - 1; i >= 1; i--) {
+    const j = rng.nextBelow(i + 1);
+    shuffleSelections.push(j);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const updateBatches = batches(order, 2);
+  const trainEval = batches(sequential, 5);
+  const validation = batches(windows(DOCUMENTS.validation), 4);
+
+  const model = await Decoder.create(FIXTURE_DECODER_CONFIG, { threads });
+  model.initialize(33n);
+  const initialParameters = model.parameters.slice();
+  const optimizer = new AdamW(model, { config: ADAMW_CONFIG, groups: NO_DECAY_GAINS });
+  const schedule = listSchedule(RATES);
+  const steps: StepRecord[] = [];
+  const checkpoints: FixtureRun['checkpoints'] = [];
+  let selectedStep = 0;
+  let selectedValidation = Infinity;
+  const checkpoint = (step: number): void => {
+    const record = { step, train: evaluate(model, trainEval), validation: evaluate(model, validation) };
+    checkpoints.push(record);
+    if (record.validation.mean < selectedValidation) {
+      selectedValidation = record.validation.mean;
+      selectedStep = step;
+    }
+  };
+  checkpoint(0);
+  for (let step = 1; step <= RATES.length; step++) {
+    const b = updateBatches[(step - 1) % updateBatches.length]!;
+    const loss = model.trainStep(b);
+    const clip = clipByGlobalNorm(model.gradients, MAX_NORM, model.layout);
+    const learningRate = schedule(step);
+    const gradients = model.gradients.slice();
+    optimizer.step({ learningRate, clip });
+    model.zeroGradients();
+    steps.push({
+      step,
+      batch: b,
+      learningRate,
+      loss,
+      clip,
+      gradients,
+      parameters: model.parameters.slice(),
+      optimizer: {
+        step: optimizer.stepCount,
+        beta1Power: optimizer.beta1Power,
+        beta2Power: optimizer.beta2Power,
+        first: optimizer.first.slice(),
+        second: optimizer.second.slice(),
+      },
+    });
+    if (VALIDATION_STEPS.includes(step)) checkpoint(step);
+  }
+  return {
+    model,
+    optimizer,
+    sequential: sequential.map((w) => w.name),
+    shuffleSelections,
+    shuffled: order.map((w) => w.name),
+    shuffleState: rng.state,
+    updateBatches,
+    initialParameters,
+    steps,
+    checkpoints,
+    selectedStep,
+    selectedValidation,
+  };
+}

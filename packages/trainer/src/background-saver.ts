@@ -1,0 +1,185 @@
+/**
+ * Checkpoint persistence off the training path. At a step boundary the job
+ * takes a private copy of the state (the engine's snapshot) and hands it to the
+ * saver; encoding, hashing, the sample audit and all writes happen in a worker
+ * thread while training continues. The next update never touches the buffers
+ * being saved (they are copies, transferred to the worker). At most one save is
+ * in flight: a new one waits for the previous. A failed save is reported as a
+ * `TRAINER_SAVE_FAILED` error at the next interaction, never dropped.
+ */
+import { Worker } from 'node:worker_threads';
+import type { CheckpointState } from '@llmcp/format';
+import { TrainerError } from './errors.ts';
+import { performSave, type SaveRequest, type SaveResult } from './save.ts';
+import type { SaveWorkerRequest, SaveWorkerResponse } from './save-worker.ts';
+import type { PublishHook } from './run-directory.ts';
+
+/** How saves run. */
+export type SaveMode = 'worker' | 'inline';
+
+function transferables(state: CheckpointState): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>();
+  for (const t of state.parameters) buffers.add(t.data.buffer as ArrayBuffer);
+  for (const m of state.optimizer.moments) {
+    buffers.add(m.first.buffer as ArrayBuffer);
+    buffers.add(m.second.buffer as ArrayBuffer);
+  }
+  return [...buffers];
+}
+
+function startSaveWorker(): Worker {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) {
+    // Running from sources (tests, `node --import tsx`): register the TypeScript loader inside the
+    // worker, and resolve workspace packages to their sources like the parent does.
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const entry = new URL('./save-worker.ts', here).href;
+    const bootstrap = `const api = await import(${JSON.stringify(tsx)}); api.register(); await import(${JSON.stringify(entry)});`;
+    return new Worker(bootstrap, { eval: true, execArgv: ['--conditions=@llmcp/source'] });
+  }
+  return new Worker(new URL('./save-worker.js', here), { execArgv: [] });
+}
+
+/** Runs checkpoint saves, in a worker thread or inline. */
+export class CheckpointSaver {
+  readonly mode: SaveMode;
+  readonly #hook: PublishHook | undefined;
+  #worker: Worker | null = null;
+  #nextId = 1;
+  #inflight: Promise<SaveResult> | null = null;
+  #pending = new Map<number, { resolve: (r: SaveResult) => void; reject: (e: unknown) => void }>();
+  #failure: unknown = null;
+  #last: SaveResult | null = null;
+  #onSaved: ((result: SaveResult) => void) | null;
+
+  /**
+   * @param mode - `worker` (default for runs) or `inline` (on the calling thread).
+   * @param onSaved - called with each finished save.
+   * @param hook - publication crash-injection hook (inline mode only; tests).
+   */
+  constructor(mode: SaveMode, onSaved: ((result: SaveResult) => void) | null = null, hook?: PublishHook) {
+    this.mode = mode;
+    this.#onSaved = onSaved;
+    this.#hook = hook;
+  }
+
+  #startWorker(): Worker {
+    if (this.#worker !== null) return this.#worker;
+    const worker = startSaveWorker();
+    worker.on('message', (message: SaveWorkerResponse) => {
+      const entry = this.#pending.get(message.id);
+      if (entry === undefined) return;
+      this.#pending.delete(message.id);
+      if (message.ok) entry.resolve(message.result);
+      else {
+        const cause = Object.assign(new Error(message.error.message), { name: message.error.name, code: message.error.code, stack: message.error.stack ?? undefined });
+        entry.reject(cause);
+      }
+    });
+    const failAll = (error: unknown): void => {
+      for (const entry of this.#pending.values()) entry.reject(error);
+      this.#pending.clear();
+      this.#worker = null;
+    };
+    worker.on('error', failAll);
+    worker.on('exit', (code) => {
+      if (this.#pending.size > 0) failAll(new Error(`the save worker exited with code ${code}`));
+      this.#worker = null;
+    });
+    worker.unref();
+    this.#worker = worker;
+    return worker;
+  }
+
+  /** The error of a failed save that has not been reported yet. */
+  get failure(): unknown {
+    return this.#failure;
+  }
+
+  /** The last completed save. */
+  get last(): SaveResult | null {
+    return this.#last;
+  }
+
+  /** Whether a save is in flight. */
+  get busy(): boolean {
+    return this.#inflight !== null;
+  }
+
+  #raiseFailure(): void {
+    if (this.#failure === null) return;
+    const cause = this.#failure;
+    this.#failure = null;
+    throw new TrainerError('TRAINER_SAVE_FAILED', `a checkpoint save failed; the previous checkpoint is intact: ${(cause as Error).message ?? String(cause)}`, {
+      cause,
+    });
+  }
+
+  /**
+   * Waits for the save in flight (if any).
+   *
+   * @returns the last completed save.
+   * @throws TrainerError `TRAINER_SAVE_FAILED` if a save failed.
+   */
+  async flush(): Promise<SaveResult | null> {
+    if (this.#inflight !== null) {
+      try {
+        await this.#inflight;
+      } catch {
+        // recorded in #failure
+      }
+    }
+    this.#raiseFailure();
+    return this.#last;
+  }
+
+  /**
+   * Starts a save once the previous one has finished. In worker mode it returns
+   * as soon as the request is handed over; in inline mode when it is done.
+   *
+   * @param request - the save; its tensors must be private copies (they are transferred).
+   * @throws TrainerError `TRAINER_SAVE_FAILED` if an earlier save failed.
+   */
+  async submit(request: SaveRequest): Promise<void> {
+    await this.flush();
+    const run = (): Promise<SaveResult> => {
+      if (this.mode === 'inline') return performSave(request, this.#hook);
+      const worker = this.#startWorker();
+      const id = this.#nextId++;
+      return new Promise<SaveResult>((resolve, reject) => {
+        this.#pending.set(id, { resolve, reject });
+        worker.ref();
+        worker.postMessage({ id, request } satisfies SaveWorkerRequest, transferables(request.state));
+      });
+    };
+    const promise = run().then(
+      (result) => {
+        this.#last = result;
+        this.#inflight = null;
+        this.#worker?.unref();
+        this.#onSaved?.(result);
+        return result;
+      },
+      (error: unknown) => {
+        this.#failure = error;
+        this.#inflight = null;
+        this.#worker?.unref();
+        throw error;
+      },
+    );
+    promise.catch(() => {});
+    this.#inflight = promise;
+    if (this.mode === 'inline') await this.flush();
+  }
+
+  /** Waits for the save in flight, then stops the worker. */
+  async close(): Promise<void> {
+    try {
+      await this.flush();
+    } finally {
+      const worker = this.#worker;
+      this.#worker = null;
+      if (worker !== null) await worker.terminate();
+    }
+  }
+}

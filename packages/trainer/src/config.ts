@@ -1,0 +1,522 @@
+/**
+ * The trainer config: a typed, validated JSON document (zod 4 schema) with
+ * defaults that make a sensible small run. Unknown keys and bad values are
+ * refused with a message naming the dotted key.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { constantSchedule, listSchedule, warmupCosineSchedule, type LearningRateSchedule } from '@llmcp/optim';
+import { TrainerError } from './errors.ts';
+
+/** Where the documents come from. Paths are resolved against the config file's directory. */
+export type DataSourceConfig =
+  | {
+      /** The reference-exact JSON corpus with a split manifest (tokenizer-and-data.md §1). */
+      readonly kind: 'corpus';
+      readonly corpus: string;
+      readonly split: string;
+    }
+  | {
+      /** Plain text: a `.txt` file or a folder of them (documents split by `@llmcp/data`'s rule). */
+      readonly kind: 'text';
+      readonly path: string;
+      /** How files become documents (`@llmcp/data`): blank-line separated paragraphs, lines, or whole files. */
+      readonly documents: 'paragraphs' | 'lines' | 'file';
+      /** Share of documents held out for validation (deterministic hash split by document). */
+      readonly validationFraction: number;
+      /** Share held out for test. */
+      readonly testFraction: number;
+    }
+  | {
+      /** Documents written into the config itself (small fixtures such as ch33). */
+      readonly kind: 'inline';
+      readonly documents: readonly { readonly id: string; readonly partition: 'train' | 'validation' | 'test'; readonly text: string }[];
+    };
+
+/** The tokenizer of a run. */
+export type TokenizerConfig =
+  | { readonly kind: 'literal'; readonly pieces: readonly string[] }
+  | {
+      /** Byte-level BPE learned from the train partition (tokenizer-and-data.md §2). */
+      readonly kind: 'bpe';
+      readonly merges: number;
+      /** Refuse the run if fewer merges than requested are learned. */
+      readonly requireAll: boolean;
+    }
+  | { readonly kind: 'file'; readonly path: string };
+
+/** The learning-rate schedule, a pure function of the step. */
+export type ScheduleConfig =
+  | { readonly kind: 'constant'; readonly rate: number | null }
+  | { readonly kind: 'list'; readonly rates: readonly number[] }
+  | {
+      readonly kind: 'warmup-cosine';
+      readonly peak: number | null;
+      readonly warmupSteps: number;
+      /** Final rate (> 0); `null` = peak / 10. */
+      readonly floor: number | null;
+      /** Length of warm-up plus decay; `null` = `steps`. */
+      readonly totalSteps: number | null;
+    };
+
+/** A fully defaulted, validated trainer config. */
+export interface TrainerConfig {
+  /** Total number of update steps. */
+  readonly steps: number;
+  readonly data: {
+    readonly source: DataSourceConfig;
+    /** Context length T of every window. */
+    readonly contextLength: number;
+    /** Window stride of the update list. */
+    readonly stride: number;
+    /** Windows per update batch. */
+    readonly batchSize: number;
+    readonly shuffle: {
+      /** SplitMix64 seed of the Fisher–Yates shuffle (used as the raw state). */
+      readonly seed: number;
+      /** `repeat`: one shuffled order repeated (training.md §3.2); `reshuffle`: a new order each epoch from the continuing RNG. */
+      readonly epochs: 'repeat' | 'reshuffle';
+    };
+  };
+  readonly tokenizer: TokenizerConfig;
+  readonly model: {
+    readonly width: number;
+    readonly heads: number;
+    readonly feedForwardWidth: number;
+    readonly layers: number;
+    /** Positional capacity; `null` = the context length. */
+    readonly maxPositions: number | null;
+    readonly ropeBase: number;
+    readonly rmsEpsilon: number;
+    /** SplitMix64 seed of the Xavier initialisation. */
+    readonly initSeed: number;
+  };
+  readonly optimizer: {
+    /** Base learning rate stored in the checkpoint (the schedule gives each step's rate). */
+    readonly learningRate: number;
+    readonly beta1: number;
+    readonly beta2: number;
+    readonly epsilon: number;
+    readonly weightDecay: number;
+    /** `gain-no-decay`: RMSNorm gains are not decayed; `none`: no groups, every parameter decays. */
+    readonly groups: 'gain-no-decay' | 'none';
+    /** Global gradient-norm clip (training.md §5); `null` = no clipping. */
+    readonly clipNorm: number | null;
+  };
+  readonly schedule: ScheduleConfig;
+  readonly evaluation: {
+    /** Validate at step 0, every N steps, and at the last step. */
+    readonly validateEvery: number;
+    /** Validation batch size. */
+    readonly batchSize: number;
+    /** Window stride of the evaluation lists; `null` = the update stride. */
+    readonly stride: number | null;
+    /** Also measure the training-evaluation loss (sequential train windows). */
+    readonly trainingLoss: boolean;
+    /** Batch size of the training evaluation; `null` = `batchSize`. */
+    readonly trainingBatchSize: number | null;
+    /** Evaluate only the first n batches of each list; `null` = all. */
+    readonly maxBatches: number | null;
+  };
+  readonly checkpoint: {
+    /** Checkpoint (with a sample audit) every M steps; `null` = every validation. Must be a multiple of `validateEvery`. */
+    readonly every: number | null;
+    /** How many rolling `step_NNNNNN/` snapshots to keep (0 = none). */
+    readonly keepSteps: number;
+  };
+  readonly sampling: {
+    /** SplitMix64 seed of the sampling stream (used as the raw state). */
+    readonly seed: number;
+    /** Draws discarded after seeding (the golden fixture discards one). */
+    readonly discard: number;
+    /** Prompt text, encoded as content only (no BOS); empty = start from BOS. */
+    readonly prompt: string;
+    /** Samples per audit (0 = no audit). */
+    readonly count: number;
+    readonly maxNewTokens: number;
+    /** 0 = greedy. */
+    readonly temperature: number;
+    /** `null` = the whole vocabulary. */
+    readonly topK: number | null;
+  };
+  readonly log: {
+    /** Put tokens/s and wall time in each loss record (under `timing`); off = byte-reproducible loss.jsonl. */
+    readonly timing: boolean;
+  };
+  /** Worker threads for the model (the bits never depend on it). */
+  readonly threads: number;
+}
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+const seed = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const positiveFinite = z.number().positive().refine(Number.isFinite, 'expected a finite number');
+const unitInterval = z.number().nonnegative().lt(1);
+
+const dataSourceSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('corpus'), corpus: z.string().min(1), split: z.string().min(1) }),
+  z.strictObject({
+    kind: z.literal('text'),
+    path: z.string().min(1),
+    documents: z.enum(['paragraphs', 'lines', 'file']).default('paragraphs'),
+    validationFraction: z.number().gt(0).lt(1).default(0.05),
+    testFraction: z.number().nonnegative().lt(1).default(0),
+  }),
+  z.strictObject({
+    kind: z.literal('inline'),
+    documents: z
+      .array(
+        z.strictObject({
+          id: z.string().min(1),
+          partition: z.enum(['train', 'validation', 'test']),
+          text: z.string().min(1),
+        }),
+      )
+      .min(1),
+  }),
+]);
+
+const tokenizerSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('literal'),
+    pieces: z
+      .array(z.string().min(1))
+      .min(1)
+      .refine((p) => new Set(p).size === p.length, 'pieces must be distinct'),
+  }),
+  z.strictObject({ kind: z.literal('bpe'), merges: nonNegativeInt.max(65_536).default(256), requireAll: z.boolean().default(false) }),
+  z.strictObject({ kind: z.literal('file'), path: z.string().min(1) }),
+]);
+
+const scheduleSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('constant'), rate: positiveFinite.nullable().default(null) }),
+  z.strictObject({ kind: z.literal('list'), rates: z.array(positiveFinite).min(1) }),
+  z.strictObject({
+    kind: z.literal('warmup-cosine'),
+    peak: positiveFinite.nullable().default(null),
+    warmupSteps: nonNegativeInt.default(100),
+    floor: positiveFinite.nullable().default(null),
+    totalSteps: positiveInt.nullable().default(null),
+  }),
+]);
+
+const schema = z
+  .strictObject({
+    $schema: z.string().optional(),
+    steps: positiveInt.default(2000),
+    data: z
+      .strictObject({
+        source: dataSourceSchema,
+        contextLength: positiveInt.default(64),
+        stride: positiveInt.default(1),
+        batchSize: positiveInt.default(8),
+        shuffle: z
+          .strictObject({ seed: seed.default(1), epochs: z.enum(['repeat', 'reshuffle']).default('reshuffle') })
+          .prefault({}),
+      }),
+    tokenizer: tokenizerSchema.prefault({ kind: 'bpe' }),
+    model: z
+      .strictObject({
+        width: positiveInt.default(64),
+        heads: positiveInt.default(4),
+        feedForwardWidth: positiveInt.default(256),
+        layers: nonNegativeInt.default(2),
+        maxPositions: positiveInt.nullable().default(null),
+        ropeBase: positiveFinite.default(10000),
+        rmsEpsilon: z.number().nonnegative().refine(Number.isFinite, 'expected a finite number').default(1e-6),
+        initSeed: seed.default(1),
+      })
+      .prefault({}),
+    optimizer: z
+      .strictObject({
+        learningRate: positiveFinite.default(0.003),
+        beta1: unitInterval.default(0.9),
+        beta2: unitInterval.default(0.999),
+        epsilon: positiveFinite.default(1e-8),
+        weightDecay: z.number().nonnegative().refine(Number.isFinite, 'expected a finite number').default(0.01),
+        groups: z.enum(['gain-no-decay', 'none']).default('gain-no-decay'),
+        clipNorm: positiveFinite.nullable().default(1),
+      })
+      .prefault({}),
+    schedule: scheduleSchema.prefault({ kind: 'warmup-cosine' }),
+    evaluation: z
+      .strictObject({
+        validateEvery: positiveInt.default(100),
+        batchSize: positiveInt.default(64),
+        stride: positiveInt.nullable().default(null),
+        trainingLoss: z.boolean().default(false),
+        trainingBatchSize: positiveInt.nullable().default(null),
+        maxBatches: positiveInt.nullable().default(null),
+      })
+      .prefault({}),
+    checkpoint: z
+      .strictObject({ every: positiveInt.nullable().default(null), keepSteps: nonNegativeInt.default(3) })
+      .prefault({}),
+    sampling: z
+      .strictObject({
+        seed: seed.default(1),
+        discard: nonNegativeInt.max(1_000_000).default(0),
+        prompt: z.string().default(''),
+        count: nonNegativeInt.max(64).default(2),
+        maxNewTokens: positiveInt.max(4096).default(48),
+        temperature: z.number().nonnegative().refine(Number.isFinite, 'expected a finite number').default(0.8),
+        topK: positiveInt.nullable().default(null),
+      })
+      .prefault({}),
+    log: z.strictObject({ timing: z.boolean().default(true) }).prefault({}),
+    threads: positiveInt.max(64).default(1),
+  })
+  .superRefine((c, ctx) => {
+    if (c.model.width % c.model.heads !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['model', 'heads'], message: `model.width ${c.model.width} must be divisible by heads ${c.model.heads}` });
+    } else if ((c.model.width / c.model.heads) % 2 !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['model', 'heads'], message: `head width ${c.model.width / c.model.heads} must be even (RoPE)` });
+    }
+    if (c.model.maxPositions !== null && c.model.maxPositions < c.data.contextLength) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['model', 'maxPositions'],
+        message: `expected at least data.contextLength (${c.data.contextLength}), found ${c.model.maxPositions}`,
+      });
+    }
+    if (c.schedule.kind === 'list' && c.schedule.rates.length < c.steps) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schedule', 'rates'],
+        message: `the list schedule has ${c.schedule.rates.length} rates but steps is ${c.steps}; give one rate per step`,
+      });
+    }
+    if (c.schedule.kind === 'warmup-cosine') {
+      const peak = c.schedule.peak ?? c.optimizer.learningRate;
+      const total = c.schedule.totalSteps ?? c.steps;
+      if (total <= c.schedule.warmupSteps) {
+        ctx.addIssue({ code: 'custom', path: ['schedule', 'warmupSteps'], message: `expected fewer warm-up steps than the schedule's ${total} total steps, found ${c.schedule.warmupSteps}` });
+      }
+      if (c.schedule.floor !== null && c.schedule.floor > peak) {
+        ctx.addIssue({ code: 'custom', path: ['schedule', 'floor'], message: `expected at most the peak rate ${peak}, found ${c.schedule.floor}` });
+      }
+    }
+    const every = c.checkpoint.every ?? c.evaluation.validateEvery;
+    if (every % c.evaluation.validateEvery !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['checkpoint', 'every'],
+        message: `expected a multiple of evaluation.validateEvery (${c.evaluation.validateEvery}), found ${every}`,
+      });
+    }
+    const rate = c.optimizer.learningRate * c.optimizer.weightDecay;
+    if (c.optimizer.weightDecay !== 0 && !(rate > 0 && rate < 1)) {
+      ctx.addIssue({ code: 'custom', path: ['optimizer', 'weightDecay'], message: 'learningRate × weightDecay must be in (0, 1)' });
+    }
+  });
+
+/**
+ * The zod schema of {@link TrainerConfig}. `parse` applies every default.
+ *
+ * @example
+ * ```ts
+ * const config = trainerConfigSchema.parse({ data: { source: { kind: 'text', path: 'stories.txt' } } });
+ * ```
+ */
+export const trainerConfigSchema: z.ZodType<TrainerConfig> = schema as unknown as z.ZodType<TrainerConfig>;
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = issue.path.length === 0 ? 'config' : `config.${issue.path.map(String).join('.')}`;
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => `${where === 'config' ? 'config' : where}.${k}: unknown key`).join('; ');
+  }
+  return `${where}: ${issue.message}`;
+}
+
+/**
+ * Validates a config object and applies the defaults.
+ *
+ * @param input - parsed JSON (or an object literal).
+ * @returns the complete config.
+ * @throws TrainerError `TRAINER_CONFIG_INVALID` naming every bad or unknown key.
+ */
+export function parseConfig(input: unknown): TrainerConfig {
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    const messages = result.error.issues.map(describeIssue);
+    const fields = result.error.issues.map((i) => i.path.map(String).join('.'));
+    throw new TrainerError('TRAINER_CONFIG_INVALID', `invalid trainer config: ${messages.join('; ')}`, { fields });
+  }
+  return result.data as TrainerConfig;
+}
+
+/**
+ * Returns a copy of `config` whose file paths are absolute, resolved against `baseDir`.
+ *
+ * @param config - a validated config.
+ * @param baseDir - directory that relative paths are relative to.
+ * @returns the config with absolute paths.
+ */
+export function resolveConfigPaths(config: TrainerConfig, baseDir: string): TrainerConfig {
+  const abs = (p: string): string => path.resolve(baseDir, p);
+  const source = config.data.source;
+  const resolvedSource: DataSourceConfig =
+    source.kind === 'corpus'
+      ? { ...source, corpus: abs(source.corpus), split: abs(source.split) }
+      : source.kind === 'text'
+        ? { ...source, path: abs(source.path) }
+        : source;
+  const tokenizer: TokenizerConfig = config.tokenizer.kind === 'file' ? { ...config.tokenizer, path: abs(config.tokenizer.path) } : config.tokenizer;
+  return { ...config, data: { ...config.data, source: resolvedSource }, tokenizer };
+}
+
+/**
+ * Reads, validates and defaults a JSON config file; relative paths inside it
+ * are resolved against the file's directory.
+ *
+ * @param file - path of the JSON config.
+ * @returns the complete config with absolute paths.
+ * @throws TrainerError `TRAINER_CONFIG_UNREADABLE` or `TRAINER_CONFIG_INVALID`.
+ */
+export function loadConfig(file: string): TrainerConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (cause) {
+    throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `cannot read config file ${file}: ${(cause as Error).message}`, { path: file, cause });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `config file ${file} is not valid JSON: ${(cause as Error).message}`, { path: file, cause });
+  }
+  return resolveConfigPaths(parseConfig(json), path.dirname(path.resolve(file)));
+}
+
+/** Config paths that name file locations; their *contents* are compared through input identities instead. */
+export const LOCATION_FIELDS: readonly string[] = ['data.source.corpus', 'data.source.split', 'data.source.path', 'tokenizer.path'];
+
+/** Config paths a pivot or fork may change (policy, not model, data or tokenizer). Prefix match on dotted keys. */
+export const POLICY_FIELDS: readonly string[] = [
+  'steps',
+  'schedule',
+  'optimizer.learningRate',
+  'optimizer.weightDecay',
+  'optimizer.clipNorm',
+  'evaluation',
+  'checkpoint',
+  'sampling.prompt',
+  'sampling.count',
+  'sampling.maxNewTokens',
+  'sampling.temperature',
+  'sampling.topK',
+  'log',
+  'threads',
+];
+
+function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) flatten(record[key], prefix === '' ? key : `${prefix}.${key}`, out);
+    return;
+  }
+  out.set(prefix, JSON.stringify(value));
+}
+
+/**
+ * The dotted keys whose values differ between two configs (arrays compare as
+ * a whole), excluding file locations and `threads` (which never changes bits).
+ *
+ * @param before - the recorded config.
+ * @param after - the requested config.
+ * @returns sorted dotted keys, empty when the configs are equivalent.
+ */
+export function diffConfig(before: TrainerConfig, after: TrainerConfig): string[] {
+  const a = new Map<string, string>();
+  const b = new Map<string, string>();
+  flatten(before, '', a);
+  flatten(after, '', b);
+  const keys = new Set([...a.keys(), ...b.keys()]);
+  const changed: string[] = [];
+  for (const key of keys) {
+    if (LOCATION_FIELDS.includes(key) || key === 'threads' || key === '$schema') continue;
+    if (a.get(key) !== b.get(key)) changed.push(key);
+  }
+  return changed.sort();
+}
+
+/**
+ * Whether a dotted config key may change in a pivot or fork.
+ *
+ * @param key - a dotted key from {@link diffConfig}.
+ * @returns true for policy fields.
+ */
+export function isPolicyField(key: string): boolean {
+  return POLICY_FIELDS.some((p) => key === p || key.startsWith(`${p}.`));
+}
+
+/** The checkpoint cadence M (steps between cadence checkpoints). */
+export function checkpointEvery(config: TrainerConfig): number {
+  return config.checkpoint.every ?? config.evaluation.validateEvery;
+}
+
+/**
+ * Whether validation runs after step `step` (step 0, every N, and the last step).
+ *
+ * @param config - the run config.
+ * @param step - a step in [0, steps].
+ * @returns true when validation is due.
+ */
+export function isValidationStep(config: TrainerConfig, step: number): boolean {
+  return step === 0 || step % config.evaluation.validateEvery === 0 || step === config.steps;
+}
+
+/**
+ * Whether a cadence checkpoint (with a sample audit) is due after `step`
+ * (every M steps, and the last step; never step 0).
+ *
+ * @param config - the run config.
+ * @param step - a step in [0, steps].
+ * @returns true when a cadence checkpoint is due.
+ */
+export function isCheckpointStep(config: TrainerConfig, step: number): boolean {
+  return step > 0 && (step % checkpointEvery(config) === 0 || step === config.steps);
+}
+
+const schedules = new WeakMap<TrainerConfig, LearningRateSchedule>();
+
+/**
+ * The `@llmcp/optim` schedule of a config (a pure function of the 1-based step).
+ *
+ * @param config - the run config.
+ * @returns the schedule.
+ */
+export function scheduleOf(config: TrainerConfig): LearningRateSchedule {
+  let schedule = schedules.get(config);
+  if (schedule === undefined) {
+    const s = config.schedule;
+    switch (s.kind) {
+      case 'constant':
+        schedule = constantSchedule(s.rate ?? config.optimizer.learningRate);
+        break;
+      case 'list':
+        schedule = listSchedule(s.rates);
+        break;
+      case 'warmup-cosine': {
+        const peak = s.peak ?? config.optimizer.learningRate;
+        schedule = warmupCosineSchedule({ peak, warmupSteps: s.warmupSteps, totalSteps: s.totalSteps ?? config.steps, floor: s.floor ?? peak / 10 });
+        break;
+      }
+    }
+    schedules.set(config, schedule);
+  }
+  return schedule;
+}
+
+/**
+ * The learning rate of update `step` (1-based).
+ *
+ * @param config - the run config.
+ * @param step - 1-based update step.
+ * @returns the rate.
+ */
+export function learningRateAt(config: TrainerConfig, step: number): number {
+  return scheduleOf(config)(step);
+}

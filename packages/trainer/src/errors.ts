@@ -1,0 +1,148 @@
+/**
+ * The one error class of `@llmcp/trainer`. Every failure on a public path is a
+ * {@link TrainerError} with a stable, package-prefixed `code` (codes are API:
+ * adding one is a minor change, renaming or removing one is major).
+ */
+
+/** Stable error codes of `@llmcp/trainer`. */
+export const TRAINER_ERROR_CODES = {
+  /** The config file or object does not match the schema (the message names the key). */
+  TRAINER_CONFIG_INVALID: 'TRAINER_CONFIG_INVALID',
+  /** A config file could not be read or is not valid JSON. */
+  TRAINER_CONFIG_UNREADABLE: 'TRAINER_CONFIG_UNREADABLE',
+  /** A resume, pivot or fork was asked to change fields it may not change (the fields are listed). */
+  TRAINER_CONFIG_CHANGED: 'TRAINER_CONFIG_CHANGED',
+  /** A training input (corpus, split, tokenizer) differs from the one the run recorded. */
+  TRAINER_INPUT_CHANGED: 'TRAINER_INPUT_CHANGED',
+  /** The run was written by a different implementation (numerics) version. */
+  TRAINER_IMPLEMENTATION_CHANGED: 'TRAINER_IMPLEMENTATION_CHANGED',
+  /** A training input could not be read or parsed (corpus, split, tokenizer file). */
+  TRAINER_INPUT_INVALID: 'TRAINER_INPUT_INVALID',
+  /** `job.json` is not valid JSON, fails its schema, or its SHA-256 digest does not match. */
+  TRAINER_JOB_INVALID: 'TRAINER_JOB_INVALID',
+  /** `state.llmcp` is missing or fails LLMCP35 validation (the format error is the cause). */
+  TRAINER_STATE_INVALID: 'TRAINER_STATE_INVALID',
+  /** `job.json` and `state.llmcp` of one slot do not belong together. */
+  TRAINER_PAIR_MISMATCH: 'TRAINER_PAIR_MISMATCH',
+  /** No checkpoint slot of the run verifies (the report lists why each was refused). */
+  TRAINER_NO_CHECKPOINT: 'TRAINER_NO_CHECKPOINT',
+  /** The directory is not a run directory, or it already holds a run where a new one was asked for. */
+  TRAINER_RUN_INVALID: 'TRAINER_RUN_INVALID',
+  /** Another live process holds the run directory's lock. */
+  TRAINER_RUN_LOCKED: 'TRAINER_RUN_LOCKED',
+  /** `loss.jsonl` disagrees with the checkpoint (missing, shorter, or its history hash differs). */
+  TRAINER_LOSS_LOG_INVALID: 'TRAINER_LOSS_LOG_INVALID',
+  /** The restored data order does not produce the batch the checkpoint recorded next. */
+  TRAINER_RESTORE_MISMATCH: 'TRAINER_RESTORE_MISMATCH',
+  /** A loss or gradient became non-finite; training stopped without saving the bad state. */
+  TRAINER_NON_FINITE: 'TRAINER_NON_FINITE',
+  /** A (background) checkpoint save failed; the previous checkpoint is intact. */
+  TRAINER_SAVE_FAILED: 'TRAINER_SAVE_FAILED',
+  /** A file-system operation on the run directory failed. */
+  TRAINER_IO: 'TRAINER_IO',
+} as const;
+
+/** A stable `@llmcp/trainer` error code. */
+export type TrainerErrorCode = (typeof TRAINER_ERROR_CODES)[keyof typeof TRAINER_ERROR_CODES];
+
+/** Context carried by a {@link TrainerError}; every field is optional. */
+export interface TrainerErrorContext {
+  /** File or directory involved. */
+  readonly path?: string;
+  /** Checkpoint slot involved (`latest`, `latest.backup`, `best`, `step_000100`, …). */
+  readonly slot?: string;
+  /** Dotted config keys or job fields involved. */
+  readonly fields?: readonly string[];
+  /** Training step involved. */
+  readonly step?: number;
+  /** The underlying error. */
+  readonly cause?: unknown;
+}
+
+/**
+ * The error thrown by every public function of `@llmcp/trainer`.
+ *
+ * @example
+ * ```ts
+ * try { await resumeRun('runs/a'); } catch (e) { if (isTrainerError(e)) console.error(e.code, e.message); }
+ * ```
+ */
+export class TrainerError extends Error {
+  override readonly name = 'TrainerError';
+  /** Stable code (see {@link TRAINER_ERROR_CODES}). */
+  readonly code: TrainerErrorCode;
+  /** File or directory involved. */
+  readonly path: string | undefined;
+  /** Checkpoint slot involved. */
+  readonly slot: string | undefined;
+  /** Config keys or job fields involved. */
+  readonly fields: readonly string[] | undefined;
+  /** Step involved. */
+  readonly step: number | undefined;
+
+  /**
+   * @param code - the stable error code.
+   * @param message - what was expected, what was found, and where.
+   * @param context - optional context fields and cause.
+   */
+  constructor(code: TrainerErrorCode, message: string, context: TrainerErrorContext = {}) {
+    super(message, context.cause === undefined ? undefined : { cause: context.cause });
+    this.code = code;
+    this.path = context.path;
+    this.slot = context.slot;
+    this.fields = context.fields;
+    this.step = context.step;
+  }
+}
+
+const CODES: ReadonlySet<string> = new Set(Object.values(TRAINER_ERROR_CODES));
+
+/**
+ * Whether `e` is a {@link TrainerError} (checked by `name` and `code`, so it also
+ * recognises errors from another copy of the package).
+ *
+ * @param e - any thrown value.
+ * @returns true for a trainer error.
+ */
+export function isTrainerError(e: unknown): e is TrainerError {
+  if (typeof e !== 'object' || e === null) return false;
+  const r = e as { name?: unknown; code?: unknown };
+  return r.name === 'TrainerError' && typeof r.code === 'string' && CODES.has(r.code);
+}
+
+/**
+ * Converts any error leaving a public function into a {@link TrainerError}
+ * (keeping the original as `cause`): file-system errors become `TRAINER_IO`,
+ * non-finite numerics `TRAINER_NON_FINITE`, errors of the input packages
+ * (corpus, split, tokenizer, model configuration) `TRAINER_INPUT_INVALID`.
+ *
+ * @param e - the thrown value.
+ * @returns a trainer error.
+ */
+export function toTrainerError(e: unknown): TrainerError {
+  if (isTrainerError(e)) return e;
+  const err = e as { name?: unknown; code?: unknown; message?: unknown; path?: unknown };
+  const message = typeof err?.message === 'string' ? err.message : String(e);
+  const code = typeof err?.code === 'string' ? err.code : '';
+  const file = typeof err?.path === 'string' ? { path: err.path } : {};
+  if (/^E[A-Z]+$/.test(code)) return new TrainerError('TRAINER_IO', `file-system error: ${message}`, { cause: e, ...file });
+  if (code.includes('NON_FINITE')) return new TrainerError('TRAINER_NON_FINITE', message, { cause: e });
+  if (typeof err?.name === 'string' && /^(Data|Tokenizer|Model|Optim|Format)Error$/.test(err.name)) {
+    return new TrainerError('TRAINER_INPUT_INVALID', `${err.name} ${code}: ${message}`, { cause: e });
+  }
+  return new TrainerError('TRAINER_IO', message, { cause: e });
+}
+
+/**
+ * Runs `f`, converting anything it throws with {@link toTrainerError}.
+ *
+ * @param f - the operation.
+ * @returns its result.
+ */
+export async function publicErrors<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw toTrainerError(e);
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * The training engine on the llmcp packages: `@llmcp/model`'s decoder,
+ * `@llmcp/optim`'s AdamW and clipping, `@llmcp/data`'s windows, batches and
+ * resumable update order. One update is exactly training.md §4: forward →
+ * backward → finite check → clip → AdamW step → zero-grad.
+ */
+import { checksumLabel, Fnv1a64, type AdamWConfig, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
+import { Decoder } from '@llmcp/model';
+import { AdamW, clipByGlobalNorm, NO_DECAY_GAINS } from '@llmcp/optim';
+import { causalWindows, evaluationBatches, gatherBatch, UpdateBatches, type Batch, type WindowRef } from '@llmcp/data';
+import type { TrainerConfig } from './config.ts';
+import type { EngineUpdate, EvaluationList, TrainingEngine } from './engine.ts';
+import { TrainerError } from './errors.ts';
+import type { JsonValue } from './internal/canonical-json.ts';
+import type { PreparedInputs } from './inputs.ts';
+
+/** Deliberately dropped state (negative-control tests only). */
+export interface EngineFaults {
+  /** Start AdamW fresh (step 0, zero moments) instead of restoring it. */
+  readonly dropOptimizerState?: boolean;
+  /** Start the data order fresh from the seed instead of restoring it. */
+  readonly dropShuffleState?: boolean;
+}
+
+/**
+ * The AdamW hyper-parameters a config stores in the checkpoint (the base learning rate).
+ *
+ * @param config - the run config.
+ * @returns the AdamW config.
+ */
+export function adamWConfigOf(config: TrainerConfig): AdamWConfig {
+  const o = config.optimizer;
+  return { learningRate: o.learningRate, beta1: o.beta1, beta2: o.beta2, epsilon: o.epsilon, weightDecay: o.weightDecay };
+}
+
+/**
+ * The decoder configuration of a run.
+ *
+ * @param config - the run config.
+ * @param vocabularySize - the tokenizer's vocabulary size.
+ * @returns the decoder config.
+ */
+export function decoderConfigOf(config: TrainerConfig, vocabularySize: number): DecoderConfig {
+  const m = config.model;
+  return {
+    vocabularySize,
+    modelWidth: m.width,
+    heads: m.heads,
+    feedForwardWidth: m.feedForwardWidth,
+    layers: m.layers,
+    maxPositions: m.maxPositions ?? config.data.contextLength,
+    ropeBase: m.ropeBase,
+    rmsEpsilon: m.rmsEpsilon,
+  };
+}
+
+function fingerprint(batch: Batch): string {
+  const bytes = new Uint8Array(8 + 8 * batch.inputs.length);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, batch.rows, true);
+  view.setUint32(4, batch.columns, true);
+  let o = 8;
+  for (const x of batch.inputs) {
+    view.setUint32(o, x, true);
+    o += 4;
+  }
+  for (const x of batch.targets) {
+    view.setUint32(o, x, true);
+    o += 4;
+  }
+  return checksumLabel(new Fnv1a64().update(bytes).digest());
+}
+
+function sameDecoder(a: DecoderConfig, b: DecoderConfig): boolean {
+  return (
+    a.vocabularySize === b.vocabularySize &&
+    a.modelWidth === b.modelWidth &&
+    a.heads === b.heads &&
+    a.feedForwardWidth === b.feedForwardWidth &&
+    a.layers === b.layers &&
+    a.maxPositions === b.maxPositions &&
+    Object.is(a.ropeBase, b.ropeBase) &&
+    Object.is(a.rmsEpsilon, b.rmsEpsilon)
+  );
+}
+
+class LlmcpEngine implements TrainingEngine {
+  readonly parameterCount: number;
+  readonly vocabularySize: number;
+  readonly tokensPerStep: number;
+  readonly #config: TrainerConfig;
+  readonly #inputs: PreparedInputs;
+  readonly #model: Decoder;
+  readonly #optimizer: AdamW;
+  readonly #batches: UpdateBatches;
+  readonly #updateWindows: readonly WindowRef[];
+  readonly #evaluation: Record<EvaluationList, { readonly documents: readonly Uint32Array[]; readonly batches: readonly (readonly WindowRef[])[] }>;
+
+  constructor(config: TrainerConfig, inputs: PreparedInputs, model: Decoder, optimizer: AdamW, batches: UpdateBatches, updateWindows: readonly WindowRef[]) {
+    this.#config = config;
+    this.#inputs = inputs;
+    this.#model = model;
+    this.#optimizer = optimizer;
+    this.#batches = batches;
+    this.#updateWindows = updateWindows;
+    this.parameterCount = model.parameters.length;
+    this.vocabularySize = model.config.vocabularySize;
+    const T = config.data.contextLength;
+    this.tokensPerStep = Math.min(config.data.batchSize, updateWindows.length) * T;
+    const ev = config.evaluation;
+    const stride = ev.stride ?? config.data.stride;
+    const list = (documents: readonly Uint32Array[], batchSize: number): (readonly WindowRef[])[] => {
+      const all = evaluationBatches(causalWindows(documents, T, stride), batchSize);
+      return ev.maxBatches === null ? all : all.slice(0, ev.maxBatches);
+    };
+    this.#evaluation = {
+      validation: { documents: inputs.partitions.validation, batches: list(inputs.partitions.validation, ev.batchSize) },
+      training: { documents: inputs.partitions.train, batches: ev.trainingLoss ? list(inputs.partitions.train, ev.trainingBatchSize ?? ev.batchSize) : [] },
+    };
+    if (this.#evaluation.validation.batches.length === 0) {
+      throw new TrainerError('TRAINER_INPUT_INVALID', `the validation documents are too short for one window of context length ${T}`, { fields: ['data.contextLength'] });
+    }
+  }
+
+  #batch(indices: ArrayLike<number>): Batch {
+    const windows: WindowRef[] = [];
+    for (let i = 0; i < indices.length; i += 1) windows.push(this.#updateWindows[indices[i] as number] as WindowRef);
+    return gatherBatch(this.#inputs.partitions.train, windows, this.#config.data.contextLength);
+  }
+
+  update(learningRate: number): EngineUpdate {
+    const batch = this.#batch(this.#batches.peek().windowIndices);
+    const model = this.#model;
+    const loss = model.trainStep(batch);
+    const maxNorm = this.#config.optimizer.clipNorm;
+    const clip = clipByGlobalNorm(model.gradients, maxNorm ?? Number.MAX_VALUE, model.layout);
+    this.#optimizer.step(maxNorm === null ? { learningRate } : { learningRate, clip });
+    model.zeroGradients();
+    this.#batches.next();
+    return { loss, gradientNorm: clip.normBefore, clipped: maxNorm !== null && clip.clipped, tokens: batch.rows * batch.columns };
+  }
+
+  nextBatchFingerprint(): string {
+    return fingerprint(this.#batch(this.#batches.peek().windowIndices));
+  }
+
+  evaluationBatches(list: EvaluationList): number {
+    return this.#evaluation[list].batches.length;
+  }
+
+  evaluateBatch(list: EvaluationList, index: number): { loss: number; tokens: number } {
+    const e = this.#evaluation[list];
+    const windows = e.batches[index];
+    if (windows === undefined) throw new RangeError(`${list} batch ${index} does not exist`);
+    const batch = gatherBatch(e.documents, windows, this.#config.data.contextLength);
+    return { loss: this.#model.evaluateLoss(batch), tokens: batch.rows * batch.columns };
+  }
+
+  snapshot(step: number, samplingRngState: bigint): CheckpointState {
+    const model = this.#model;
+    const params = model.parameters.slice();
+    const parameters: NamedTensor[] = model.layout.entries.map((e) => ({ name: e.name, shape: [...e.shape], data: params.subarray(e.offset, e.offset + e.length) }));
+    const opt = this.#optimizer.toAdamWState();
+    let moments: MomentState[] = [];
+    if (opt.moments.length > 0) {
+      const first = this.#optimizer.first.slice();
+      const second = this.#optimizer.second.slice();
+      moments = model.layout.entries.map((e) => ({
+        name: e.name,
+        shape: [...e.shape],
+        first: first.subarray(e.offset, e.offset + e.length),
+        second: second.subarray(e.offset, e.offset + e.length),
+      }));
+    }
+    return {
+      tokenizer: this.#inputs.tokenizer.toState(),
+      decoder: { ...model.config },
+      parameters,
+      optimizer: { ...opt, moments },
+      selectedStep: opt.step,
+      samplingRngState,
+    };
+  }
+
+  dataState(): JsonValue {
+    return this.#batches.toJSON() as unknown as JsonValue;
+  }
+
+  async dispose(): Promise<void> {
+    await this.#model.close();
+  }
+}
+
+/**
+ * Creates the engine of a run: a fresh model (Xavier init from `model.initSeed`),
+ * AdamW and data order, or all three restored from a checkpoint.
+ *
+ * @param config - the run config.
+ * @param inputs - prepared inputs.
+ * @param restore - checkpoint state and job data state to continue from, or null.
+ * @param faults - negative-control faults (tests only).
+ * @returns the engine.
+ * @throws TrainerError `TRAINER_INPUT_INVALID` when there are no windows, `TRAINER_PAIR_MISMATCH` when the checkpoint does not fit the config.
+ */
+export async function createEngine(
+  config: TrainerConfig,
+  inputs: PreparedInputs,
+  restore: { readonly state: CheckpointState; readonly data: JsonValue } | null,
+  faults: EngineFaults,
+): Promise<TrainingEngine> {
+  const decoder = decoderConfigOf(config, inputs.tokenizer.vocabularySize);
+  const T = config.data.contextLength;
+  const updateWindows = causalWindows(inputs.partitions.train, T, config.data.stride);
+  if (updateWindows.length === 0) {
+    throw new TrainerError('TRAINER_INPUT_INVALID', `the training documents are too short for one window of context length ${T}`, { fields: ['data.contextLength'] });
+  }
+  const model = await Decoder.create(decoder, { threads: config.threads });
+  try {
+    const groups = config.optimizer.groups === 'none' ? null : NO_DECAY_GAINS;
+    let optimizer: AdamW;
+    let batches: UpdateBatches;
+    const fresh = (): UpdateBatches =>
+      UpdateBatches.create(updateWindows.length, { batchSize: config.data.batchSize, shuffleSeed: BigInt(config.data.shuffle.seed), epochPolicy: config.data.shuffle.epochs });
+    if (restore === null) {
+      model.initialize(BigInt(config.model.initSeed));
+      optimizer = new AdamW(model, { config: adamWConfigOf(config), groups });
+      batches = fresh();
+    } else {
+      if (!sameDecoder(restore.state.decoder, decoder)) {
+        throw new TrainerError('TRAINER_PAIR_MISMATCH', 'the checkpoint\'s decoder configuration does not match the config and tokenizer', { fields: ['model'] });
+      }
+      const want = adamWConfigOf(config);
+      const have = restore.state.optimizer.config;
+      if ((Object.keys(want) as (keyof AdamWConfig)[]).some((k) => !Object.is(want[k], have[k]))) {
+        throw new TrainerError('TRAINER_PAIR_MISMATCH', 'the checkpoint\'s AdamW hyper-parameters do not match the config', { fields: ['optimizer'] });
+      }
+      if ((restore.state.optimizer.groups === null) !== (groups === null)) {
+        throw new TrainerError('TRAINER_PAIR_MISMATCH', 'the checkpoint\'s AdamW parameter groups do not match optimizer.groups', { fields: ['optimizer.groups'] });
+      }
+      model.loadParameters(restore.state.parameters);
+      optimizer =
+        faults.dropOptimizerState === true ? new AdamW(model, { config: want, groups }) : AdamW.fromAdamWState(model, restore.state.optimizer);
+      batches = faults.dropShuffleState === true ? fresh() : UpdateBatches.fromJSON(restore.data, updateWindows.length);
+    }
+    return new LlmcpEngine(config, inputs, model, optimizer, batches, updateWindows);
+  } catch (e) {
+    await model.close();
+    throw e;
+  }
+}

@@ -1,0 +1,299 @@
+/**
+ * Pivot and fork: policy changes from a checkpoint.
+ *
+ * A pivot changes declared policy fields of a run in place, from its latest
+ * verified checkpoint: `samples.json`, the old config and the old job go to
+ * `archive/pivot-<n>/`; weights, moments, data order, evaluation history, best
+ * and the loss history continue; `run.json` records it. Resume the run to
+ * train under the new policy.
+ *
+ * A fork copies a chosen verified checkpoint into a new run directory with its
+ * own config (declared policy changes only) and a new run id, with the loss log
+ * up to that step; both runs' `run.json` record the lineage.
+ */
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
+import { writeFileAtomic } from '@llmcp/format/node';
+import { diffConfig, isCheckpointStep, isPolicyField, POLICY_FIELDS, isValidationStep, learningRateAt, type TrainerConfig } from './config.ts';
+import { TrainerError, publicErrors } from './errors.ts';
+import { encodeJob, sealJob, type Job } from './job.ts';
+import { LossLog, planLossLogResume } from './loss-log.ts';
+import { appendRunEvent, readRunManifest } from './run-manifest.ts';
+import { checkpointsDir, chooseCheckpoint, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+import { canonicalDigest, canonicalJson, sha256Hex } from './internal/canonical-json.ts';
+import { fsyncDirectory, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
+import { acquireRunLock } from './internal/run-lock.ts';
+import { diffInputs, prepareInputs } from './inputs.ts';
+import { adamWConfigOf } from './llmcp-engine.ts';
+import { checksumLabel, fnv1a64 } from '@llmcp/format';
+
+const nowIso = (): string => new Date().toISOString();
+
+/** Options of {@link pivotRun}. */
+export interface PivotOptions {
+  /** The new config (validated). */
+  readonly config: TrainerConfig;
+  /**
+   * The fields the pivot is meant to change (dotted keys; a prefix such as
+   * `schedule` covers its sub-keys). Every changed field must be declared, and
+   * every declared field must be a policy field.
+   */
+  readonly changes: readonly string[];
+  /** Why (recorded in run.json). */
+  readonly reason?: string;
+}
+
+/** What a pivot did. */
+export interface PivotResult {
+  readonly pivot: number;
+  readonly step: number;
+  readonly slot: string;
+  readonly changed: readonly string[];
+  /** Declared fields that did not actually change. */
+  readonly unchanged: readonly string[];
+  readonly archive: string;
+  readonly report: readonly SlotReport[];
+}
+
+function covered(key: string, declared: readonly string[]): boolean {
+  return declared.some((d) => key === d || key.startsWith(`${d}.`));
+}
+
+function checkChanges(before: TrainerConfig, after: TrainerConfig, declared: readonly string[], what: string): { changed: string[]; unchanged: string[] } {
+  const changed = diffConfig(before, after);
+  // A declared key must be a policy field or a prefix of one (e.g. `sampling` covers `sampling.prompt`).
+  const notPolicy = declared.filter((d) => !isPolicyField(d) && !POLICY_FIELDS.some((p) => p.startsWith(`${d}.`)));
+  const forbidden = changed.filter((c) => !isPolicyField(c));
+  if (forbidden.length > 0 || notPolicy.length > 0) {
+    const list = [...new Set([...forbidden, ...notPolicy])];
+    throw new TrainerError(
+      'TRAINER_CONFIG_CHANGED',
+      `a ${what} may change only policy fields (steps, schedule, optimizer rate/decay/clip, evaluation, checkpoint, sampling settings, log); refused: ${list.join(', ')}`,
+      { fields: list },
+    );
+  }
+  const undeclared = changed.filter((c) => !covered(c, declared));
+  if (undeclared.length > 0) {
+    throw new TrainerError('TRAINER_CONFIG_CHANGED', `the ${what} changes fields that were not declared: ${undeclared.join(', ')} (declare them to accept)`, {
+      fields: undeclared,
+    });
+  }
+  const unchanged = declared.filter((d) => !changed.some((c) => covered(c, [d])));
+  return { changed, unchanged };
+}
+
+function withOptimizerConfig(state: CheckpointState, config: TrainerConfig): CheckpointState {
+  return { ...state, optimizer: { ...state.optimizer, config: adamWConfigOf(config) } };
+}
+
+interface Continuation {
+  readonly stateBytes: Uint8Array;
+  readonly job: Job;
+}
+
+/** A checkpoint continued under a new config: the state (optimizer config updated) and a resealed job. */
+function continueUnder(source: VerifiedSlot, config: TrainerConfig, run: { id: string; pivots: number }): Continuation {
+  const old = source.job;
+  const state = withOptimizerConfig(source.state, config);
+  const stateBytes = encodeCheckpoint(state);
+  // The re-encoded state must still be a valid checkpoint of the same step.
+  decodeCheckpoint(stateBytes);
+  const step = old.step;
+  const validated = old.evaluations.some((e) => e.step === step) || !isValidationStep(config, step);
+  const audited = old.sampling.lastAuditStep === step || !isCheckpointStep(config, step);
+  const job = sealJob({
+    ...old,
+    config,
+    configDigest: canonicalDigest(config),
+    phase: { validated, audited },
+    schedule: { step, nextLearningRate: step < config.steps ? learningRateAt(config, step + 1) : null },
+    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: checksumLabel(fnv1a64(stateBytes)) },
+    run,
+  });
+  return { stateBytes, job };
+}
+
+async function checkContinuable(source: VerifiedSlot, config: TrainerConfig, what: string): Promise<void> {
+  if (config.steps < source.job.step) {
+    throw new TrainerError('TRAINER_CONFIG_INVALID', `the ${what} sets steps to ${config.steps}, below the checkpoint's step ${source.job.step}`, { fields: ['steps'] });
+  }
+  const inputs = await prepareInputs(config, { tokenizerState: source.state.tokenizer });
+  const changes = diffInputs(source.job.inputs, inputs.identity);
+  if (changes.length > 0) {
+    throw new TrainerError('TRAINER_INPUT_CHANGED', `training inputs differ from the checkpoint's: ${changes.join('; ')}`, { fields: changes.map((c) => c.split(':')[0] ?? c) });
+  }
+}
+
+/**
+ * Pivots a run: continues its latest verified checkpoint under a new policy.
+ *
+ * @param runDir - the run directory (not in use by another process).
+ * @param options - new config, declared changes, reason.
+ * @returns what was archived and changed.
+ * @throws TrainerError `TRAINER_CONFIG_CHANGED` for undeclared or non-policy changes, `TRAINER_NO_CHECKPOINT`, …; nothing changes on disk when refused.
+ * @example
+ * ```ts
+ * await pivotRun('runs/a', { config: { ...old, steps: 4000 }, changes: ['steps'], reason: 'longer run' });
+ * await resumeRun('runs/a');
+ * ```
+ */
+export async function pivotRun(runDir: string, options: PivotOptions): Promise<PivotResult> {
+  return publicErrors(() => pivotRunUnwrapped(runDir, options));
+}
+
+async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise<PivotResult> {
+  const manifest = readRunManifest(runDir);
+  if (manifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
+  const release = acquireRunLock(runDir);
+  try {
+    const { chosen, report } = chooseCheckpoint(runDir);
+    const { changed, unchanged } = checkChanges(chosen.job.config, options.config, options.changes, 'pivot');
+    if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});
+    await checkContinuable(chosen, options.config, 'pivot');
+    const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), chosen.job.lossLog);
+    const pivot = chosen.job.run.pivots + 1;
+    const next = continueUnder(chosen, options.config, { id: chosen.job.run.id, pivots: pivot });
+
+    // Everything checked; now change the directory.
+    removeLeftovers(checkpointsDir(runDir));
+    const archiveRoot = path.join(runDir, RUN_FILES.archive);
+    mkdirSync(archiveRoot, { recursive: true });
+    const archive = path.join(archiveRoot, `pivot-${pivot}`);
+    if (existsSync(archive)) rmSync(archive, { recursive: true, force: true });
+    const tmp = makeTempDirectory(archiveRoot, `tmp-pivot-${pivot}`);
+    const samples = path.join(runDir, RUN_FILES.samples);
+    if (existsSync(samples)) copyFileSync(samples, path.join(tmp, RUN_FILES.samples));
+    writeFileSync(path.join(tmp, 'config.json'), `${canonicalJson(chosen.job.config, '  ')}\n`);
+    writeFileSync(path.join(tmp, RUN_FILES.job), encodeJob(chosen.job));
+    fsyncDirectory(tmp);
+    renameSync(tmp, archive);
+    fsyncDirectory(archiveRoot);
+    writeSlot(runDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
+    rmSync(samples, { force: true });
+    LossLog.resume(lossPlan).close();
+    const archiveRel = path.relative(runDir, archive);
+    await appendRunEvent(runDir, manifest.runId, {
+      event: 'pivot',
+      time: nowIso(),
+      pivot,
+      step: chosen.job.step,
+      changed,
+      fromConfigDigest: chosen.job.configDigest,
+      toConfigDigest: next.job.configDigest,
+      archive: archiveRel,
+      reason: options.reason ?? '',
+    });
+    return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report };
+  } finally {
+    release();
+  }
+}
+
+/** Options of {@link forkRun}. */
+export interface ForkOptions {
+  /** Slot to fork from (`latest`, `best`, `step_000100`, …); default: the slot a resume would use. */
+  readonly slot?: string;
+  /** The fork's config; default: the checkpoint's config. */
+  readonly config?: TrainerConfig;
+  /** Declared changed fields (policy fields only). */
+  readonly changes?: readonly string[];
+  /** Why (recorded in both run.json files). */
+  readonly reason?: string;
+}
+
+/** What a fork did. */
+export interface ForkResult {
+  readonly sourceDir: string;
+  readonly targetDir: string;
+  readonly slot: string;
+  readonly step: number;
+  readonly runId: string;
+  readonly changed: readonly string[];
+}
+
+/**
+ * Forks a run: copies a verified checkpoint into a new run directory with its
+ * own config and lineage. Resume the new run to train the branch.
+ *
+ * @param sourceDir - the run to fork (not in use by another process).
+ * @param targetDir - the new run directory (must not exist or be empty).
+ * @param options - slot, config, declared changes, reason.
+ * @returns the new run's id and fork point.
+ * @throws TrainerError for a damaged slot, an occupied target, undeclared or non-policy changes.
+ * @example
+ * ```ts
+ * await forkRun('runs/a', 'runs/a-lowlr', { slot: 'step_000400', config: lowLr, changes: ['schedule'] });
+ * ```
+ */
+export async function forkRun(sourceDir: string, targetDir: string, options: ForkOptions = {}): Promise<ForkResult> {
+  return publicErrors(() => forkRunUnwrapped(sourceDir, targetDir, options));
+}
+
+async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: ForkOptions): Promise<ForkResult> {
+  const sourceManifest = readRunManifest(sourceDir);
+  if (sourceManifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${sourceDir} is not a run directory (no run.json)`, { path: sourceDir });
+  if (existsSync(targetDir) && readdirSync(targetDir).length > 0) {
+    throw new TrainerError('TRAINER_RUN_INVALID', `fork target ${targetDir} exists and is not empty`, { path: targetDir });
+  }
+  const releaseSource = acquireRunLock(sourceDir);
+  try {
+    const source = options.slot === undefined ? chooseCheckpoint(sourceDir).chosen : verifySlot(sourceDir, options.slot);
+    const config = options.config ?? source.job.config;
+    const { changed } = checkChanges(source.job.config, config, options.changes ?? [], 'fork');
+    await checkContinuable(source, config, 'fork');
+    const lossBytes = new Uint8Array(readFileSync(path.join(sourceDir, RUN_FILES.lossLog))).subarray(0, source.job.lossLog.bytes);
+    if (`sha256:${sha256Hex(lossBytes)}` !== source.job.lossLog.sha256) {
+      throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `the loss log of ${sourceDir} does not match the history ${source.slot} recorded`, { path: sourceDir });
+    }
+    const runId = randomUUID();
+    const next = continueUnder(source, config, { id: runId, pivots: 0 });
+    const createdTarget = !existsSync(targetDir);
+    mkdirSync(targetDir, { recursive: true });
+    const releaseTarget = acquireRunLock(targetDir);
+    let forked = false;
+    try {
+      mkdirSync(checkpointsDir(targetDir), { recursive: true });
+      await writeFileAtomic(path.join(targetDir, RUN_FILES.lossLog), lossBytes);
+      writeSlot(targetDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true });
+      if (source.job.best !== null && source.job.best.step === source.job.step) {
+        writeSlot(targetDir, 'best', next.stateBytes, encodeJob(next.job), { keepBackup: true });
+      }
+      const sourceAbs = path.resolve(sourceDir);
+      const targetAbs = path.resolve(targetDir);
+      const time = nowIso();
+      await appendRunEvent(targetDir, runId, { event: 'created', time, configDigest: next.job.configDigest, steps: config.steps, config });
+      await appendRunEvent(targetDir, runId, {
+        event: 'forked-from',
+        time,
+        run: sourceAbs,
+        runId: sourceManifest.runId,
+        slot: source.slot,
+        step: source.job.step,
+        stateSha256: source.job.state.sha256,
+        changed,
+      });
+      await appendRunEvent(sourceDir, sourceManifest.runId, {
+        event: 'forked-to',
+        time,
+        run: targetAbs,
+        runId,
+        slot: source.slot,
+        step: source.job.step,
+        stateSha256: source.job.state.sha256,
+      });
+      forked = true;
+    } finally {
+      releaseTarget();
+      if (!forked) {
+        // A failed fork leaves no half-made run behind.
+        if (createdTarget) rmSync(targetDir, { recursive: true, force: true });
+        else for (const name of readdirSync(targetDir)) rmSync(path.join(targetDir, name), { recursive: true, force: true });
+      }
+    }
+    return { sourceDir, targetDir, slot: source.slot, step: source.job.step, runId, changed };
+  } finally {
+    releaseSource();
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * `run.json`: the run's append-only log of decisions — creation, every resume
+ * (from which slot, how many orphaned loss records were cut), stops, pivots,
+ * forks in both directions, completion. Entries are only ever added; the file
+ * is replaced atomically on each addition.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from '@llmcp/format/node';
+import { TrainerError } from './errors.ts';
+import { RUN_FILES } from './run-directory.ts';
+import { canonicalJson } from './internal/canonical-json.ts';
+import type { TrainerConfig } from './config.ts';
+
+/** The `run.json` format tag. */
+export const RUN_MANIFEST_FORMAT = 'llmcp-run/1';
+
+/** One decision in a run's life. */
+export type RunEvent =
+  | { readonly event: 'created'; readonly time: string; readonly configDigest: string; readonly steps: number; readonly config: TrainerConfig }
+  | {
+      readonly event: 'resumed';
+      readonly time: string;
+      readonly slot: string;
+      readonly step: number;
+      /** Loss records beyond the checkpoint that a crash left and the resume cut. */
+      readonly orphanedLossRecords: number;
+      readonly orphanedLossSha256: string | null;
+      /** Slots refused while choosing, with the reason. */
+      readonly refused: readonly { readonly slot: string; readonly reason: string }[];
+    }
+  | { readonly event: 'restarted'; readonly time: string; readonly reason: string; readonly orphanedLossRecords: number; readonly orphanedLossSha256: string | null }
+  | { readonly event: 'stopped'; readonly time: string; readonly step: number; readonly reason: string }
+  | { readonly event: 'completed'; readonly time: string; readonly step: number; readonly bestStep: number | null; readonly bestValidationLoss: number | null }
+  | {
+      readonly event: 'pivot';
+      readonly time: string;
+      readonly pivot: number;
+      readonly step: number;
+      readonly changed: readonly string[];
+      readonly fromConfigDigest: string;
+      readonly toConfigDigest: string;
+      readonly archive: string;
+      readonly reason: string;
+    }
+  | { readonly event: 'forked-from'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly stateSha256: string; readonly changed: readonly string[] }
+  | { readonly event: 'forked-to'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly stateSha256: string };
+
+/** The content of `run.json`. */
+export interface RunManifest {
+  readonly format: typeof RUN_MANIFEST_FORMAT;
+  /** Stable id of this run (forks get their own). */
+  readonly runId: string;
+  readonly events: readonly RunEvent[];
+}
+
+/**
+ * Reads `run.json`.
+ *
+ * @param runDir - the run directory.
+ * @returns the manifest, or null when the run has none.
+ * @throws TrainerError `TRAINER_RUN_INVALID` for an unreadable manifest.
+ */
+export function readRunManifest(runDir: string): RunManifest | null {
+  const file = path.join(runDir, RUN_FILES.manifest);
+  if (!existsSync(file)) return null;
+  try {
+    const value = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
+    if (value.format !== RUN_MANIFEST_FORMAT || typeof value.runId !== 'string' || !Array.isArray(value.events)) {
+      throw new Error(`expected format ${RUN_MANIFEST_FORMAT} with runId and events`);
+    }
+    return value;
+  } catch (cause) {
+    throw new TrainerError('TRAINER_RUN_INVALID', `run.json of ${runDir} is not a valid run manifest: ${(cause as Error).message}`, { path: file, cause });
+  }
+}
+
+/**
+ * Writes a manifest atomically.
+ *
+ * @param runDir - the run directory.
+ * @param manifest - the complete manifest.
+ */
+export async function writeRunManifest(runDir: string, manifest: RunManifest): Promise<void> {
+  await writeFileAtomic(path.join(runDir, RUN_FILES.manifest), new TextEncoder().encode(`${canonicalJson(manifest, '  ')}\n`));
+}
+
+/**
+ * Appends one event to `run.json` (creating it with `runId` when absent).
+ *
+ * @param runDir - the run directory.
+ * @param runId - the run's id (used when the manifest does not exist yet).
+ * @param event - the event.
+ * @returns the new manifest.
+ */
+export async function appendRunEvent(runDir: string, runId: string, event: RunEvent): Promise<RunManifest> {
+  const current = readRunManifest(runDir) ?? { format: RUN_MANIFEST_FORMAT, runId, events: [] };
+  const next: RunManifest = { ...current, events: [...current.events, event] };
+  await writeRunManifest(runDir, next);
+  return next;
+}

@@ -1,0 +1,43 @@
+/**
+ * The save worker: receives a {@link SaveRequest} whose tensors were copied at
+ * the step boundary and transferred here, performs the save off the training
+ * thread, and reports the result or the error.
+ */
+import { parentPort } from 'node:worker_threads';
+import { performSave, type SaveRequest, type SaveResult } from './save.ts';
+
+/** Message from the training thread. */
+export interface SaveWorkerRequest {
+  readonly id: number;
+  readonly request: SaveRequest;
+}
+
+/** Message back to the training thread. */
+export type SaveWorkerResponse =
+  | { readonly id: number; readonly ok: true; readonly result: SaveResult }
+  | { readonly id: number; readonly ok: false; readonly error: { readonly name: string; readonly message: string; readonly code: string | null; readonly stack: string | null } };
+
+if (parentPort !== null) {
+  const port = parentPort;
+  let queue: Promise<void> = Promise.resolve();
+  port.on('message', (message: SaveWorkerRequest) => {
+    queue = queue.then(async () => {
+      try {
+        const result = await performSave(message.request);
+        port.postMessage({ id: message.id, ok: true, result } satisfies SaveWorkerResponse);
+      } catch (e) {
+        const err = e as { name?: string; message?: string; code?: unknown; stack?: string };
+        port.postMessage({
+          id: message.id,
+          ok: false,
+          error: {
+            name: String(err.name ?? 'Error'),
+            message: String(err.message ?? e),
+            code: typeof err.code === 'string' ? err.code : null,
+            stack: typeof err.stack === 'string' ? err.stack : null,
+          },
+        } satisfies SaveWorkerResponse);
+      }
+    });
+  });
+}

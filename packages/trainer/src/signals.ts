@@ -1,0 +1,103 @@
+/**
+ * Stop and checkpoint requests. Process signal handlers only set flags; the
+ * training loop checks them after every step and the evaluation loop before
+ * every evaluation batch.
+ *
+ * - SIGTERM, SIGINT (or an `AbortSignal`): finish the current step (or abandon
+ *   the current evaluation), write a checkpoint, return.
+ * - SIGUSR1: write a checkpoint at the end of the current step and continue.
+ *   (Node reserves SIGUSR1 for its inspector; installing this handler is intended.)
+ * - A second SIGINT exits at once with status 130; atomic publication makes
+ *   that safe (an unfinished save leaves only a `.tmp-` directory).
+ */
+
+/** Why a run was asked to stop. */
+export type StopReason = 'SIGTERM' | 'SIGINT' | 'abort';
+
+/** Flags shared by the training loop and the signal handlers. */
+export class RunControl {
+  #stop: StopReason | null = null;
+  #checkpoint = false;
+  #handlers: { signal: NodeJS.Signals; handler: () => void }[] = [];
+  #abort: { signal: AbortSignal; handler: () => void } | null = null;
+  /** Called (synchronously, from the handler) when a request arrives; for progress output only. */
+  onRequest: ((what: StopReason | 'SIGUSR1') => void) | null = null;
+
+  /** The pending stop request, if any. */
+  get stopRequested(): StopReason | null {
+    return this.#stop;
+  }
+
+  /** Requests a stop (idempotent; the first reason wins). */
+  requestStop(reason: StopReason): void {
+    if (this.#stop === null) this.#stop = reason;
+    this.onRequest?.(reason);
+  }
+
+  /** Requests a checkpoint at the end of the current step. */
+  requestCheckpoint(): void {
+    this.#checkpoint = true;
+    this.onRequest?.('SIGUSR1');
+  }
+
+  /**
+   * Returns and clears the checkpoint request.
+   *
+   * @returns whether a checkpoint was requested since the last call.
+   */
+  takeCheckpointRequest(): boolean {
+    const r = this.#checkpoint;
+    this.#checkpoint = false;
+    return r;
+  }
+
+  /**
+   * Follows an `AbortSignal`: aborting it requests a stop.
+   *
+   * @param signal - the signal.
+   */
+  followAbortSignal(signal: AbortSignal): void {
+    if (signal.aborted) {
+      this.requestStop('abort');
+      return;
+    }
+    const handler = (): void => this.requestStop('abort');
+    signal.addEventListener('abort', handler, { once: true });
+    this.#abort = { signal, handler };
+  }
+
+  /**
+   * Installs SIGTERM, SIGINT and SIGUSR1 handlers on the process.
+   *
+   * @param exit - what a second SIGINT calls (default `process.exit(130)`).
+   */
+  installProcessHandlers(exit: (code: number) => void = (code) => process.exit(code)): void {
+    const add = (signal: NodeJS.Signals, handler: () => void): void => {
+      process.on(signal, handler);
+      this.#handlers.push({ signal, handler });
+    };
+    add('SIGTERM', () => this.requestStop('SIGTERM'));
+    add('SIGINT', () => {
+      if (this.#stop === 'SIGINT') exit(130);
+      else this.requestStop('SIGINT');
+    });
+    add('SIGUSR1', () => this.requestCheckpoint());
+  }
+
+  /** Removes every handler this instance installed. */
+  dispose(): void {
+    for (const { signal, handler } of this.#handlers) process.off(signal, handler);
+    this.#handlers = [];
+    if (this.#abort !== null) this.#abort.signal.removeEventListener('abort', this.#abort.handler);
+    this.#abort = null;
+  }
+}
+
+/**
+ * Yields to the event loop so pending signal handlers run (one macrotask).
+ *
+ * @returns a promise resolved on the next turn.
+ */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

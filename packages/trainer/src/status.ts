@@ -1,0 +1,224 @@
+/**
+ * Read-only views of a run directory: a quick status (`runStatus`), a full
+ * verification of every slot and of the loss log (`verifyRun`), and the
+ * checkpoint a resume would use with the report on every candidate
+ * (`loadRunCheckpoint`).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { TrainerError, isTrainerError } from './errors.ts';
+import { decodeJob, type Job } from './job.ts';
+import { parseLossLog } from './loss-log.ts';
+import { readRunManifest } from './run-manifest.ts';
+import { checkpointsDir, chooseCheckpoint, resumeCandidates, RUN_FILES, stepOfSlot, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+
+/** The checkpoint a resume would use. */
+export interface LoadedRunCheckpoint {
+  /** The slot used (`latest`, `latest.backup` or `step_NNNNNN`). */
+  readonly slot: string;
+  readonly step: number;
+  /** The verified slot (job, decoded state, state bytes). */
+  readonly checkpoint: VerifiedSlot;
+  /** Every candidate with its verdict: used, refused (why), older, not needed. */
+  readonly report: readonly SlotReport[];
+}
+
+/**
+ * Loads the checkpoint a resume would use: `latest`, else `latest.backup`, else
+ * the newest `step_N`, taking the highest step that fully verifies.
+ *
+ * @param runDir - the run directory.
+ * @returns the verified checkpoint and the report.
+ * @throws TrainerError `TRAINER_NO_CHECKPOINT` listing why each candidate was refused.
+ * @example
+ * ```ts
+ * const { slot, step, report } = loadRunCheckpoint('runs/a');
+ * for (const r of report) console.log(r.slot, r.status, r.reason ?? '');
+ * ```
+ */
+export function loadRunCheckpoint(runDir: string): LoadedRunCheckpoint {
+  const { chosen, report } = chooseCheckpoint(runDir);
+  return { slot: chosen.slot, step: chosen.job.step, checkpoint: chosen, report };
+}
+
+/** A quick summary of a run. */
+export interface RunStatus {
+  readonly runDir: string;
+  readonly runId: string | null;
+  /** `complete`: the step budget is reached; `in-progress`: resumable; `no-checkpoint`: nothing saved yet; `damaged`: no job file verifies. */
+  readonly state: 'complete' | 'in-progress' | 'no-checkpoint' | 'damaged';
+  /** Slot whose job.json was read (digest-checked, state not decoded). */
+  readonly slot: string | null;
+  readonly step: number | null;
+  readonly totalSteps: number | null;
+  readonly best: { readonly step: number; readonly validationLoss: number } | null;
+  readonly lastValidationLoss: number | null;
+  readonly lossRecords: number;
+  readonly lastLoss: number | null;
+  readonly pivots: number;
+  /** Slots present in `checkpoints/`. */
+  readonly slots: readonly string[];
+  readonly events: number;
+}
+
+function listSlots(runDir: string): string[] {
+  const dir = checkpointsDir(runDir);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((n) => !n.startsWith('.'))
+    .sort();
+}
+
+function readJob(runDir: string, slot: string): Job | null {
+  try {
+    return decodeJob(new Uint8Array(readFileSync(path.join(checkpointsDir(runDir), slot, RUN_FILES.job))), `${slot}/job.json`);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A quick status from the newest job file whose digest verifies (the state
+ * file is not decoded; use {@link verifyRun} for that).
+ *
+ * @param runDir - the run directory.
+ * @returns the status.
+ * @throws TrainerError `TRAINER_RUN_INVALID` when `runDir` has no run.json.
+ */
+export function runStatus(runDir: string): RunStatus {
+  const manifest = readRunManifest(runDir);
+  if (manifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
+  let job: Job | null = null;
+  let slot: string | null = null;
+  for (const candidate of resumeCandidates(runDir)) {
+    const j = readJob(runDir, candidate);
+    if (j !== null && (job === null || j.step > job.step)) {
+      job = j;
+      slot = candidate;
+    }
+  }
+  const lossFile = path.join(runDir, RUN_FILES.lossLog);
+  const loss = existsSync(lossFile) ? parseLossLog(new Uint8Array(readFileSync(lossFile))) : null;
+  const records = loss?.records ?? [];
+  const slots = listSlots(runDir);
+  const state: RunStatus['state'] =
+    job === null ? (slots.length === 0 ? 'no-checkpoint' : 'damaged') : job.step >= job.config.steps && job.phase.validated && job.phase.audited ? 'complete' : 'in-progress';
+  return {
+    runDir,
+    runId: manifest.runId,
+    state,
+    slot,
+    step: job?.step ?? null,
+    totalSteps: job?.config.steps ?? null,
+    best: job?.best ?? null,
+    lastValidationLoss: job?.evaluations.at(-1)?.validationLoss ?? null,
+    lossRecords: records.length,
+    lastLoss: records.at(-1)?.loss ?? null,
+    pivots: job?.run.pivots ?? 0,
+    slots,
+    events: manifest.events.length,
+  };
+}
+
+/** The verdict on one slot. */
+export interface SlotVerification {
+  readonly slot: string;
+  readonly ok: boolean;
+  readonly step: number | null;
+  readonly code: string | null;
+  readonly message: string | null;
+}
+
+/** The machine-readable result of {@link verifyRun}. */
+export interface RunVerification {
+  /** True when the resume slot is `latest`, every slot verifies and the loss log is continuous. */
+  readonly ok: boolean;
+  readonly runDir: string;
+  readonly slots: readonly SlotVerification[];
+  /** The slot a resume would use, or null. */
+  readonly resumeSlot: string | null;
+  readonly lossLog: {
+    readonly ok: boolean;
+    readonly records: number;
+    /** Records beyond the resume checkpoint (left by a crash; a resume cuts them). */
+    readonly orphaned: number;
+    /** Whether the prefix up to the resume checkpoint has the recorded SHA-256. */
+    readonly prefixMatches: boolean | null;
+    readonly problem: string | null;
+  };
+  readonly manifest: { readonly ok: boolean; readonly events: number; readonly problem: string | null };
+}
+
+/**
+ * Verifies every checkpoint slot (job digest and schema, LLMCP35 validation,
+ * job/state pairing), the loss log's continuity (one record per step, in
+ * order, and the prefix hash recorded by the resume checkpoint), and run.json.
+ * Never throws for a damaged run; the result says what is wrong.
+ *
+ * @param runDir - the run directory.
+ * @returns the verification result.
+ * @example
+ * ```ts
+ * const v = verifyRun('runs/a');
+ * if (!v.ok) console.log(JSON.stringify(v, null, 2));
+ * ```
+ */
+export function verifyRun(runDir: string): RunVerification {
+  const slots: SlotVerification[] = [];
+  const ordered = listSlots(runDir).sort((a, b) => {
+    const rank = (n: string): number => (n === 'latest' ? 0 : n === 'latest.backup' ? 1 : n === 'best' ? 2 : n === 'best.backup' ? 3 : 4);
+    return rank(a) - rank(b) || (stepOfSlot(b) ?? 0) - (stepOfSlot(a) ?? 0);
+  });
+  const verified = new Map<string, VerifiedSlot>();
+  for (const slot of ordered) {
+    try {
+      const v = verifySlot(runDir, slot);
+      verified.set(slot, v);
+      slots.push({ slot, ok: true, step: v.job.step, code: null, message: null });
+    } catch (e) {
+      slots.push({
+        slot,
+        ok: false,
+        step: readJob(runDir, slot)?.step ?? null,
+        code: isTrainerError(e) ? e.code : 'TRAINER_IO',
+        message: e instanceof Error ? e.message : String(e),
+      });
+    }
+  }
+  let resume: VerifiedSlot | null = null;
+  for (const slot of resumeCandidates(runDir)) {
+    const v = verified.get(slot);
+    if (v !== undefined && (resume === null || v.job.step > resume.job.step)) resume = v;
+  }
+  const lossFile = path.join(runDir, RUN_FILES.lossLog);
+  const bytes = existsSync(lossFile) ? new Uint8Array(readFileSync(lossFile)) : new Uint8Array(0);
+  const parsed = parseLossLog(bytes);
+  let prefixMatches: boolean | null = null;
+  let orphaned = 0;
+  let problem = parsed.problem ?? (parsed.trailingBytes > 0 ? `${parsed.trailingBytes} bytes after the last complete record` : null);
+  if (resume !== null) {
+    const want = resume.job.lossLog;
+    prefixMatches = bytes.length >= want.bytes && `sha256:${createHash('sha256').update(bytes.subarray(0, want.bytes)).digest('hex')}` === want.sha256;
+    orphaned = Math.max(0, parsed.records.length - want.records);
+    if (!prefixMatches && problem === null) problem = `the first ${want.bytes} bytes do not have the SHA-256 recorded by ${resume.slot}`;
+  }
+  let manifestProblem: string | null = null;
+  let events = 0;
+  try {
+    const m = readRunManifest(runDir);
+    if (m === null) manifestProblem = 'run.json is missing';
+    else events = m.events.length;
+  } catch (e) {
+    manifestProblem = (e as Error).message;
+  }
+  const lossOk = problem === null && prefixMatches !== false;
+  return {
+    ok: slots.every((s) => s.ok) && resume !== null && resume.slot === 'latest' && lossOk && manifestProblem === null,
+    runDir,
+    slots,
+    resumeSlot: resume?.slot ?? null,
+    lossLog: { ok: lossOk, records: parsed.records.length, orphaned, prefixMatches, problem },
+    manifest: { ok: manifestProblem === null, events, problem: manifestProblem },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * Test configs: the ch33 fixture and a small byte-level BPE config on the
+ * reference bilingual corpus (ch39-like model, larger batches so that epochs
+ * roll over within a short run).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseConfig, type TrainerConfig } from '../../src/config.ts';
+import { CH33_CONFIG_INPUT } from '../../src/presets.ts';
+
+/** Absolute path of a fixture file. */
+export function fixture(name: string): string {
+  return fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+}
+
+/** The golden 6330-byte checkpoint. */
+export const GOLDEN: Uint8Array = new Uint8Array(readFileSync(fixture('golden-6330.llmcp')));
+
+type Patch = Record<string, unknown>;
+
+function merge(base: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  if (base === null || typeof base !== 'object' || Array.isArray(base)) return patch;
+  const kind = (patch as { kind?: unknown }).kind;
+  if (kind !== undefined && kind !== (base as { kind?: unknown }).kind) return patch;
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) out[k] = merge(out[k], v);
+  return out;
+}
+
+/** The ch33 fixture config with a deep patch. */
+export function ch33(patch: Patch = {}): TrainerConfig {
+  return parseConfig(merge(JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)), patch));
+}
+
+/**
+ * A small BPE config: bilingual corpus, 8 merges (vocabulary 266), D4/H1/F4/L1,
+ * context 4, update batches of 128 (15 per epoch of 1828 windows, reshuffled
+ * each epoch), 40 steps, validation every 5 steps, checkpoints with a sample
+ * audit every 10.
+ */
+export function smallBpe(patch: Patch = {}): TrainerConfig {
+  const base = {
+    steps: 40,
+    data: {
+      source: { kind: 'corpus', corpus: fixture('bilingual/tiny-bilingual-corpus.json'), split: fixture('bilingual/splits.json') },
+      contextLength: 4,
+      stride: 1,
+      batchSize: 128,
+      shuffle: { seed: 39, epochs: 'reshuffle' },
+    },
+    tokenizer: { kind: 'bpe', merges: 8, requireAll: true },
+    model: { width: 4, heads: 1, feedForwardWidth: 4, layers: 1, initSeed: 39 },
+    optimizer: { learningRate: 0.04, weightDecay: 0, groups: 'none', clipNorm: 1 },
+    schedule: { kind: 'constant', rate: 0.04 },
+    evaluation: { validateEvery: 5, batchSize: 128 },
+    checkpoint: { every: 10, keepSteps: 2 },
+    sampling: { seed: 38, prompt: 'A', count: 1, maxNewTokens: 3, temperature: 0.8, topK: 4 },
+    log: { timing: false },
+  };
+  return parseConfig(merge(base, patch));
+}
+
+/** Batches per epoch of the small BPE config (1828 windows / 128). */
+export const SMALL_BPE_EPOCH = 15;

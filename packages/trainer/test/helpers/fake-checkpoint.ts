@@ -1,0 +1,76 @@
+/**
+ * Valid checkpoints and sealed jobs without a model: for testing the run
+ * directory (publication, fallback, retention) in isolation.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { checksumLabel, encodeCheckpoint, expectedParameterShapes, fnv1a64, type CheckpointState, type DecoderConfig } from '@llmcp/format';
+import { LiteralTokenizer } from '@llmcp/tokenizer';
+import { canonicalDigest, sha256Hex } from '../../src/internal/canonical-json.ts';
+import { encodeJob, sealJob, u64Hex, type Job } from '../../src/job.ts';
+import { ch33Config } from '../../src/presets.ts';
+
+const DECODER: DecoderConfig = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
+const TOKENIZER = LiteralTokenizer.fromPieces(['0', '1', '2', '3', '4']);
+
+/** A valid step-`step` checkpoint whose values depend on `step`. */
+export function fakeState(step: number): CheckpointState {
+  const parameters = expectedParameterShapes(DECODER).map(({ name, shape }) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    return { name, shape, data: Float64Array.from({ length: n }, (_, i) => (i + 1) * 0.01 + step) };
+  });
+  const moments =
+    step === 0
+      ? []
+      : parameters.map((p) => ({ name: p.name, shape: p.shape, first: p.data.map((x) => x / 10), second: p.data.map((x) => x * x) }));
+  return {
+    tokenizer: TOKENIZER.toState(),
+    decoder: DECODER,
+    parameters,
+    optimizer: {
+      config: { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
+      groups: null,
+      step: BigInt(step),
+      beta1Power: step === 0 ? 1 : 0.9 ** step,
+      beta2Power: step === 0 ? 1 : 0.999 ** step,
+      moments,
+    },
+    selectedStep: BigInt(step),
+    samplingRngState: 0x9e3779b97f4a7c38n,
+  };
+}
+
+/** Encoded state and sealed job bytes for step `step`. */
+export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes: Uint8Array; job: Job } {
+  const stateBytes = encodeCheckpoint(fakeState(step));
+  const config = ch33Config();
+  const job = sealJob({
+    format: 'llmcp-job/1',
+    step,
+    phase: { validated: true, audited: true },
+    config,
+    configDigest: canonicalDigest(config),
+    inputs: {
+      corpus: { sha256: `sha256:${'a'.repeat(64)}`, documents: 4 },
+      split: { sha256: `sha256:${'b'.repeat(64)}`, train: 2, validation: 2, test: 0 },
+      tokenizer: { identity: TOKENIZER.identity(), vocabularySize: 5 },
+      implementation: { id: 'test', math: 'test', format: 'LLMCP35/1', trainer: 'test' },
+    },
+    data: null,
+    schedule: { step, nextLearningRate: null },
+    evaluations: [],
+    best: null,
+    sampling: { checkpointState: u64Hex(0x9e3779b97f4a7c38n), nextState: u64Hex(0x9e3779b97f4a7c38n), lastAuditStep: null },
+    lossLog: { records: step, bytes: 0, sha256: `sha256:${sha256Hex(new Uint8Array(0))}` },
+    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: checksumLabel(fnv1a64(stateBytes)) },
+    nextBatch: null,
+    run: { id: 'test-run', pivots: 0 },
+  });
+  return { stateBytes, jobBytes: encodeJob(job), job };
+}
+
+/** A fresh temporary directory. */
+export function tempDir(prefix = 'llmcp-trainer-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}

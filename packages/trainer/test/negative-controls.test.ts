@@ -1,0 +1,66 @@
+/**
+ * Acceptance 2: the equivalence tests can fail. Resuming without the
+ * optimizer state, without the shuffle state, or with a re-seeded sampling
+ * RNG each changes the final bytes, while the same resume without the fault
+ * reproduces the uninterrupted run exactly.
+ */
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TrainerConfig } from '../src/config.ts';
+import { resumeRun, trainRun, type ResumeFaults } from '../src/run.ts';
+import { ch33, smallBpe } from './helpers/configs.ts';
+import { tempDir } from './helpers/fake-checkpoint.ts';
+import { finalBytes, sameBytes, type FinalBytes } from './helpers/run-files.ts';
+
+async function interruptedRun(config: TrainerConfig, stopAfter: number, faults: ResumeFaults): Promise<FinalBytes> {
+  const dir = path.join(tempDir(), 'run');
+  const controller = new AbortController();
+  const first = await trainRun({
+    runDir: dir,
+    config,
+    saveMode: 'inline',
+    signal: controller.signal,
+    onEvent: (e) => {
+      if (e.type === 'step' && e.step === stopAfter) controller.abort();
+    },
+  });
+  expect(first).toMatchObject({ status: 'stopped', step: stopAfter });
+  const second = await resumeRun(dir, { saveMode: 'inline', faults });
+  expect(second.status).toBe('completed');
+  return finalBytes(dir);
+}
+
+describe.each([
+  { name: 'small BPE config', config: smallBpe(), stopAfter: 25 },
+  { name: 'ch33 config (checkpoint every 2)', config: ch33({ checkpoint: { every: 2 } }), stopAfter: 5 },
+])('negative controls: $name', ({ config, stopAfter }) => {
+  let uninterrupted: FinalBytes;
+  beforeAll(async () => {
+    const dir = path.join(tempDir(), 'reference');
+    await trainRun({ runDir: dir, config, saveMode: 'inline' });
+    uninterrupted = finalBytes(dir);
+  });
+
+  it('a faithful resume gives identical bytes (the control)', async () => {
+    expect(sameBytes(uninterrupted, await interruptedRun(config, stopAfter, {}))).toBeNull();
+  });
+
+  it('resuming without the optimizer state gives different final bytes', async () => {
+    const bytes = await interruptedRun(config, stopAfter, { dropOptimizerState: true });
+    expect(Buffer.compare(bytes.state, uninterrupted.state)).not.toBe(0);
+    expect(Buffer.compare(bytes.loss, uninterrupted.loss)).not.toBe(0);
+  });
+
+  it('resuming without the shuffle state gives different final bytes', async () => {
+    const bytes = await interruptedRun(config, stopAfter, { dropShuffleState: true });
+    expect(Buffer.compare(bytes.state, uninterrupted.state)).not.toBe(0);
+    expect(Buffer.compare(bytes.loss, uninterrupted.loss)).not.toBe(0);
+  });
+
+  it('resuming with a re-seeded sampling RNG gives different final bytes', async () => {
+    const bytes = await interruptedRun(config, stopAfter, { reseedSampling: true });
+    expect(Buffer.compare(bytes.state, uninterrupted.state)).not.toBe(0);
+    // Sampling never feeds back into training: the loss history is unchanged.
+    expect(Buffer.compare(bytes.loss, uninterrupted.loss)).toBe(0);
+  });
+});
