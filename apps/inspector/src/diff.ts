@@ -4,8 +4,7 @@
  * (role, name) — element count whose bytes differ and, for f64 records, the
  * largest |Δ| and the first differing element.
  */
-import type { CheckpointInspection, InspectedDescriptor, InspectedField } from '@llmcp/format';
-import { f64Bits } from './format-text.ts';
+import { f64BitsHex, type CheckpointInspection, type InspectedDescriptor, type InspectedField } from '@llmcp/format';
 
 /** A header field whose values differ (or that only one file has). */
 export interface FieldChange {
@@ -33,7 +32,7 @@ export interface InspectionDiff {
 }
 
 function fieldText(f: InspectedField): string {
-  if (f.type === 'f64' && typeof f.value === 'number') return `${f.value} (${f64Bits(f.value)})`;
+  if (f.type === 'f64' && typeof f.value === 'number') return `${f.value} (${f64BitsHex(f.value)})`;
   return String(f.value);
 }
 
@@ -64,7 +63,7 @@ function compareRecord(a: InspectedDescriptor, b: InspectedDescriptor, bytesA: U
       const y = vb.getFloat64(8 * i, true);
       const d = Math.abs(x - y);
       maxAbsDelta = Number.isNaN(d) || Number.isNaN(maxAbsDelta) ? Number.NaN : Math.max(maxAbsDelta, d);
-      first ??= `[${i}] ${f64Bits(x)} → ${f64Bits(y)}`;
+      first ??= `[${i}] ${f64BitsHex(x)} → ${f64BitsHex(y)}`;
     } else {
       first ??= `[${i}]`;
     }

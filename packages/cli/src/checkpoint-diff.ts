@@ -4,8 +4,7 @@
  * |Δ| and the first differing element with both bit patterns — and whether
  * the files are bit-identical.
  */
-import type { DecodedCheckpoint, NamedTensor } from '@llmcp/format';
-import { f64Bits } from './internal/text.ts';
+import { f64BitsHex, f64Text, f64ToBits, hexBytes, u64Hex, type DecodedCheckpoint, type NamedTensor } from '@llmcp/format';
 
 /** One header field whose values differ. */
 export interface FieldDifference {
@@ -50,9 +49,6 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
-const BITS_A = new DataView(new ArrayBuffer(8));
-const BITS_B = new DataView(new ArrayBuffer(8));
-
 function compareTensor(kind: TensorKind, name: string, a: NamedTensor | undefined, b: NamedTensor | undefined): TensorDifference {
   const base = { kind, name, shapeA: a?.shape ?? null, shapeB: b?.shape ?? null };
   if (a === undefined) return { ...base, status: 'only-in-b', elements: 0, differing: 0, maxAbsDelta: 0, first: null };
@@ -64,20 +60,14 @@ function compareTensor(kind: TensorKind, name: string, a: NamedTensor | undefine
   for (let i = 0; i < a.data.length; i++) {
     const x = a.data[i] as number;
     const y = b.data[i] as number;
-    BITS_A.setFloat64(0, x, true);
-    BITS_B.setFloat64(0, y, true);
-    if (BITS_A.getBigUint64(0, true) === BITS_B.getBigUint64(0, true)) continue;
+    if (f64ToBits(x) === f64ToBits(y)) continue;
     differing += 1;
-    first ??= { index: i, a: f64Bits(x), b: f64Bits(y) };
+    first ??= { index: i, a: f64BitsHex(x), b: f64BitsHex(y) };
     const delta = Math.abs(x - y);
     if (Number.isNaN(delta) || Number.isNaN(maxAbsDelta)) maxAbsDelta = Number.NaN;
     else if (delta > maxAbsDelta) maxAbsDelta = delta;
   }
   return { ...base, status: differing === 0 ? 'identical' : 'different', elements: a.data.length, differing, maxAbsDelta, first };
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 function tokenizerFields(a: DecodedCheckpoint, b: DecodedCheckpoint, out: FieldDifference[]): void {
@@ -87,8 +77,8 @@ function tokenizerFields(a: DecodedCheckpoint, b: DecodedCheckpoint, out: FieldD
     out.push({ field: 'tokenizer.kind', a: ta.kind, b: tb.kind });
     return;
   }
-  const listA = ta.kind === 'literal' ? ta.pieces.map(hex) : ta.pairs.map(([l, r]) => `${l},${r}`);
-  const listB = tb.kind === 'literal' ? tb.pieces.map(hex) : tb.pairs.map(([l, r]) => `${l},${r}`);
+  const listA = ta.kind === 'literal' ? ta.pieces.map((p) => hexBytes(p, '')) : ta.pairs.map(([l, r]) => `${l},${r}`);
+  const listB = tb.kind === 'literal' ? tb.pieces.map((p) => hexBytes(p, '')) : tb.pairs.map(([l, r]) => `${l},${r}`);
   const label = ta.kind === 'literal' ? 'tokenizer.pieces' : 'tokenizer.pairs';
   if (listA.length !== listB.length) out.push({ field: `${label}.length`, a: String(listA.length), b: String(listB.length) });
   const n = Math.min(listA.length, listB.length);
@@ -120,13 +110,13 @@ export function diffCheckpoints(a: DecodedCheckpoint, b: DecodedCheckpoint, byte
   const field = (name: string, x: string, y: string): void => {
     if (x !== y) fields.push({ field: name, a: x, b: y });
   };
-  const f64 = (x: number): string => `${Object.is(x, -0) ? '-0' : x} (${f64Bits(x)})`;
+  const f64 = (x: number): string => `${f64Text(x)} (${f64BitsHex(x)})`;
   field('file length', String(a.layout.fileLength), String(b.layout.fileLength));
   field('header_bytes', String(a.layout.headerBytes), String(b.layout.headerBytes));
   field('payload_bytes', String(a.layout.payloadBytes), String(b.layout.payloadBytes));
   field('checksum', a.layout.checksumLabel, b.layout.checksumLabel);
   field('selected step', String(a.selectedStep), String(b.selectedStep));
-  field('sampling RNG state', `0x${a.samplingRngState.toString(16).padStart(16, '0')}`, `0x${b.samplingRngState.toString(16).padStart(16, '0')}`);
+  field('sampling RNG state', u64Hex(a.samplingRngState), u64Hex(b.samplingRngState));
   tokenizerFields(a, b, fields);
   for (const key of ['vocabularySize', 'modelWidth', 'heads', 'feedForwardWidth', 'layers', 'maxPositions'] as const) field(`decoder.${key}`, String(a.decoder[key]), String(b.decoder[key]));
   for (const key of ['ropeBase', 'rmsEpsilon'] as const) field(`decoder.${key}`, f64(a.decoder[key]), f64(b.decoder[key]));

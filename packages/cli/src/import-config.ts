@@ -19,7 +19,7 @@
  * `groups` may be null (decay applies to every parameter). `llmcp export --to
  * andrea-bin --config-out <file>` writes this document for a checkpoint.
  */
-import { decodeCheckpoint, isFormatError, type CheckpointState } from '@llmcp/format';
+import { decodeCheckpoint, f64BitsHex, f64FromBits, isFormatError, type CheckpointState } from '@llmcp/format';
 import { tokenizerFromJSON, tokenizerFromState } from '@llmcp/tokenizer';
 import { z } from 'zod';
 import type { AndreaImportConfig } from './andrea-bin.ts';
@@ -31,27 +31,15 @@ export const ANDREA_IMPORT_FORMAT = 'llmcp-andrea-import/1';
 const size = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const BITS = /^0x[0-9a-f]{16}$/;
 
-function fromBits(text: string): number {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setBigUint64(0, BigInt(text), true);
-  return view.getFloat64(0, true);
-}
-
-function toBits(value: number): string {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, value, true);
-  return `0x${view.getBigUint64(0, true).toString(16).padStart(16, '0')}`;
-}
-
 /** An f64 as a JSON number, or as its exact bit pattern `0x` + 16 hex digits (needed for −0). */
 const finite = z
   .union([z.number(), z.string().regex(BITS, 'expected a number or 0x followed by 16 lowercase hex digits')])
-  .transform((v) => (typeof v === 'string' ? fromBits(v) : v))
+  .transform((v) => (typeof v === 'string' ? f64FromBits(BigInt(v)) : v))
   .refine(Number.isFinite, 'expected a finite number');
 
 function f64Json(value: number): number | string {
   // JSON numbers keep every finite f64 exactly except the sign of −0.
-  return Object.is(value, -0) ? toBits(value) : value;
+  return Object.is(value, -0) ? f64BitsHex(value) : value;
 }
 
 const schema = z.strictObject({

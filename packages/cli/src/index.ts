@@ -9,8 +9,8 @@ export { colorEnabled, colorsFor } from './context.ts';
 export type { CliContext, CliStream, Colors } from './context.ts';
 export { CliError, isCliError, CLI_ERROR_CODES, EXIT_CODES } from './errors.ts';
 export type { CliErrorCode, CliErrorContext, ExitCode } from './errors.ts';
-export { INSPECT_SCHEMA_ID, inspectReportJson, renderInspectReport, prefixSpans } from './inspect-report.ts';
-export type { DescriptorJson, F64Json, FieldJson, InspectReportJson, InspectTextOptions, PrefixSpanJson } from './inspect-report.ts';
+export { INSPECT_SCHEMA_ID, inspectReportJson } from './inspect-report.ts';
+export type { DescriptorJson, F64Json, FieldJson, InspectReportJson, PrefixSpanJson } from './inspect-report.ts';
 export { diffCheckpoints } from './checkpoint-diff.ts';
 export type { CheckpointDiff, FieldDifference, TensorDifference, TensorKind } from './checkpoint-diff.ts';
 export {

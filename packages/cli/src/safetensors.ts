@@ -12,7 +12,7 @@
  * where structured): tokenizer, decoder and AdamW configuration, groups, step,
  * beta powers, sampling RNG state and the source checksum.
  */
-import { checksumLabel, type CheckpointState } from '@llmcp/format';
+import { checksumLabel, f64BitsHex, u64Hex, type CheckpointState } from '@llmcp/format';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { CliError } from './errors.ts';
 
@@ -35,12 +35,6 @@ export const SAFETENSORS_FIRST_MOMENT_PREFIX = 'adamw.m.';
 export const SAFETENSORS_SECOND_MOMENT_PREFIX = 'adamw.v.';
 /** `__metadata__.format` value of an llmcp export. */
 export const SAFETENSORS_METADATA_FORMAT = 'llmcp-safetensors/1';
-
-function f64BitsHex(value: number): string {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, value, true);
-  return `0x${view.getBigUint64(0, true).toString(16).padStart(16, '0')}`;
-}
 
 /**
  * The metadata an export carries (all values strings, as the format requires).
@@ -67,7 +61,7 @@ export function safetensorsMetadata(state: CheckpointState, options: Safetensors
     adamw_beta1_power: f64BitsHex(o.beta1Power),
     adamw_beta2_power: f64BitsHex(o.beta2Power),
     selected_step: state.selectedStep.toString(),
-    sampling_rng_state: `0x${state.samplingRngState.toString(16).padStart(16, '0')}`,
+    sampling_rng_state: u64Hex(state.samplingRngState),
     parameter_order: JSON.stringify(state.parameters.map((p) => p.name)),
     moments: options.moments === true ? (o.moments.length === 0 ? 'none at step 0' : `${SAFETENSORS_FIRST_MOMENT_PREFIX}<name>, ${SAFETENSORS_SECOND_MOMENT_PREFIX}<name>`) : 'not exported',
   };

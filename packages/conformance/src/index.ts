@@ -4,7 +4,7 @@ export { runConformanceSuite, listConformanceCases, firstJsonDifference } from '
 export type { CaseResult, ConformanceCase, ConformanceReport, SuiteOptions } from './suite.ts';
 export { loadManifest, loadFixture, fixturesDirectory, sha256Hex } from './manifest.ts';
 export type { ConformanceManifest, ExpectedOutcome, ManifestCase, ManifestGolden } from './manifest.ts';
-export { summarizeCheckpoint, f64Bits, tensorHash } from './summary.ts';
+export { summarizeCheckpoint, tensorHash } from './summary.ts';
 export type { CheckpointSummary, TensorSummary } from './summary.ts';
 export { parseRawCheckpoint, serializeRawCheckpoint, rawChecksum, withRawChecksum, f64Bytes, withF64, utf8 } from './raw-checkpoint.ts';
 export type { RawCheckpoint, RawRecord, SerializeOptions } from './raw-checkpoint.ts';

@@ -24,7 +24,7 @@ export async function conformanceReport(directory: string = fixturesDirectory())
   lines.push(`golden fixture: ${path.join(directory, manifest.golden.file)}`);
   lines.push(`  size ${golden.length} bytes (manifest ${manifest.golden.size}), sha256 ${sha256Hex(golden)} (${sha256Hex(golden) === manifest.golden.sha256 ? 'matches manifest' : 'DIFFERS from manifest'})`, '');
   const inspection = inspectCheckpoint(golden);
-  lines.push(renderInspection(inspection), '');
+  lines.push(renderInspection(golden, { inspection, file: manifest.golden.file }));
   if (inspection.verdict.valid) {
     const again = encodeCheckpoint(inspection.verdict.checkpoint);
     const identical = again.length === golden.length && again.every((b, i) => b === golden[i]);

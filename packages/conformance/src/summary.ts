@@ -4,7 +4,7 @@
  * FNV-1a 64 of its little-endian bytes. Two implementations agree on a file
  * exactly when their summaries are equal.
  */
-import { checksumLabel, fnv1a64, type CheckpointState } from '@llmcp/format';
+import { checksumLabel, f64BitsHex, f64Bytes, fnv1a64, hexBytes, u64Hex, type CheckpointState } from '@llmcp/format';
 
 /** Summary of one tensor. */
 export interface TensorSummary {
@@ -47,30 +47,12 @@ export interface CheckpointSummary {
 }
 
 /**
- * Bit pattern of an f64 as `0x` + 16 hex digits.
- * @param value - the number.
- * @returns e.g. `0x3ff0000000000000`.
- */
-export function f64Bits(value: number): string {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, value);
-  return `0x${view.getBigUint64(0).toString(16).padStart(16, '0')}`;
-}
-
-/**
  * FNV-1a label of f64 values as little-endian bytes.
  * @param values - tensor data.
  * @returns `fnv1a64:%016x`.
  */
 export function tensorHash(values: Float64Array): string {
-  const bytes = new Uint8Array(values.length * 8);
-  const view = new DataView(bytes.buffer);
-  values.forEach((v, i) => view.setFloat64(8 * i, v, true));
-  return checksumLabel(fnv1a64(bytes));
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
+  return checksumLabel(fnv1a64(f64Bytes(values)));
 }
 
 /**
@@ -82,7 +64,7 @@ export function summarizeCheckpoint(state: CheckpointState): CheckpointSummary {
   const d = state.decoder;
   const o = state.optimizer;
   return {
-    tokenizer: state.tokenizer.kind === 'literal' ? { kind: 'literal', piecesHex: state.tokenizer.pieces.map(hex) } : { kind: 'bpe', pairs: state.tokenizer.pairs.map(([l, r]) => [l, r] as const) },
+    tokenizer: state.tokenizer.kind === 'literal' ? { kind: 'literal', piecesHex: state.tokenizer.pieces.map((p) => hexBytes(p)) } : { kind: 'bpe', pairs: state.tokenizer.pairs.map(([l, r]) => [l, r] as const) },
     decoder: {
       vocabularySize: d.vocabularySize,
       modelWidth: d.modelWidth,
@@ -90,23 +72,23 @@ export function summarizeCheckpoint(state: CheckpointState): CheckpointSummary {
       feedForwardWidth: d.feedForwardWidth,
       layers: d.layers,
       maxPositions: d.maxPositions,
-      ropeBaseBits: f64Bits(d.ropeBase),
-      rmsEpsilonBits: f64Bits(d.rmsEpsilon),
+      ropeBaseBits: f64BitsHex(d.ropeBase),
+      rmsEpsilonBits: f64BitsHex(d.rmsEpsilon),
     },
     optimizer: {
-      learningRateBits: f64Bits(o.config.learningRate),
-      beta1Bits: f64Bits(o.config.beta1),
-      beta2Bits: f64Bits(o.config.beta2),
-      epsilonBits: f64Bits(o.config.epsilon),
-      weightDecayBits: f64Bits(o.config.weightDecay),
+      learningRateBits: f64BitsHex(o.config.learningRate),
+      beta1Bits: f64BitsHex(o.config.beta1),
+      beta2Bits: f64BitsHex(o.config.beta2),
+      epsilonBits: f64BitsHex(o.config.epsilon),
+      weightDecayBits: f64BitsHex(o.config.weightDecay),
       groups: o.groups === null ? null : { decay: [...o.groups.decay], noDecay: [...o.groups.noDecay] },
       step: o.step.toString(),
-      beta1PowerBits: f64Bits(o.beta1Power),
-      beta2PowerBits: f64Bits(o.beta2Power),
+      beta1PowerBits: f64BitsHex(o.beta1Power),
+      beta2PowerBits: f64BitsHex(o.beta2Power),
       moments: o.moments.map((m) => ({ name: m.name, shape: [...m.shape], first: tensorHash(m.first), second: tensorHash(m.second) })),
     },
     selectedStep: state.selectedStep.toString(),
-    samplingRngState: `0x${state.samplingRngState.toString(16).padStart(16, '0')}`,
+    samplingRngState: u64Hex(state.samplingRngState),
     parameters: state.parameters.map((p) => ({ name: p.name, shape: [...p.shape], fnv1a64: tensorHash(p.data) })),
   };
 }

@@ -16,7 +16,7 @@
  * Rollover happens as soon as an epoch's last batch is taken, so the state
  * saved after any step already holds the next batch's epoch order.
  */
-import { SplitMix64 } from '@llmcp/format';
+import { SplitMix64, u64Hex } from '@llmcp/format';
 import { DATA_ERROR_CODES, DataError } from './errors.ts';
 import { shuffleInPlace } from './shuffle.ts';
 import { requirePositiveInteger } from './windows.ts';
@@ -224,7 +224,7 @@ export class UpdateBatches {
       shuffled: s.shuffled,
       epoch: s.epoch,
       cursor: s.cursor,
-      rngState: s.rngState === null ? null : `0x${s.rngState.toString(16).padStart(16, '0')}`,
+      rngState: s.rngState === null ? null : u64Hex(s.rngState),
       order: Array.from(s.order),
     };
   }

@@ -5,6 +5,7 @@
  * files carry values far above 2^53.
  */
 import { validateAdamWConfig, validateGroups, type LocatedName } from './adamw-rules.ts';
+import { hexBytes } from './bits.ts';
 import { ByteReader } from './byte-reader.ts';
 import { FormatError } from './errors.ts';
 import {
@@ -131,7 +132,7 @@ export function parseFixedHeader(head: Uint8Array, fileLength: number): FixedHea
   }
   for (let i = 0; i < MAGIC.length; i++) {
     if (head[i] !== MAGIC[i]) {
-      const found = Array.from(head.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join(' ');
+      const found = hexBytes(head.subarray(0, 8));
       throw new FormatError('FORMAT_BAD_MAGIC', `bad magic at offset 0: expected 4c 4c 4d 43 50 33 35 00 ("LLMCP35\\0"), found ${found}`, {
         reason: 'magic',
         offset: i,
@@ -367,7 +368,7 @@ function lossy(raw: Uint8Array): string {
 }
 
 function invalidUtf8(field: string, offset: number, raw: Uint8Array): FormatError {
-  const found = Array.from(raw.subarray(0, 32), (b) => b.toString(16).padStart(2, '0')).join(' ');
+  const found = hexBytes(raw.subarray(0, 32));
   return new FormatError('FORMAT_INVALID_UTF8', `${field} at offset ${offset} is not valid UTF-8: found bytes ${found}${raw.length > 32 ? ' …' : ''}`, {
     reason: 'invalid-utf8',
     offset,

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { goldenBytes } from '../test/fixtures/golden-6330.ts';
 import { buildFile, fixChecksum, openFile } from '../test/helpers/raw-file.ts';
-import { inspectCheckpoint } from './inspect.ts';
-import { renderInspection } from './inspect-text.ts';
+import { decodeCheckpoint } from './decode.ts';
+import { isFormatError } from './errors.ts';
+import { formatErrorData, inspectCheckpoint } from './inspect.ts';
 
 const GOLDEN = goldenBytes();
 
@@ -58,15 +59,28 @@ describe('inspectCheckpoint', () => {
     expect(r.descriptors).toHaveLength(38);
     expect(r.descriptors[37]!.checks.withinFile).toBe(false);
   });
+});
 
-  it('renders a text report with the verdict, fields and descriptor table', () => {
-    const text = renderInspection(inspectCheckpoint(GOLDEN), { maxDescriptors: 6 });
-    expect(text).toContain('verdict: VALID (fnv1a64:2b8b6097eaed6a91)');
-    expect(text).toContain('beta1 power');
-    expect(text).toContain('0.43046721000000016 (bits 0x3fdb8cc6573cd2c7)');
-    expect(text).toContain('sampling RNG state                  11400714819323198520 (0x9e3779b97f4a7c38)');
-    expect(text).toContain('… 32 more');
-    const bad = renderInspection(inspectCheckpoint(GOLDEN.slice(0, 37)));
-    expect(bad).toContain('verdict: INVALID FORMAT_TRUNCATED (Truncated: fixed-header) at offset 0');
+describe('formatErrorData', () => {
+  it('copies code, category, reason, message and the context fields present into plain JSON-able data', () => {
+    const b = GOLDEN.slice();
+    b[6000] = (b[6000] as number) ^ 0xff;
+    let caught: unknown;
+    try {
+      decodeCheckpoint(b);
+    } catch (e) {
+      caught = e;
+    }
+    if (!isFormatError(caught)) throw new Error('expected a FormatError');
+    const data = formatErrorData(caught);
+    const { code, category, reason, message, offset, field, recordName, recordIndex, elementIndex, expected, found } = caught;
+    expect(data).toEqual({ code, category, reason, message, offset, field, recordName, recordIndex, elementIndex, expected, found });
+    expect(Object.values(data)).not.toContain(undefined);
+    expect(data).toMatchObject({ code: 'FORMAT_CHECKSUM_MISMATCH', offset: 30 });
+    expect(Object.getPrototypeOf(data)).toBe(Object.prototype);
+    expect(JSON.parse(JSON.stringify(data))).toEqual(data);
+    // The same shape as the verdict of an inspection of the same bytes.
+    const r = inspectCheckpoint(b);
+    expect(r.verdict.valid ? null : r.verdict.error).toEqual(data);
   });
 });

@@ -8,7 +8,8 @@ import { FormatError, isFormatError, type FormatErrorCategory, type FormatErrorC
 import { checksumLabel, fnv1a64 } from './fnv1a64.ts';
 import { checkedByteLength } from './geometry.ts';
 import { parseFixedHeader, parseVariableHeader, type FixedHeader, type HeaderFieldTrace, type HeaderFieldType, type PartialHeader, type RawDecoderConfig } from './header.ts';
-import { fileChecksum, hexBytes } from './internal/bytes.ts';
+import { hexBytes } from './bits.ts';
+import { fileChecksum } from './internal/bytes.ts';
 import type { DecodedCheckpoint } from './layout.ts';
 import { CHECKSUM_OFFSET, DTYPE_WIDTHS, FIXED_HEADER_BYTES, TOKENIZER_KIND_NAMES, U64_MAX, type RecordDType, type RecordRole } from './tags.ts';
 import type { AdamWConfig } from './types.ts';
@@ -129,22 +130,38 @@ export interface CheckpointInspection {
 }
 
 /**
+ * The plain-data (JSON-able) form of a {@link FormatError}: code, category,
+ * reason, message and whichever context fields it carries — the shape of the
+ * errors in a {@link CheckpointInspection} (for JSON reports such as
+ * `llmcp verify --json`).
+ *
+ * @param e - a FormatError (e.g. caught from `decodeCheckpoint`).
+ * @returns a fresh plain object; `JSON.stringify` keeps every field.
+ * @example
+ * ```ts
+ * try { decodeCheckpoint(bytes); } catch (e) { if (isFormatError(e)) console.log(JSON.stringify(formatErrorData(e))); }
+ * ```
+ */
+export function formatErrorData(e: FormatError): InspectionError {
+  const out: { -readonly [K in keyof InspectionError]: InspectionError[K] } = { code: e.code, category: e.category, reason: e.reason, message: e.message };
+  if (e.offset !== undefined) out.offset = e.offset;
+  if (e.field !== undefined) out.field = e.field;
+  if (e.recordName !== undefined) out.recordName = e.recordName;
+  if (e.recordIndex !== undefined) out.recordIndex = e.recordIndex;
+  if (e.elementIndex !== undefined) out.elementIndex = e.elementIndex;
+  if (e.expected !== undefined) out.expected = e.expected;
+  if (e.found !== undefined) out.found = e.found;
+  return out;
+}
+
+/**
  * @param e - a caught error.
  * @returns its plain-data summary (non-FormatErrors become FORMAT_LIMIT_EXCEEDED with reason `internal`).
  */
 export function inspectionError(e: unknown): InspectionError {
-  const err: FormatError = isFormatError(e)
-    ? e
-    : new FormatError('FORMAT_LIMIT_EXCEEDED', `unexpected failure: ${e instanceof Error ? e.message : String(e)}`, { reason: 'internal' });
-  const out: { -readonly [K in keyof InspectionError]: InspectionError[K] } = { code: err.code, category: err.category, reason: err.reason, message: err.message };
-  if (err.offset !== undefined) out.offset = err.offset;
-  if (err.field !== undefined) out.field = err.field;
-  if (err.recordName !== undefined) out.recordName = err.recordName;
-  if (err.recordIndex !== undefined) out.recordIndex = err.recordIndex;
-  if (err.elementIndex !== undefined) out.elementIndex = err.elementIndex;
-  if (err.expected !== undefined) out.expected = err.expected;
-  if (err.found !== undefined) out.found = err.found;
-  return out;
+  return formatErrorData(
+    isFormatError(e) ? e : new FormatError('FORMAT_LIMIT_EXCEEDED', `unexpected failure: ${e instanceof Error ? e.message : String(e)}`, { reason: 'internal' }),
+  );
 }
 
 function field(bytes: Uint8Array, name: string, offset: number, width: number, type: InspectedField['type'], value: bigint | number | string): InspectedField {

@@ -4,6 +4,7 @@
  * in the reference's order. Used by the in-memory decoder, the streaming
  * loader and (on the records it plans) the encoder.
  */
+import { f64BitsHex } from './bits.ts';
 import { validateBetaPowers, validateGroupCoverage, validateStatePresence } from './adamw-rules.ts';
 import { validateDecoderConfig, validateModelShapes, type ModelRecordShape } from './decoder-rules.ts';
 import { FormatError } from './errors.ts';
@@ -74,12 +75,6 @@ function firstNonFiniteFrom(values: Float64Array, from: number): number {
 function firstNegative(values: Float64Array): number {
   for (let i = 0; i < values.length; i++) if ((values[i] as number) < 0) return i;
   return -1;
-}
-
-function bitsHex(value: number): string {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setFloat64(0, value);
-  return `0x${view.getBigUint64(0).toString(16).padStart(16, '0')}`;
 }
 
 function elementOffset(d: RawDescriptor, index: number, width: number): number {
@@ -258,7 +253,7 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
     }
     const bad = firstNonFinite(data);
     if (bad >= 0) {
-      throw new FormatError('FORMAT_INVALID_PARAMETER', `parameter "${d.name}" element ${bad} at offset ${elementOffset(d, bad, 8)} is ${data[bad]} (bits ${bitsHex(data[bad] as number)}): expected a finite value`, {
+      throw new FormatError('FORMAT_INVALID_PARAMETER', `parameter "${d.name}" element ${bad} at offset ${elementOffset(d, bad, 8)} is ${data[bad]} (bits ${f64BitsHex(data[bad] as number)}): expected a finite value`, {
         reason: 'non-finite-parameter',
         offset: elementOffset(d, bad, 8),
         recordIndex: d.index,

@@ -1,7 +1,7 @@
 /**
  * The reference's logits fingerprint (training.md §8).
  */
-import { Fnv1a64 } from '@llmcp/format';
+import { f64Bytes, fnv1a64 } from '@llmcp/format';
 
 /**
  * 64-bit FNV-1a over the little-endian bytes of each f64 bit pattern, in order.
@@ -14,8 +14,5 @@ import { Fnv1a64 } from '@llmcp/format';
  * ```
  */
 export function logitsFingerprint(values: ArrayLike<number>): bigint {
-  const bytes = new Uint8Array(values.length * 8);
-  const view = new DataView(bytes.buffer);
-  for (let i = 0; i < values.length; i++) view.setFloat64(i * 8, values[i] as number, true);
-  return new Fnv1a64().update(bytes).digest();
+  return fnv1a64(f64Bytes(values));
 }

@@ -2,7 +2,7 @@
  * AdamW exactly as the reference computes it (training.md §6), over the
  * model's flat parameter array: one loop in model order.
  */
-import type { AdamWConfig, AdamWState, MomentState, ParameterGroups } from '@llmcp/format';
+import { f64ToBits, type AdamWConfig, type AdamWState, type MomentState, type ParameterGroups } from '@llmcp/format';
 import type { ParameterEntry, ParameterLayout } from '@llmcp/model';
 import type { ClipResult, GradientTransform } from './clip.ts';
 import { OptimError } from './errors.ts';
@@ -43,11 +43,6 @@ export interface AdamWStepOptions {
 }
 
 const ONE_BITS = 0x3ff0000000000000n;
-const bitsView = new DataView(new ArrayBuffer(8));
-function bitsOf(x: number): bigint {
-  bitsView.setFloat64(0, x);
-  return bitsView.getBigUint64(0);
-}
 
 function checkConfig(config: AdamWConfig): AdamWConfig {
   if (typeof config !== 'object' || config === null) throw new TypeError('AdamW config must be an object');
@@ -332,7 +327,7 @@ export class AdamW {
     const b2 = state.beta2Power;
     const moments = state.moments;
     if (step === 0n) {
-      if (bitsOf(b1) !== ONE_BITS || bitsOf(b2) !== ONE_BITS) fail('OPTIM_INVALID_STATE', `beta powers at step 0 must be exactly 1.0, found ${b1} and ${b2}`);
+      if (f64ToBits(b1) !== ONE_BITS || f64ToBits(b2) !== ONE_BITS) fail('OPTIM_INVALID_STATE', `beta powers at step 0 must be exactly 1.0, found ${b1} and ${b2}`);
       if (moments.length !== 0) fail('OPTIM_INVALID_STATE', `step 0 must have no moments, found ${moments.length}`);
     } else {
       for (const [label, p] of [['beta1Power', b1], ['beta2Power', b2]] as const) {

@@ -4,6 +4,7 @@
  *
  * Used for tokenizer identities and, by the trainer, for input identities.
  */
+import { hexBytes } from '@llmcp/format';
 
 const K = new Uint32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
@@ -141,17 +142,13 @@ export class Sha256 {
   }
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
 /**
- * Lowercase hex spelling of bytes.
+ * Lowercase hex spelling of bytes (`hexBytes(bytes, '')` of `@llmcp/format`).
  * @param bytes - the data.
  * @returns two lowercase hex digits per byte.
  */
 export function toHex(bytes: Uint8Array): string {
-  let out = '';
-  for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i] as number] as string;
-  return out;
+  return hexBytes(bytes, '');
 }
 
 /**

@@ -27,7 +27,7 @@ export {
 } from './config.ts';
 export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig } from './config.ts';
 export { CH33_CONFIG_INPUT, ch33Config } from './presets.ts';
-export { JOB_FORMAT, sealJob, encodeJob, decodeJob, u64Hex } from './job.ts';
+export { JOB_FORMAT, sealJob, encodeJob, decodeJob } from './job.ts';
 export type { Job, JobBody, InputIdentity, EvaluationRecord } from './job.ts';
 export {
   RUN_FILES,

@@ -1,7 +1,8 @@
+import { u64Hex } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { isTrainerError } from './errors.ts';
-import { decodeJob, encodeJob, sealJob, u64Hex, type JobBody } from './job.ts';
+import { decodeJob, encodeJob, sealJob, type JobBody } from './job.ts';
 import { ch33Config } from './presets.ts';
 
 const sha = (c: string): string => `sha256:${c.repeat(64)}`;

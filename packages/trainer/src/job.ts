@@ -188,23 +188,3 @@ export function decodeJob(bytes: Uint8Array, where = 'job.json'): Job {
   }
   return { ...(parsed.data as unknown as Job), config };
 }
-
-/**
- * Formats a u64 as `0x` + 16 lowercase hex digits.
- *
- * @param value - a bigint in [0, 2^64).
- * @returns the hex text.
- */
-export function u64Hex(value: bigint): string {
-  return `0x${value.toString(16).padStart(16, '0')}`;
-}
-
-/**
- * Parses `0x` + 16 hex digits.
- *
- * @param text - the hex text.
- * @returns the bigint.
- */
-export function parseU64Hex(text: string): bigint {
-  return BigInt(text);
-}

@@ -16,10 +16,10 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { decodeCheckpoint, type CheckpointState } from '@llmcp/format';
+import { decodeCheckpoint, u64Hex, type CheckpointState } from '@llmcp/format';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
-import { decodeJob, u64Hex, type Job } from './job.ts';
+import { decodeJob, type Job } from './job.ts';
 import { sha256Hex } from './internal/canonical-json.ts';
 import { discardEntry, fsyncDirectory, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 

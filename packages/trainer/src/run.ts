@@ -17,13 +17,13 @@
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { SplitMix64 } from '@llmcp/format';
+import { SplitMix64, u64Hex } from '@llmcp/format';
 import { CheckpointSaver, type SaveMode } from './background-saver.ts';
 import { diffConfig, isCheckpointStep, isValidationStep, learningRateAt, type TrainerConfig } from './config.ts';
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
-import { JOB_FORMAT, u64Hex, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
+import { JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
 import { LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
 import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
 import { checkpointsDir, chooseCheckpoint, resumeCandidates, RUN_FILES, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';

@@ -5,11 +5,10 @@
  * from `state.llmcp` alone. The stream then continues from the state after the
  * audit.
  */
-import { SplitMix64, type CheckpointState } from '@llmcp/format';
+import { SplitMix64, u64Hex, type CheckpointState } from '@llmcp/format';
 import { Decoder, generate, type SamplingMode } from '@llmcp/model';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
-import { u64Hex } from './job.ts';
 
 /** What an audit generates. */
 export interface SampleAuditSettings {

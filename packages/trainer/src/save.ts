@@ -6,9 +6,9 @@
  * retention, write `samples.json`.
  */
 import path from 'node:path';
-import { checksumLabel, encodeCheckpoint, fnv1a64, type CheckpointState } from '@llmcp/format';
+import { checksumLabel, encodeCheckpoint, fnv1a64, u64Hex, type CheckpointState } from '@llmcp/format';
 import { writeFileAtomic } from '@llmcp/format/node';
-import { encodeJob, sealJob, u64Hex, type JobBody } from './job.ts';
+import { encodeJob, sealJob, type JobBody } from './job.ts';
 import { applyRetention, RUN_FILES, stepSlotName, writeSlot, type PublishHook, type RetentionResult } from './run-directory.ts';
 import { canonicalJson, sha256Hex } from './internal/canonical-json.ts';
 import { fsyncFile } from './internal/durable-fs.ts';

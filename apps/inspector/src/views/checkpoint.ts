@@ -4,9 +4,9 @@
  * audit, tokenizer, configuration and optimizer state, per-tensor statistics,
  * and — for a damaged file — where parsing stopped.
  */
-import type { CheckpointInspection, InspectedDescriptor, InspectedField, InspectionError } from '@llmcp/format';
+import { f64BitsHex, f64Text, hexBytes, quotedBytes, spellBpeMerges, u64Hex, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format';
 import { h, s, section, table } from '../dom.ts';
-import { bytesText, f64Bits, f64Text, hexBytes, quotedBytes, short, u64Hex } from '../format-text.ts';
+import { bytesText, short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';
 import { f64Stats, HISTOGRAM_BINS } from '../stats.ts';
 import { byteMap } from './byte-map.ts';
@@ -33,7 +33,7 @@ function verdictBanner(i: CheckpointInspection): HTMLElement {
 }
 
 function valueText(f: InspectedField): string {
-  if (f.type === 'f64' && typeof f.value === 'number') return `${f64Text(f.value)}  (bits ${f64Bits(f.value)})`;
+  if (f.type === 'f64' && typeof f.value === 'number') return `${f64Text(f.value)}  (bits ${f64BitsHex(f.value)})`;
   if (typeof f.value === 'bigint') return f.value > 0xffffffffn ? `${f.value} (${u64Hex(f.value)})` : String(f.value);
   return f.type === 'string' ? JSON.stringify(f.value) : String(f.value);
 }
@@ -139,26 +139,10 @@ function tokenizerView(o: OpenedCheckpoint): HTMLElement | null {
   }
   if (t.kind === 'bpe' && slice[0] !== undefined && slice[0].dtype === 'u32') {
     const d = slice[0];
-    const view = new DataView(o.bytes.buffer, o.bytes.byteOffset + Number(d.offset), Number(d.byteLength));
-    const spelled: Uint8Array[] = [];
-    for (let b = 0; b < 256; b++) spelled.push(Uint8Array.of(b));
-    const total = Math.floor(view.byteLength / 8);
-    const rows: (string | HTMLElement)[][] = [];
-    for (let r = 0; r < total; r++) {
-      const left = view.getUint32(8 * r, true);
-      const right = view.getUint32(8 * r + 4, true);
-      const a = spelled[left];
-      const b = spelled[right];
-      if (a === undefined || b === undefined) {
-        rows.push([String(r), String(258 + r), String(left), String(right), h('span', { class: 'bad-text' }, 'unknown operand')]);
-        break;
-      }
-      const joined = new Uint8Array(a.length + b.length);
-      joined.set(a);
-      joined.set(b, a.length);
-      spelled.push(joined);
-      if (r < MAX_ROWS) rows.push([String(r), String(258 + r), `${left} ${quotedBytes(a)}`, `${right} ${quotedBytes(b)}`, quotedBytes(joined)]);
-    }
+    const { total, merges, unknownOperand: u, spellingStoppedAt } = spellBpeMerges(o.bytes.subarray(Number(d.offset), Number(d.end)), MAX_ROWS);
+    const rows: (string | HTMLElement)[][] = merges.map((m) => [String(m.rank), String(258 + m.rank), `${m.left} ${quotedBytes(m.leftBytes)}`, `${m.right} ${quotedBytes(m.rightBytes)}`, quotedBytes(m.bytes)]);
+    if (spellingStoppedAt !== null) rows.push([String(spellingStoppedAt), String(258 + spellingStoppedAt), '', '', h('span', { class: 'bad-text' }, 'spellings too long to show from here on')]);
+    if (u !== null) rows.push([String(u.rank), String(258 + u.rank), String(u.left), String(u.right), h('span', { class: 'bad-text' }, 'unknown operand')]);
     return section(
       `${title}, ${total} merges`,
       { 'data-role': 'tokenizer' },
@@ -175,17 +159,17 @@ function configView(i: CheckpointInspection): HTMLElement | null {
   const d = i.decoder;
   if (d !== null) {
     rows.push(['vocabulary size', String(d.vocabularySize)], ['model width', String(d.modelWidth)], ['heads', String(d.heads)], ['feed-forward width', String(d.feedForwardWidth)]);
-    rows.push(['layers', String(d.layers)], ['max positions', String(d.maxPositions)], ['rope base', `${f64Text(d.ropeBase)} (${f64Bits(d.ropeBase)})`], ['rms epsilon', `${f64Text(d.rmsEpsilon)} (${f64Bits(d.rmsEpsilon)})`]);
+    rows.push(['layers', String(d.layers)], ['max positions', String(d.maxPositions)], ['rope base', `${f64Text(d.ropeBase)} (${f64BitsHex(d.ropeBase)})`], ['rms epsilon', `${f64Text(d.rmsEpsilon)} (${f64BitsHex(d.rmsEpsilon)})`]);
   }
   const a = i.adamw;
   if (a !== null) {
-    for (const [k, v] of Object.entries(a) as [string, number][]) rows.push([`AdamW ${k}`, `${f64Text(v)} (${f64Bits(v)})`]);
+    for (const [k, v] of Object.entries(a) as [string, number][]) rows.push([`AdamW ${k}`, `${f64Text(v)} (${f64BitsHex(v)})`]);
   }
   if (i.groupsFlag !== null) rows.push(['parameter groups', i.groups === null ? (i.groupsFlag === 0 ? 'none (decay applies to every parameter)' : `flag ${i.groupsFlag}`) : `decay: ${i.groups.decay.join(', ')} · no decay: ${i.groups.noDecay.join(', ')}`]);
   if (i.optimizerStep !== null) rows.push(['optimizer step', String(i.optimizerStep)]);
   if (i.selectedStep !== null) rows.push(['selected step', String(i.selectedStep)]);
-  if (i.beta1Power !== null) rows.push(['beta1 power', `${f64Text(i.beta1Power)} (${f64Bits(i.beta1Power)})`]);
-  if (i.beta2Power !== null) rows.push(['beta2 power', `${f64Text(i.beta2Power)} (${f64Bits(i.beta2Power)})`]);
+  if (i.beta1Power !== null) rows.push(['beta1 power', `${f64Text(i.beta1Power)} (${f64BitsHex(i.beta1Power)})`]);
+  if (i.beta2Power !== null) rows.push(['beta2 power', `${f64Text(i.beta2Power)} (${f64BitsHex(i.beta2Power)})`]);
   if (i.samplingRngState !== null) rows.push(['sampling RNG (SplitMix64 state)', u64Hex(i.samplingRngState)]);
   if (i.modelParameterCount !== null) rows.push(['records', `${i.modelParameterCount} parameters, ${i.optimizerStateCount ?? '?'} moment pairs, ${i.descriptorCount ?? '?'} descriptors`]);
   if (rows.length === 0) return null;

@@ -4,11 +4,11 @@
  * valid, 1 when it is not.
  */
 import { Command } from 'commander';
-import { inspectCheckpoint } from '@llmcp/format';
+import { inspectCheckpoint, renderInspection } from '@llmcp/format';
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { EXIT_CODES } from '../errors.ts';
-import { inspectReportJson, renderInspectReport } from '../inspect-report.ts';
+import { inspectReportJson } from '../inspect-report.ts';
 import { parsePositiveInteger } from '../internal/arguments.ts';
 import { readInputFile } from '../internal/files.ts';
 
@@ -33,7 +33,8 @@ export function runInspect(ctx: CliContext, file: string, options: InspectOption
   if (options.json === true) {
     ctx.stdout.write(`${JSON.stringify(inspectReportJson(bytes, inspection, file), null, 2)}\n`);
   } else {
-    ctx.stdout.write(renderInspectReport(bytes, inspection, { file, colors: colorsFor(ctx.stdout, ctx.env), tokens: options.tokens ?? 16 }));
+    const c = colorsFor(ctx.stdout, ctx.env);
+    ctx.stdout.write(renderInspection(bytes, { inspection, file, style: { ok: c.green, bad: c.red, dim: c.dim, bold: c.bold }, tokens: options.tokens ?? 16 }));
   }
   return inspection.verdict.valid ? EXIT_CODES.OK : EXIT_CODES.FAILED;
 }

@@ -6,7 +6,7 @@
  * state unless `--seed` gives a new one.
  */
 import { Command } from 'commander';
-import { SplitMix64 } from '@llmcp/format';
+import { hexBytes, quotedBytes, SplitMix64, u64Hex } from '@llmcp/format';
 import type { SamplingMode } from '@llmcp/model';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import type { SetExit } from '../cli.ts';
@@ -14,7 +14,6 @@ import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { parseIdList, parseNonNegativeNumber, parsePositiveInteger, parseU64 } from '../internal/arguments.ts';
 import { readCheckpointFile } from '../internal/files.ts';
-import { quotedBytes, u64Hex } from '../internal/text.ts';
 
 /** Identifier of the JSON document (`schema` member). */
 export const SAMPLE_SCHEMA_ID = 'llmcp-sample/1';
@@ -113,7 +112,7 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
     } catch {
       text = null;
     }
-    samples.push({ promptTokens: prompt, tokens: out.tokens, text, bytesHex: Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(''), stopReason: out.stopReason });
+    samples.push({ promptTokens: prompt, tokens: out.tokens, text, bytesHex: hexBytes(bytes, ''), stopReason: out.stopReason });
   }
   if (options.json === true) {
     const doc = {

@@ -7,13 +7,12 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
-import { decodeCheckpoint, type DecodedCheckpoint, type InspectionError } from '@llmcp/format';
+import { decodeCheckpoint, formatErrorData, isFormatError, type DecodedCheckpoint, type InspectionError } from '@llmcp/format';
 import type { RunVerification } from '@llmcp/trainer';
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { readInputFile, requirePath } from '../internal/files.ts';
-import { formatErrorData } from '../internal/format-error.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
 /** Identifier of the JSON document (`schema` member). */
@@ -57,6 +56,7 @@ function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): numb
   try {
     checkpoint = decodeCheckpoint(bytes);
   } catch (e) {
+    if (!isFormatError(e)) throw e;
     error = formatErrorData(e);
   }
   const c = colorsFor(ctx.stdout, ctx.env);

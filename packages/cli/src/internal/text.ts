@@ -1,56 +1,8 @@
 /**
- * Text formatting shared by the commands: f64 values with their bit
- * patterns (as in the spec's annotated dump), hex bytes, aligned tables.
+ * Text layout shared by the commands: aligned tables and counted nouns. The
+ * exact forms of f64/u64 values and bytes come from `@llmcp/format`
+ * (`f64BitsHex`, `f64Text`, `u64Hex`, `hexBytes`, `quotedBytes`).
  */
-
-const F64_VIEW = new DataView(new ArrayBuffer(8));
-
-/**
- * @param value - an f64.
- * @returns its bit pattern as `0x` + 16 lowercase hex digits.
- */
-export function f64Bits(value: number): string {
-  F64_VIEW.setFloat64(0, value, true);
-  return `0x${F64_VIEW.getBigUint64(0, true).toString(16).padStart(16, '0')}`;
-}
-
-/**
- * @param value - an f64.
- * @returns the shortest round-trip decimal, with `-0` kept visible.
- */
-export function f64Text(value: number): string {
-  return Object.is(value, -0) ? '-0' : String(value);
-}
-
-/**
- * @param value - a u64.
- * @returns `0x` + 16 lowercase hex digits.
- */
-export function u64Hex(value: bigint): string {
-  return `0x${value.toString(16).padStart(16, '0')}`;
-}
-
-/**
- * @param bytes - bytes.
- * @returns space-separated lowercase hex pairs.
- */
-export function hexBytes(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
-}
-
-/**
- * @param bytes - bytes.
- * @returns the bytes as a quoted string: printable ASCII as is, everything else `\xNN`.
- */
-export function quotedBytes(bytes: Uint8Array): string {
-  let out = '"';
-  for (const b of bytes) {
-    if (b === 0x22 || b === 0x5c) out += `\\${String.fromCharCode(b)}`;
-    else if (b >= 0x20 && b < 0x7f) out += String.fromCharCode(b);
-    else out += `\\x${b.toString(16).padStart(2, '0')}`;
-  }
-  return `${out}"`;
-}
 
 const ANSI = /\u001b\[[0-9;]*m/g;
 

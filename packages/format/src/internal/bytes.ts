@@ -1,5 +1,6 @@
 /**
- * Small byte helpers shared by the decoder, the inspector and the Node entry.
+ * Small byte helpers shared by the decoder, the inspector and the Node entry
+ * (the public text forms of bytes are in `bits.ts`).
  */
 import { Fnv1a64 } from '../fnv1a64.ts';
 import { CHECKSUM_OFFSET } from '../tags.ts';
@@ -45,13 +46,4 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): number {
   }
   for (let j = 8 * words; j < n; j++) if (a[j] !== b[j]) return j;
   return -1;
-}
-
-/**
- * Lowercase hex of some bytes, space separated.
- * @param bytes - the bytes.
- * @returns e.g. `4c 4c 4d`.
- */
-export function hexBytes(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
 }

@@ -5,10 +5,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { checksumLabel, encodeCheckpoint, expectedParameterShapes, fnv1a64, type CheckpointState, type DecoderConfig } from '@llmcp/format';
+import { checksumLabel, encodeCheckpoint, expectedParameterShapes, fnv1a64, u64Hex, type CheckpointState, type DecoderConfig } from '@llmcp/format';
 import { LiteralTokenizer } from '@llmcp/tokenizer';
 import { canonicalDigest, sha256Hex } from '../../src/internal/canonical-json.ts';
-import { encodeJob, sealJob, u64Hex, type Job } from '../../src/job.ts';
+import { encodeJob, sealJob, type Job } from '../../src/job.ts';
 import { ch33Config } from '../../src/presets.ts';
 
 const DECODER: DecoderConfig = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
