@@ -12,7 +12,6 @@
  *
  * Run: `pnpm exec tsx tools/gen-malformed-corpus.ts`
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import {
   f64Bytes,
   parseRawCheckpoint,
   serializeRawCheckpoint,
+  sha256Hex,
   utf8,
   withF64,
   withRawChecksum,
@@ -30,6 +30,7 @@ import {
   type RawCheckpoint,
   type RawRecord,
 } from '@llmcp/conformance';
+import { FORMAT_ERROR_CATEGORIES } from '@llmcp/format';
 
 /** The parts of vectors/golden-6330.json this generator reads. */
 export interface GoldenJson {
@@ -50,35 +51,8 @@ export interface GoldenJson {
   descriptors: { index: number; role_tag: number; name: string; shape: number[]; payload_fnv1a64: string }[];
 }
 
-const CATEGORY_CODES: Record<string, string> = {
-  Truncated: 'FORMAT_TRUNCATED',
-  InvalidMagic: 'FORMAT_BAD_MAGIC',
-  UnsupportedVersion: 'FORMAT_UNSUPPORTED_VERSION',
-  UnsupportedEndianness: 'FORMAT_UNSUPPORTED_ENDIANNESS',
-  FileExtent: 'FORMAT_FILE_EXTENT',
-  ChecksumMismatch: 'FORMAT_CHECKSUM_MISMATCH',
-  UnsupportedTokenizerLayout: 'FORMAT_UNSUPPORTED_TOKENIZER_LAYOUT',
-  UnsupportedRngAlgorithm: 'FORMAT_UNSUPPORTED_RNG_ALGORITHM',
-  UnknownTokenizerKind: 'FORMAT_UNKNOWN_TOKENIZER_KIND',
-  UnknownTensorRole: 'FORMAT_UNKNOWN_TENSOR_ROLE',
-  UnknownDType: 'FORMAT_UNKNOWN_DTYPE',
-  InvalidUtf8: 'FORMAT_INVALID_UTF8',
-  SizeOverflow: 'FORMAT_SIZE_OVERFLOW',
-  Allocation: 'FORMAT_LIMIT_EXCEEDED',
-  Layout: 'FORMAT_LAYOUT',
-  Tokenizer: 'FORMAT_TOKENIZER',
-  Bpe: 'FORMAT_BPE',
-  AdamW: 'FORMAT_ADAMW_CONFIG',
-  AdamWState: 'FORMAT_ADAMW_STATE',
-  Initialization: 'FORMAT_INVALID_PARAMETER',
-  Tensor: 'FORMAT_TENSOR_SHAPE',
-  Model: 'FORMAT_MODEL',
-  VocabularyMismatch: 'FORMAT_VOCABULARY_MISMATCH',
-  StepMismatch: 'FORMAT_STEP_MISMATCH',
-  OptimizerNames: 'FORMAT_OPTIMIZER_NAMES',
-  OptimizerShape: 'FORMAT_OPTIMIZER_SHAPE',
-  NonCanonical: 'FORMAT_NON_CANONICAL',
-};
+/** Reference category name (SPEC.md §9.9) → the matching `@llmcp/format` code (the inverse of FORMAT_ERROR_CATEGORIES). */
+const CATEGORY_CODES: ReadonlyMap<string, string> = new Map(Object.entries(FORMAT_ERROR_CATEGORIES).map(([code, category]) => [category, code]));
 
 interface CaseDef {
   id: string;
@@ -90,7 +64,7 @@ interface CaseDef {
 
 const accept: ExpectedOutcome = { outcome: 'accept' };
 function reject(category: string, reason?: string, alsoAccepted?: string[]): ExpectedOutcome {
-  const code = CATEGORY_CODES[category];
+  const code = CATEGORY_CODES.get(category);
   if (code === undefined) throw new Error(`unknown category ${category}`);
   return { outcome: 'reject', category, code, ...(reason === undefined ? {} : { reason }), ...(alsoAccepted === undefined ? {} : { alsoAccepted }) };
 }
@@ -547,10 +521,6 @@ export function buildCases(goldenBytes: Uint8Array): CaseDef[] {
   return cases;
 }
 
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
 /** The expected summary of the golden file, taken from golden-6330.json (not from a decoder). */
 export function goldenSummary(json: GoldenJson): CheckpointSummary {
   const d = json.decoder;
@@ -594,7 +564,7 @@ export function buildCorpus(goldenBytes: Uint8Array, json: GoldenJson): { manife
   const cases: ManifestCase[] = buildCases(goldenBytes).map((c) => {
     const file = `malformed/${c.id}.llmcp`;
     files.set(file, c.bytes);
-    return { id: c.id, file, spec: c.spec, change: c.change, size: c.bytes.length, sha256: sha256(c.bytes), expect: c.expect };
+    return { id: c.id, file, spec: c.spec, change: c.change, size: c.bytes.length, sha256: sha256Hex(c.bytes), expect: c.expect };
   });
   const manifest: ConformanceManifest = {
     specVersion: 'LLMCP35 v1',
@@ -603,7 +573,7 @@ export function buildCorpus(goldenBytes: Uint8Array, json: GoldenJson): { manife
     golden: {
       file: 'golden-6330.llmcp',
       size: goldenBytes.length,
-      sha256: sha256(goldenBytes),
+      sha256: sha256Hex(goldenBytes),
       checksum: json.checksum,
       headerBytes: json.header_bytes,
       payloadBytes: json.payload_bytes,

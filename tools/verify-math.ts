@@ -21,7 +21,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SplitMix64 } from '@llmcp/format';
+import { f64FromBits, SplitMix64 } from '@llmcp/format';
 import { cos, exp, ln, log1p, MATH_VERSION, pow, sin } from '@llmcp/model';
 import { checkExp, checkLn, checkPow, checkSinCos, type Verdict } from './math-oracle.ts';
 
@@ -63,11 +63,6 @@ function hex(x: number): string {
   return view.getBigUint64(0).toString(16).padStart(16, '0');
 }
 
-function fromBits(u: bigint): number {
-  view.setBigUint64(0, u);
-  return view.getFloat64(0);
-}
-
 /** Argument generators: each call returns the next argument(s), cycling through kinds. */
 class Args {
   private readonly rng: SplitMix64;
@@ -84,7 +79,7 @@ class Args {
     return this.rng.nextBelow(2) === 0 ? 1 : -1;
   }
   bits(): number {
-    return fromBits(this.rng.nextU64());
+    return f64FromBits(this.rng.nextU64());
   }
   finiteBits(): number {
     for (;;) {

@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     return;
   }
   out.write(
-    `Best checkpoint: ${path.join(runDir, 'checkpoints', best.slot)} (step ${best.job.step}, validation loss ${best.job.best?.validationLoss.toFixed(4) ?? '?'})\n`,
+    `Best checkpoint: ${best.dir} (step ${best.job.step}, validation loss ${best.job.best?.validationLoss.toFixed(4) ?? '?'})\n`,
   );
   // A fresh sample: the sampling stream continued past the checkpoint's own audit.
   const state = { ...best.state, samplingRngState: BigInt(best.job.sampling.nextState) };

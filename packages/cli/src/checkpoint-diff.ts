@@ -4,7 +4,7 @@
  * |Δ| and the first differing element with both bit patterns — and whether
  * the files are bit-identical.
  */
-import { f64BitsHex, f64Text, f64ToBits, hexBytes, u64Hex, type DecodedCheckpoint, type NamedTensor } from '@llmcp/format';
+import { f64BitsHex, f64Text, hexBytes, u64Hex, type DecodedCheckpoint, type NamedTensor } from '@llmcp/format';
 
 /** One header field whose values differ. */
 export interface FieldDifference {
@@ -57,10 +57,13 @@ function compareTensor(kind: TensorKind, name: string, a: NamedTensor | undefine
   let differing = 0;
   let maxAbsDelta = 0;
   let first: TensorDifference['first'] = null;
+  // Bit patterns compared as two 32-bit words each (no bigint per element).
+  const wordsA = new Uint32Array(a.data.buffer, a.data.byteOffset, 2 * a.data.length);
+  const wordsB = new Uint32Array(b.data.buffer, b.data.byteOffset, 2 * b.data.length);
   for (let i = 0; i < a.data.length; i++) {
+    if (wordsA[2 * i] === wordsB[2 * i] && wordsA[2 * i + 1] === wordsB[2 * i + 1]) continue;
     const x = a.data[i] as number;
     const y = b.data[i] as number;
-    if (f64ToBits(x) === f64ToBits(y)) continue;
     differing += 1;
     first ??= { index: i, a: f64BitsHex(x), b: f64BitsHex(y) };
     const delta = Math.abs(x - y);

@@ -3,7 +3,6 @@
  * expected decoded summary, and every malformed-corpus case with its
  * expected outcome. Written only by `tools/gen-malformed-corpus.ts`.
  */
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -88,13 +87,4 @@ export function loadManifest(directory: string = fixturesDirectory()): Conforman
 export function loadFixture(file: string, directory: string = fixturesDirectory()): Uint8Array {
   const buffer = readFileSync(path.join(directory, file));
   return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-}
-
-/**
- * Hex SHA-256 of some bytes.
- * @param bytes - the data.
- * @returns 64 lowercase hex digits.
- */
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
 }

@@ -7,8 +7,9 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checksumLabel, encodeCheckpoint, fnv1a64, inspectCheckpoint, renderInspection } from '@llmcp/format';
+import { sha256Hex } from '@llmcp/tokenizer';
 import { createFormatAdapter } from './adapter.ts';
-import { fixturesDirectory, loadFixture, loadManifest, sha256Hex } from './manifest.ts';
+import { fixturesDirectory, loadFixture, loadManifest } from './manifest.ts';
 import { runConformanceSuite, type ConformanceReport } from './suite.ts';
 
 /**
@@ -22,7 +23,8 @@ export async function conformanceReport(directory: string = fixturesDirectory())
   const lines: string[] = [];
   lines.push(`# ${manifest.specVersion} conformance report`, '');
   lines.push(`golden fixture: ${path.join(directory, manifest.golden.file)}`);
-  lines.push(`  size ${golden.length} bytes (manifest ${manifest.golden.size}), sha256 ${sha256Hex(golden)} (${sha256Hex(golden) === manifest.golden.sha256 ? 'matches manifest' : 'DIFFERS from manifest'})`, '');
+  const sha256 = sha256Hex(golden);
+  lines.push(`  size ${golden.length} bytes (manifest ${manifest.golden.size}), sha256 ${sha256} (${sha256 === manifest.golden.sha256 ? 'matches manifest' : 'DIFFERS from manifest'})`, '');
   const inspection = inspectCheckpoint(golden);
   lines.push(renderInspection(golden, { inspection, file: manifest.golden.file }));
   if (inspection.verdict.valid) {

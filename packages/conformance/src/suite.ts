@@ -6,8 +6,9 @@
  * repository's tests turn each into a vitest case.
  */
 import type { CheckpointState, MomentState } from '@llmcp/format';
+import { sha256Hex } from '@llmcp/tokenizer';
 import type { ConformanceAdapter, DecodeOutcome } from './adapter.ts';
-import { fixturesDirectory, loadFixture, loadManifest, sha256Hex, type ConformanceManifest, type ManifestCase } from './manifest.ts';
+import { fixturesDirectory, loadFixture, loadManifest, type ConformanceManifest, type ManifestCase } from './manifest.ts';
 import { summarizeCheckpoint } from './summary.ts';
 
 /** Outcome of one case. */

@@ -3,12 +3,13 @@
  * §9.2 step 6–7, §9.6 steps 2–4). Shared by the decoder and the encoder so
  * both report the same code for the same violation.
  */
+import { f64Text } from './bits.ts';
 import { FormatError } from './errors.ts';
 import type { AdamWConfig } from './types.ts';
 import { compareByteWise } from './utf8.ts';
 
 /** Absolute offsets of the five AdamW fields (SPEC.md §4). */
-export const ADAMW_FIELD_OFFSETS = { learningRate: 131, beta1: 139, beta2: 147, epsilon: 155, weightDecay: 163 } as const;
+const ADAMW_FIELD_OFFSETS = { learningRate: 131, beta1: 139, beta2: 147, epsilon: 155, weightDecay: 163 } as const;
 
 function adamwError(reason: string, field: keyof typeof ADAMW_FIELD_OFFSETS, rule: string, value: number): FormatError {
   return new FormatError('FORMAT_ADAMW_CONFIG', `invalid AdamW ${field} at offset ${ADAMW_FIELD_OFFSETS[field]}: expected ${rule}, found ${value}`, {
@@ -130,12 +131,12 @@ export function validateBetaPowers(step: bigint, beta1Power: number, beta2Power:
     const ok = step === 0n ? value === ONE_BITS_CHECK : Number.isFinite(value) && value >= 0 && value < 1;
     if (!ok) {
       const expected = step === 0n ? 'exactly 1.0 at step 0' : `a finite value in [0, 1) at step ${step}`;
-      throw new FormatError('FORMAT_ADAMW_STATE', `invalid ${field} at offset ${offset}: expected ${expected}, found ${Object.is(value, -0) ? '-0' : value}`, {
+      throw new FormatError('FORMAT_ADAMW_STATE', `invalid ${field} at offset ${offset}: expected ${expected}, found ${f64Text(value)}`, {
         reason: 'invalid-beta-power',
         offset,
         field,
         expected,
-        found: Object.is(value, -0) ? '-0' : String(value),
+        found: f64Text(value),
       });
     }
   }

@@ -73,11 +73,6 @@ export class ByteReader {
     return this.#view.getFloat64(this.#need(8, field), true);
   }
 
-  /** @param field - field name for errors. @returns the raw 64-bit pattern of an f64 field. */
-  f64Bits(field: string): bigint {
-    return this.#view.getBigUint64(this.#need(8, field), true);
-  }
-
   /**
    * @param length - byte count.
    * @param field - field name for errors.

@@ -44,7 +44,6 @@ export function validateDecoderConfig(c: RawDecoderConfig): void {
 }
 
 const ROTARY_ENTRY_LIMIT = ((1n << 63n) - 1n) / 8n;
-const U64_LIMIT = 1n << 64n;
 
 /**
  * Whether a layer's rotary table is realisable (SPEC.md §6.1): the entry count
@@ -57,10 +56,10 @@ const U64_LIMIT = 1n << 64n;
  * @param ropeBase - configured base (finite, > 0).
  * @returns a problem description, or `undefined` when realisable.
  */
-export function rotaryProblem(headWidth: number, maxPositions: bigint, ropeBase: number): string | undefined {
+function rotaryProblem(headWidth: number, maxPositions: bigint, ropeBase: number): string | undefined {
   const pairs = BigInt(headWidth / 2);
   const entries = maxPositions * pairs;
-  if (entries >= U64_LIMIT || entries > ROTARY_ENTRY_LIMIT) return `rotary table of ${maxPositions} × ${pairs} entries is too large`;
+  if (entries > ROTARY_ENTRY_LIMIT) return `rotary table of ${maxPositions} × ${pairs} entries is too large`;
   const lastPosition = Number(maxPositions - 1n);
   for (let i = 0; i < headWidth / 2; i++) {
     const inverse = Math.pow(ropeBase, (-2 * i) / headWidth);

@@ -158,7 +158,7 @@ export function formatErrorData(e: FormatError): InspectionError {
  * @param e - a caught error.
  * @returns its plain-data summary (non-FormatErrors become FORMAT_LIMIT_EXCEEDED with reason `internal`).
  */
-export function inspectionError(e: unknown): InspectionError {
+function inspectionError(e: unknown): InspectionError {
   return formatErrorData(
     isFormatError(e) ? e : new FormatError('FORMAT_LIMIT_EXCEEDED', `unexpected failure: ${e instanceof Error ? e.message : String(e)}`, { reason: 'internal' }),
   );
@@ -232,7 +232,8 @@ export function inspectCheckpoint(bytes: Uint8Array): CheckpointInspection {
     headerBytes = view.getBigUint64(14, true);
     payloadBytes = view.getBigUint64(22, true);
     const stored = view.getBigUint64(CHECKSUM_OFFSET, true);
-    const computed = fileChecksum(bytes);
+    // A valid verdict has already verified the stored checksum against the file's: do not hash it again.
+    const computed = verdict.valid ? verdict.checkpoint.layout.checksum : fileChecksum(bytes);
     checksum = { stored, computed, storedLabel: checksumLabel(stored), computedLabel: checksumLabel(computed), matches: stored === computed };
   }
   try {

@@ -25,7 +25,7 @@ const BLOCK_SUFFIXES = [
 ] as const;
 
 /** Number of tensors per decoder block. */
-export const TENSORS_PER_LAYER = 9;
+const TENSORS_PER_LAYER = 9;
 
 /**
  * Number of model parameter tensors for `layers` blocks: 2 + 9L.

@@ -23,8 +23,6 @@ export const BPE_RECORD_NAME = 'training-pairs';
 /** Control ids reserved in a BPE vocabulary: vocabulary = 258 + merges (SPEC.md §5.2). */
 export const BPE_BASE_VOCABULARY = 258;
 
-/** Tokenizer kind tags (SPEC.md §4.2). */
-export const TOKENIZER_KIND_TAGS = { literal: 1, bpe: 2 } as const;
 /** The reference's report names of the tokenizer kinds. */
 export const TOKENIZER_KIND_NAMES = { 1: 'literal-u32', 2: 'byte-bpe' } as const;
 

@@ -44,11 +44,12 @@ export interface SampledToken {
 
 const TWO_POW_NEG_53 = 1 / 9007199254740992;
 
-function kahanSum(values: ArrayLike<number>, order: ArrayLike<number> | null, count: number): number {
+/** Compensated (Kahan) sum of `values[0 … count−1]` in index order. */
+function kahanSum(values: ArrayLike<number>, count: number): number {
   let sum = 0;
   let comp = 0;
   for (let i = 0; i < count; i++) {
-    const w = (order === null ? values[i] : values[order[i] as number]) as number;
+    const w = values[i] as number;
     const y = w - comp;
     const t = sum + y;
     comp = t - sum - y;
@@ -119,9 +120,9 @@ export function tokenDistribution(logits: ArrayLike<number>, mode: SamplingMode)
     const gap = tau < 1 ? (z - max) / tau : z / tau - max / tau;
     weights[r] = exp(gap);
   }
-  const S = kahanSum(weights, null, k);
+  const S = kahanSum(weights, k);
   for (let r = 0; r < k; r++) probabilities[ranking[r] as number] = (weights[r] as number) / S;
-  const total = kahanSum(probabilities, null, V);
+  const total = kahanSum(probabilities, V);
   if (!(Math.abs(total - 1) <= 1e-12)) {
     throw new ModelError('MODEL_PROBABILITY_SUM', `sampling probabilities sum to ${total}, expected 1 within 1e-12`, { field: 'probabilities' });
   }

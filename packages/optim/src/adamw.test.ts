@@ -1,20 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { Decoder, FIXTURE_DECODER_CONFIG } from '@llmcp/model';
+import { code } from '../test/helpers/errors.ts';
 import { AdamW, NO_DECAY_GAINS } from './adamw.ts';
 import { clipByGlobalNorm } from './clip.ts';
 import { isOptimError } from './errors.ts';
 
 const CONFIG = { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 };
 const BATCH = { inputs: [0, 1, 2, 3], targets: [1, 2, 3, 4], rows: 2, columns: 2 };
-
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return isOptimError(e) ? e.code : `not an OptimError: ${String(e)}`;
-  }
-  return undefined;
-}
 
 function setup(): { model: Decoder; opt: AdamW } {
   const model = new Decoder(FIXTURE_DECODER_CONFIG);

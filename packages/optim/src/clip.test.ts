@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Decoder, FIXTURE_DECODER_CONFIG } from '@llmcp/model';
+import { code } from '../test/helpers/errors.ts';
 import { clipByGlobalNorm } from './clip.ts';
 import { isOptimError } from './errors.ts';
-
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return isOptimError(e) ? e.code : `not an OptimError: ${String(e)}`;
-  }
-  return undefined;
-}
 
 describe('clipByGlobalNorm', () => {
   it('computes the norm with the scaled sum of squares and skips zeros', () => {

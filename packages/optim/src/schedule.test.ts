@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cos } from '@llmcp/model';
-import { isOptimError } from './errors.ts';
+import { code } from '../test/helpers/errors.ts';
 import { constantSchedule, createSchedule, listSchedule, warmupCosineSchedule } from './schedule.ts';
-
-function code(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return isOptimError(e) ? e.code : `not an OptimError: ${String(e)}`;
-  }
-  return undefined;
-}
 
 describe('listSchedule', () => {
   it('gives step k the (k−1)-th rate of the fixture list and refuses steps past it', () => {

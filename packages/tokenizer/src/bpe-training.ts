@@ -121,10 +121,11 @@ class TrainingState {
   #pairCount = new Int32Array(1024);
   #pairHead = new Int32Array(1024);
   #pairTail = new Int32Array(1024);
-  #pairCount_ = 0;
-  // Occurrence pool: singly linked lists of positions, appended in increasing order.
-  #occPosition = new Int32Array(1024);
-  #occNext = new Int32Array(1024);
+  /** Number of pair ids handed out. */
+  #pairTotal = 0;
+  // Occurrence pool: singly linked lists of positions, appended in increasing order (sized in the constructor).
+  #occPosition: Int32Array<ArrayBuffer>;
+  #occNext: Int32Array<ArrayBuffer>;
   #occCount = 0;
   // Lazy max-heap of (count, pid): stored counts are ≥ current counts.
   #heapCount = new Int32Array(1024);
@@ -167,11 +168,11 @@ class TrainingState {
       this.#pairCount[pid] = (this.#pairCount[pid] as number) + 1;
       this.#addOccurrence(pid, at);
     }
-    for (let pid = 0; pid < this.#pairCount_; pid++) this.#heapPush(this.#pairCount[pid] as number, pid);
+    for (let pid = 0; pid < this.#pairTotal; pid++) this.#heapPush(this.#pairCount[pid] as number, pid);
   }
 
   #newPair(left: number, right: number): number {
-    const pid = this.#pairCount_++;
+    const pid = this.#pairTotal++;
     if (pid >= this.#pairLeft.length) {
       this.#pairLeft = ensureInt32(this.#pairLeft, pid + 1);
       this.#pairRight = ensureInt32(this.#pairRight, pid + 1);

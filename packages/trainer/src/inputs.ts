@@ -14,8 +14,8 @@
 import { readFileSync } from 'node:fs';
 import type { TokenizerState } from '@llmcp/format';
 import { MATH_VERSION } from '@llmcp/model';
-import { LiteralTokenizer, tokenizerFromJSON, tokenizerFromState, trainBpe, type AnyTokenizer } from '@llmcp/tokenizer';
-import { hashSplit, parseCorpus, parseSplitManifest, partitionCorpus, type CorpusDocument, type CorpusPartitions } from '@llmcp/data';
+import { LiteralTokenizer, tokenizerFromJSON, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
+import { hashSplit, parseCorpus, parseSplitManifest, partitionCorpus, trainTokenizerOnTrainSplit, type CorpusDocument, type CorpusPartitions } from '@llmcp/data';
 import { loadTextCorpus } from '@llmcp/data/node';
 import { createHash } from 'node:crypto';
 import type { TrainerConfig } from './config.ts';
@@ -172,10 +172,7 @@ function buildTokenizer(config: TrainerConfig, partitions: CorpusPartitions, rec
     case 'bpe': {
       // A resumed run uses the tokenizer stored with its weights; the corpus identity covers how it was learned.
       if (recorded !== undefined) return wrapInputError('stored tokenizer', () => tokenizerFromState(recorded));
-      const result = trainBpe(
-        partitions.train.map((d) => d.bytes),
-        t.merges,
-      );
+      const result = trainTokenizerOnTrainSplit(partitions, t.merges);
       if (t.requireAll && result.learnedMerges < t.merges) {
         throw new TrainerError('TRAINER_INPUT_INVALID', `BPE learned ${result.learnedMerges} of the ${t.merges} requested merges (tokenizer.requireAll is set)`, {
           fields: ['tokenizer.merges'],

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { canonicalDigest, canonicalJson, type JsonValue } from './internal/canonical-json.ts';
 import { TrainerError } from './errors.ts';
 import { parseConfig, type TrainerConfig } from './config.ts';
+import type { LossLogPosition } from './loss-log.ts';
 
 /** The job file format tag. */
 export const JOB_FORMAT = 'llmcp-job/1';
@@ -73,7 +74,7 @@ export interface JobBody {
     readonly lastAuditStep: number | null;
   };
   /** Position of `loss.jsonl` after the record of `step`. */
-  readonly lossLog: { readonly records: number; readonly bytes: number; readonly sha256: string };
+  readonly lossLog: LossLogPosition;
   /** The paired `state.llmcp`. */
   readonly state: { readonly bytes: number; readonly sha256: string; readonly checksum: string };
   /** FNV-1a 64 fingerprint of the inputs and targets of update `step + 1`, or null at the end. */

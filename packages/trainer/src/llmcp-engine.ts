@@ -4,7 +4,7 @@
  * resumable update order. One update is exactly training.md §4: forward →
  * backward → finite check → clip → AdamW step → zero-grad.
  */
-import { checksumLabel, Fnv1a64, type AdamWConfig, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
+import { checksumLabel, fnv1a64, type AdamWConfig, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
 import { Decoder } from '@llmcp/model';
 import { AdamW, clipByGlobalNorm, NO_DECAY_GAINS } from '@llmcp/optim';
 import { causalWindows, evaluationBatches, gatherBatch, UpdateBatches, type Batch, type WindowRef } from '@llmcp/data';
@@ -68,7 +68,7 @@ function fingerprint(batch: Batch): string {
     view.setUint32(o, x, true);
     o += 4;
   }
-  return checksumLabel(new Fnv1a64().update(bytes).digest());
+  return checksumLabel(fnv1a64(bytes));
 }
 
 function sameDecoder(a: DecoderConfig, b: DecoderConfig): boolean {

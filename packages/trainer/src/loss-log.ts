@@ -16,6 +16,7 @@
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync, constants } from 'node:fs';
 import { createHash, type Hash } from 'node:crypto';
 import { TrainerError } from './errors.ts';
+import { sha256Hex } from './internal/canonical-json.ts';
 
 /** The deterministic part of one loss record. */
 export interface LossRecord {
@@ -42,6 +43,11 @@ export interface LossLogPosition {
   readonly bytes: number;
   readonly sha256: string;
 }
+
+/** The position of an empty loss log (no records, the SHA-256 of no bytes). */
+export const EMPTY_LOSS_LOG: LossLogPosition = { records: 0, bytes: 0, sha256: `sha256:${sha256Hex(new Uint8Array(0))}` };
+
+const ENCODER = new TextEncoder();
 
 function num(x: number): string {
   if (!Number.isFinite(x)) throw new TrainerError('TRAINER_NON_FINITE', `loss record holds a non-finite number ${x}`);
@@ -158,7 +164,7 @@ export function planLossLogResume(file: string, expected: LossLogPosition): Loss
     keep: expected,
     orphanedRecords,
     orphanedBytes: tail.length,
-    orphanedSha256: tail.length === 0 ? null : `sha256:${createHash('sha256').update(tail).digest('hex')}`,
+    orphanedSha256: tail.length === 0 ? null : `sha256:${sha256Hex(tail)}`,
     prefixHash,
   };
 }
@@ -216,7 +222,7 @@ export class LossLog {
     if (record.step !== this.#records + 1) {
       throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss record for step ${record.step} appended after ${this.#records} records`, { step: record.step });
     }
-    const bytes = new TextEncoder().encode(formatLossRecord(record, timing));
+    const bytes = ENCODER.encode(formatLossRecord(record, timing));
     let offset = 0;
     while (offset < bytes.length) offset += writeSync(this.#fd, bytes, offset, bytes.length - offset);
     this.#hash.update(bytes);

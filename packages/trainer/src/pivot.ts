@@ -14,20 +14,19 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
+import { checksumLabel, decodeCheckpoint, encodeCheckpoint, fnv1a64, type CheckpointState } from '@llmcp/format';
 import { writeFileAtomic } from '@llmcp/format/node';
 import { diffConfig, isCheckpointStep, isPolicyField, POLICY_FIELDS, isValidationStep, learningRateAt, type TrainerConfig } from './config.ts';
 import { TrainerError, publicErrors } from './errors.ts';
 import { encodeJob, sealJob, type Job } from './job.ts';
 import { LossLog, planLossLogResume } from './loss-log.ts';
-import { appendRunEvent, readRunManifest } from './run-manifest.ts';
+import { appendRunEvent, requireRunManifest } from './run-manifest.ts';
 import { checkpointsDir, chooseCheckpoint, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
 import { canonicalDigest, canonicalJson, sha256Hex } from './internal/canonical-json.ts';
 import { fsyncDirectory, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock } from './internal/run-lock.ts';
 import { diffInputs, prepareInputs } from './inputs.ts';
 import { adamWConfigOf } from './llmcp-engine.ts';
-import { checksumLabel, fnv1a64 } from '@llmcp/format';
 
 const nowIso = (): string => new Date().toISOString();
 
@@ -144,8 +143,7 @@ export async function pivotRun(runDir: string, options: PivotOptions): Promise<P
 }
 
 async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise<PivotResult> {
-  const manifest = readRunManifest(runDir);
-  if (manifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
+  const manifest = requireRunManifest(runDir);
   const release = acquireRunLock(runDir);
   try {
     const { chosen, report } = chooseCheckpoint(runDir);
@@ -232,8 +230,7 @@ export async function forkRun(sourceDir: string, targetDir: string, options: For
 }
 
 async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: ForkOptions): Promise<ForkResult> {
-  const sourceManifest = readRunManifest(sourceDir);
-  if (sourceManifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${sourceDir} is not a run directory (no run.json)`, { path: sourceDir });
+  const sourceManifest = requireRunManifest(sourceDir);
   if (existsSync(targetDir) && readdirSync(targetDir).length > 0) {
     throw new TrainerError('TRAINER_RUN_INVALID', `fork target ${targetDir} exists and is not empty`, { path: targetDir });
   }

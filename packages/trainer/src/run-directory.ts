@@ -71,6 +71,21 @@ export function checkpointsDir(runDir: string): string {
   return path.join(runDir, RUN_FILES.checkpoints);
 }
 
+/**
+ * The slots present in `checkpoints/` (hidden `.tmp-*`/`.trash-*` entries
+ * left out), sorted by name.
+ *
+ * @param runDir - the run directory.
+ * @returns slot names; empty when there is no `checkpoints/`.
+ */
+export function listSlots(runDir: string): SlotName[] {
+  const dir = checkpointsDir(runDir);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((n) => !n.startsWith('.'))
+    .sort();
+}
+
 /** A slot that passed every check. */
 export interface VerifiedSlot {
   readonly slot: SlotName;
@@ -379,10 +394,11 @@ export interface RetentionResult {
  */
 export function applyRetention(runDir: string, keep: number, knownGood: SlotName | null = null): RetentionResult {
   const parent = checkpointsDir(runDir);
-  const steps = resumeCandidates(runDir).filter((n) => stepOfSlot(n) !== null);
+  const candidates = resumeCandidates(runDir);
+  const steps = candidates.filter((n) => stepOfSlot(n) !== null);
   if (steps.length <= keep) return { kept: steps, removed: [], protectedSlot: null };
   let newestVerified: SlotName | null = null;
-  for (const slot of resumeCandidates(runDir)) {
+  for (const slot of candidates) {
     if (slot === knownGood) {
       newestVerified = slot;
       break;

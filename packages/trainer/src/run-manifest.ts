@@ -76,6 +76,19 @@ export function readRunManifest(runDir: string): RunManifest | null {
 }
 
 /**
+ * Reads `run.json` of a directory that must hold a run.
+ *
+ * @param runDir - the run directory.
+ * @returns the manifest.
+ * @throws TrainerError `TRAINER_RUN_INVALID` when the directory has no run.json or it is unreadable.
+ */
+export function requireRunManifest(runDir: string): RunManifest {
+  const manifest = readRunManifest(runDir);
+  if (manifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
+  return manifest;
+}
+
+/**
  * Writes a manifest atomically.
  *
  * @param runDir - the run directory.

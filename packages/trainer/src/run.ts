@@ -14,7 +14,7 @@
  * Requests only add checkpoints; they never change what is computed, so an
  * interrupted and resumed run produces the same bytes as an uninterrupted one.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
@@ -24,9 +24,9 @@ import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
 import { JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
-import { LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
+import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
 import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
-import { checkpointsDir, chooseCheckpoint, resumeCandidates, RUN_FILES, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+import { checkpointsDir, chooseCheckpoint, listSlots, resumeCandidates, RUN_FILES, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
 import type { SaveRequest, SaveResult } from './save.ts';
 import { RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
@@ -141,7 +141,7 @@ export function initialSamplingState(config: TrainerConfig): bigint {
   return rng.state;
 }
 
-function phaseKey(state: JobState): string {
+function phaseKey(state: { readonly step: number; readonly validated: boolean; readonly audited: boolean }): string {
   return `${state.step}:${state.validated}:${state.audited}`;
 }
 
@@ -423,12 +423,6 @@ function slotVerifies(runDir: string, slot: string): boolean {
   }
 }
 
-function hasCheckpointSlots(runDir: string): boolean {
-  const dir = checkpointsDir(runDir);
-  if (!existsSync(dir)) return false;
-  return readdirSync(dir).some((n) => !n.startsWith('.'));
-}
-
 /**
  * Starts a new run in `runDir` and trains it to its step budget (or until a
  * stop request, after which it checkpoints and returns).
@@ -445,7 +439,7 @@ function hasCheckpointSlots(runDir: string): boolean {
 export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
   return publicErrors(async () => {
     const { runDir, config } = options;
-    const occupied = (): boolean => existsSync(path.join(runDir, RUN_FILES.manifest)) || hasCheckpointSlots(runDir);
+    const occupied = (): boolean => existsSync(path.join(runDir, RUN_FILES.manifest)) || listSlots(runDir).length > 0;
     if (occupied()) {
       throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run; resume it (resumeRun) or choose another directory`, { path: runDir });
     }
@@ -612,7 +606,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       lastAuditStep: job.sampling.lastAuditStep,
       latestValid: plan.chosen.slot === 'latest' || plan.report.find((r) => r.slot === 'latest')?.status !== 'refused',
       bestValid: slotVerifies(runDir, 'best'),
-      savedLatest: plan.chosen.slot === 'latest' ? `${job.step}:${job.phase.validated}:${job.phase.audited}` : null,
+      savedLatest: plan.chosen.slot === 'latest' ? phaseKey({ step: job.step, ...job.phase }) : null,
     };
     return await executeJob(
       { runDir, config: plan.config, inputs: plan.inputs, engine, lossLog, runId, pivots: job.run.pivots, state, resumedFrom: plan.chosen.slot, loadReport: plan.report },
@@ -637,7 +631,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, release: ()
   if (changed.length > 0) {
     throw new TrainerError('TRAINER_CONFIG_CHANGED', `the config differs from the one ${runDir} was started with: ${changed.join(', ')} changed`, { fields: changed });
   }
-  const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), { records: 0, bytes: 0, sha256: `sha256:${'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}` });
+  const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), EMPTY_LOSS_LOG);
   const inputs = await prepareInputs(config, {});
   const engine = await createEngine(config, inputs, null, {});
   removeLeftovers(checkpointsDir(runDir));

@@ -53,9 +53,6 @@ export interface SaveResult {
   readonly durationMs: number;
 }
 
-/** Format tag of `samples.json`. */
-export const SAMPLES_FORMAT = 'llmcp-samples/1';
-
 /**
  * Performs one save (see the module comment).
  *

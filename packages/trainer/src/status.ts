@@ -4,14 +4,14 @@
  * checkpoint a resume would use with the report on every candidate
  * (`loadRunCheckpoint`).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
-import { TrainerError, isTrainerError } from './errors.ts';
+import { isTrainerError } from './errors.ts';
 import { decodeJob, type Job } from './job.ts';
+import { sha256Hex } from './internal/canonical-json.ts';
 import { parseLossLog } from './loss-log.ts';
-import { readRunManifest } from './run-manifest.ts';
-import { checkpointsDir, chooseCheckpoint, resumeCandidates, RUN_FILES, stepOfSlot, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+import { readRunManifest, requireRunManifest } from './run-manifest.ts';
+import { checkpointsDir, chooseCheckpoint, listSlots, resumeCandidates, RUN_FILES, stepOfSlot, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
 
 /** The checkpoint a resume would use. */
 export interface LoadedRunCheckpoint {
@@ -62,14 +62,6 @@ export interface RunStatus {
   readonly events: number;
 }
 
-function listSlots(runDir: string): string[] {
-  const dir = checkpointsDir(runDir);
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((n) => !n.startsWith('.'))
-    .sort();
-}
-
 function readJob(runDir: string, slot: string): Job | null {
   try {
     return decodeJob(new Uint8Array(readFileSync(path.join(checkpointsDir(runDir), slot, RUN_FILES.job))), `${slot}/job.json`);
@@ -87,8 +79,7 @@ function readJob(runDir: string, slot: string): Job | null {
  * @throws TrainerError `TRAINER_RUN_INVALID` when `runDir` has no run.json.
  */
 export function runStatus(runDir: string): RunStatus {
-  const manifest = readRunManifest(runDir);
-  if (manifest === null) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
+  const manifest = requireRunManifest(runDir);
   let job: Job | null = null;
   let slot: string | null = null;
   for (const candidate of resumeCandidates(runDir)) {
@@ -199,7 +190,7 @@ export function verifyRun(runDir: string): RunVerification {
   let problem = parsed.problem ?? (parsed.trailingBytes > 0 ? `${parsed.trailingBytes} bytes after the last complete record` : null);
   if (resume !== null) {
     const want = resume.job.lossLog;
-    prefixMatches = bytes.length >= want.bytes && `sha256:${createHash('sha256').update(bytes.subarray(0, want.bytes)).digest('hex')}` === want.sha256;
+    prefixMatches = bytes.length >= want.bytes && `sha256:${sha256Hex(bytes.subarray(0, want.bytes))}` === want.sha256;
     orphaned = Math.max(0, parsed.records.length - want.records);
     if (!prefixMatches && problem === null) problem = `the first ${want.bytes} bytes do not have the SHA-256 recorded by ${resume.slot}`;
   }

@@ -3,7 +3,7 @@
  * table, tokenizer records, each parameter and each moment record, with
  * holes, overlaps and the failing offset marked.
  */
-import type { CheckpointInspection } from '@llmcp/format';
+import { FIXED_HEADER_BYTES, type CheckpointInspection } from '@llmcp/format';
 import { h, s } from '../dom.ts';
 import { bytesText } from '../format-text.ts';
 
@@ -23,11 +23,11 @@ export function segmentsOf(i: CheckpointInspection): Segment[] {
   const len = i.fileLength;
   const out: Segment[] = [];
   if (len === 0) return out;
-  out.push({ start: 0, end: Math.min(38, len), kind: 'fixed-header', label: 'fixed header' });
+  out.push({ start: 0, end: Math.min(FIXED_HEADER_BYTES, len), kind: 'fixed-header', label: 'fixed header' });
   const headerEnd = i.headerBytes === null ? len : Math.min(len, Number(i.headerBytes));
   const tableStart = i.descriptors[0]?.entryOffset ?? headerEnd;
-  if (len > 38) {
-    if (tableStart > 38) out.push({ start: 38, end: Math.min(tableStart, headerEnd), kind: 'variable-header', label: 'variable header fields' });
+  if (len > FIXED_HEADER_BYTES) {
+    if (tableStart > FIXED_HEADER_BYTES) out.push({ start: FIXED_HEADER_BYTES, end: Math.min(tableStart, headerEnd), kind: 'variable-header', label: 'variable header fields' });
     if (headerEnd > tableStart) out.push({ start: tableStart, end: headerEnd, kind: 'descriptor-table', label: `descriptor table (${i.descriptors.length} entries)` });
   }
   let tokenizer: { start: number; end: number; n: number } | null = null;

@@ -4,7 +4,7 @@
  * audit, tokenizer, configuration and optimizer state, per-tensor statistics,
  * and — for a damaged file — where parsing stopped.
  */
-import { f64BitsHex, f64Text, hexBytes, quotedBytes, spellBpeMerges, u64Hex, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format';
+import { BPE_BASE_VOCABULARY, FIXED_HEADER_BYTES, f64BitsHex, f64Text, hexBytes, quotedBytes, spellBpeMerges, u64Hex, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format';
 import { h, s, section, table } from '../dom.ts';
 import { bytesText, short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';
@@ -41,7 +41,7 @@ function valueText(f: InspectedField): string {
 function fixedHeader(o: OpenedCheckpoint): HTMLElement {
   const i = o.inspection;
   if (i.fixedHeader.length === 0) {
-    return section('Fixed header', { 'data-role': 'fixed-header' }, h('p', { class: 'bad-text' }, `The file has ${bytesText(i.fileLength)}, fewer than the 38 of the fixed header.`), h('pre', { class: 'hex' }, hexBytes(o.bytes.subarray(0, 38)) || '(empty)'));
+    return section('Fixed header', { 'data-role': 'fixed-header' }, h('p', { class: 'bad-text' }, `The file has ${bytesText(i.fileLength)}, fewer than the ${FIXED_HEADER_BYTES} of the fixed header.`), h('pre', { class: 'hex' }, hexBytes(o.bytes.subarray(0, FIXED_HEADER_BYTES)) || '(empty)'));
   }
   const strip = h(
     'div',
@@ -58,7 +58,7 @@ function fixedHeader(o: OpenedCheckpoint): HTMLElement {
   const rows = i.fixedHeader.map((f, k) => [h('span', { class: `dot f${k}` }), String(f.offset), String(f.width), f.field, h('code', {}, f.hex), valueText(f)]);
   const c = i.checksum;
   return section(
-    'Fixed header (38 bytes)',
+    `Fixed header (${FIXED_HEADER_BYTES} bytes)`,
     { 'data-role': 'fixed-header' },
     strip,
     table(['', 'offset', 'width', 'field', 'bytes (little-endian)', 'value'], rows, { class: 'fields' }),
@@ -69,7 +69,7 @@ function fixedHeader(o: OpenedCheckpoint): HTMLElement {
 function variableHeader(i: CheckpointInspection): HTMLElement | null {
   if (i.fields.length === 0) return null;
   const rows = i.fields.map((f) => [String(f.offset), String(f.width), f.field, valueText(f)]);
-  return section('Variable header', { 'data-role': 'variable-header' }, h('details', {}, h('summary', {}, `${i.fields.length} fields from offset 38`), table(['offset', 'width', 'field', 'value'], rows, { class: 'fields' })));
+  return section('Variable header', { 'data-role': 'variable-header' }, h('details', {}, h('summary', {}, `${i.fields.length} fields from offset ${FIXED_HEADER_BYTES}`), table(['offset', 'width', 'field', 'value'], rows, { class: 'fields' })));
 }
 
 function checkText(d: InspectedDescriptor, previousEnd: bigint | null): string {
@@ -140,9 +140,9 @@ function tokenizerView(o: OpenedCheckpoint): HTMLElement | null {
   if (t.kind === 'bpe' && slice[0] !== undefined && slice[0].dtype === 'u32') {
     const d = slice[0];
     const { total, merges, unknownOperand: u, spellingStoppedAt } = spellBpeMerges(o.bytes.subarray(Number(d.offset), Number(d.end)), MAX_ROWS);
-    const rows: (string | HTMLElement)[][] = merges.map((m) => [String(m.rank), String(258 + m.rank), `${m.left} ${quotedBytes(m.leftBytes)}`, `${m.right} ${quotedBytes(m.rightBytes)}`, quotedBytes(m.bytes)]);
-    if (spellingStoppedAt !== null) rows.push([String(spellingStoppedAt), String(258 + spellingStoppedAt), '', '', h('span', { class: 'bad-text' }, 'spellings too long to show from here on')]);
-    if (u !== null) rows.push([String(u.rank), String(258 + u.rank), String(u.left), String(u.right), h('span', { class: 'bad-text' }, 'unknown operand')]);
+    const rows: (string | HTMLElement)[][] = merges.map((m) => [String(m.rank), String(BPE_BASE_VOCABULARY + m.rank), `${m.left} ${quotedBytes(m.leftBytes)}`, `${m.right} ${quotedBytes(m.rightBytes)}`, quotedBytes(m.bytes)]);
+    if (spellingStoppedAt !== null) rows.push([String(spellingStoppedAt), String(BPE_BASE_VOCABULARY + spellingStoppedAt), '', '', h('span', { class: 'bad-text' }, 'spellings too long to show from here on')]);
+    if (u !== null) rows.push([String(u.rank), String(BPE_BASE_VOCABULARY + u.rank), String(u.left), String(u.right), h('span', { class: 'bad-text' }, 'unknown operand')]);
     return section(
       `${title}, ${total} merges`,
       { 'data-role': 'tokenizer' },

@@ -95,6 +95,8 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   const model = Decoder.fromCheckpoint(checkpoint);
   const eos = tokenizer.eosId;
   const samples: SampleJson[] = [];
+  /** The new tokens' bytes of each sample (what `bytesHex` spells). */
+  const sampleBytes: Uint8Array[] = [];
   for (let i = 0; i < (options.count ?? 1); i++) {
     let out;
     try {
@@ -113,6 +115,7 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
       text = null;
     }
     samples.push({ promptTokens: prompt, tokens: out.tokens, text, bytesHex: hexBytes(bytes, ''), stopReason: out.stopReason });
+    sampleBytes.push(bytes);
   }
   if (options.json === true) {
     const doc = {
@@ -134,11 +137,11 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   } catch {
     promptText = `ids ${prompt.join(',')}`;
   }
-  for (const s of samples) {
-    const shown = s.text ?? `(not UTF-8) ${quotedBytes(Uint8Array.from((s.bytesHex.match(/../g) ?? []).map((h) => Number.parseInt(h, 16))))}`;
+  samples.forEach((s, k) => {
+    const shown = s.text ?? `(not UTF-8) ${quotedBytes(sampleBytes[k] as Uint8Array)}`;
     ctx.stdout.write(`${c.dim(promptText)} ${shown}\n`);
     ctx.stdout.write(c.dim(`  tokens [${s.tokens.join(', ')}], stopped: ${s.stopReason}\n`));
-  }
+  });
   const how = mode.kind === 'greedy' ? 'greedy' : `temperature ${temperature}, top-k ${topK}`;
   ctx.stdout.write(c.dim(`${how}; sampling RNG ${u64Hex(rngState)} (${options.seed === undefined ? 'from the checkpoint' : '--seed'}) → ${u64Hex(rng.state)}\n`));
   return EXIT_CODES.OK;

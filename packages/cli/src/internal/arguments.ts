@@ -6,17 +6,6 @@ import { InvalidArgumentError } from 'commander';
 
 /**
  * @param text - the flag value.
- * @returns a finite number > 0.
- * @throws InvalidArgumentError otherwise.
- */
-export function parsePositiveNumber(text: string): number {
-  const value = /^[+]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text.trim()) ? Number(text) : Number.NaN;
-  if (!Number.isFinite(value) || !(value > 0)) throw new InvalidArgumentError(`expected a finite number > 0, found '${text}'.`);
-  return value;
-}
-
-/**
- * @param text - the flag value.
  * @returns a finite number ≥ 0.
  * @throws InvalidArgumentError otherwise.
  */
@@ -34,17 +23,6 @@ export function parseNonNegativeNumber(text: string): number {
 export function parsePositiveInteger(text: string): number {
   const value = /^\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError(`expected an integer ≥ 1, found '${text}'.`);
-  return value;
-}
-
-/**
- * @param text - the flag value.
- * @returns an integer ≥ 0 (decimal digits only, at most 2^53 − 1).
- * @throws InvalidArgumentError otherwise.
- */
-export function parseNonNegativeInteger(text: string): number {
-  const value = /^\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError(`expected an integer ≥ 0, found '${text}'.`);
   return value;
 }
 

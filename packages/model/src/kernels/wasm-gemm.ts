@@ -312,7 +312,7 @@ function gemmBody(): number[] {
 }
 
 /** The module bytes: one exported function `gemm` and one exported memory. */
-export function gemmModuleBytes(): Uint8Array {
+function gemmModuleBytes(): Uint8Array {
   const type = [1, 0x60, ...uleb(10), ...new Array<number>(10).fill(I32), 0];
   const func = [1, 0];
   const memory = [1, 0x00, 1];

@@ -1,17 +1,8 @@
 import { SplitMix64 } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
+import { bits, f64 } from '../../test/helpers/bits.ts';
 import { exp, expSlow, expSlowPathCount } from './exp.ts';
-import { fromWords, wordsOf } from './float-bits.ts';
-
-function f64(hex: string): number {
-  return fromWords(parseInt(hex.slice(0, 8), 16), parseInt(hex.slice(8), 16));
-}
-
-function bits(x: number): string {
-  return wordsOf(x)
-    .map((w) => w.toString(16).padStart(8, '0'))
-    .join('');
-}
+import { fromWords } from './float-bits.ts';
 
 /**
  * Correctly rounded results computed independently (mpmath at 600 bits, then

@@ -90,12 +90,6 @@ export function decompose(x: number): DecomposedFloat {
   return { mant: hi >>> 31 === 1 ? -big : big, exp: e };
 }
 
-/** Raw bits of x as [high word, low word] (unsigned). */
-export function wordsOf(x: number): [number, number] {
-  F64[0] = x;
-  return [U32[HI] as number, U32[LO] as number];
-}
-
 /** The double whose bits are the given high and low words. */
 export function fromWords(hi: number, lo: number): number {
   U32[HI] = hi;

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fromWords, wordsOf } from './float-bits.ts';
+import { bits, f64 } from '../../test/helpers/bits.ts';
 import { pow } from './pow.ts';
-
-function f64(hex: string): number {
-  return fromWords(parseInt(hex.slice(0, 8), 16), parseInt(hex.slice(8), 16));
-}
-
-function bits(x: number): string {
-  return wordsOf(x)
-    .map((w) => w.toString(16).padStart(8, '0'))
-    .join('');
-}
 
 /**
  * pow(10000, (-2·i)/d) for i = 0 … d/2 - 1 (the RoPE inverse frequencies),

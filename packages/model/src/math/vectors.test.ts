@@ -1,23 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { fromWords, wordsOf } from './float-bits.ts';
+import { bits as bitPattern, f64, fixture } from '../../test/helpers/bits.ts';
 import { cos, exp, ln, log1p, pow, sin } from './index.ts';
-
-/** The f64 with the given 16-hex-digit bit pattern. */
-function f64(hex: string): number {
-  return fromWords(parseInt(hex.slice(0, 8), 16), parseInt(hex.slice(8), 16));
-}
 
 /** The 16-hex-digit bit pattern of x (every NaN as the canonical 7ff8000000000000: JS defines no NaN payloads). */
 function bits(x: number): string {
-  if (x !== x) return '7ff8000000000000';
-  return wordsOf(x)
-    .map((w) => w.toString(16).padStart(8, '0'))
-    .join('');
-}
-
-function fixture<T>(name: string): T {
-  return JSON.parse(readFileSync(new URL(`../../test/fixtures/${name}`, import.meta.url), 'utf8')) as T;
+  return x !== x ? '7ff8000000000000' : bitPattern(x);
 }
 
 interface LibmCall {

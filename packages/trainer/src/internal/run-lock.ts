@@ -6,6 +6,7 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync, constants } from 'node:fs';
 import path from 'node:path';
 import { TrainerError } from '../errors.ts';
+import { RUN_FILES } from '../run-directory.ts';
 
 function alive(pid: number): boolean {
   try {
@@ -24,7 +25,7 @@ function alive(pid: number): boolean {
  * @throws TrainerError `TRAINER_RUN_LOCKED` when another live process holds it.
  */
 export function acquireRunLock(runDir: string): () => void {
-  const file = path.join(runDir, 'run.lock');
+  const file = path.join(runDir, RUN_FILES.lock);
   for (let attempt = 0; attempt < 3; attempt += 1) {
     try {
       const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
