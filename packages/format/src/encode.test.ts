@@ -3,6 +3,7 @@ import { goldenBytes } from '../test/fixtures/golden-6330.ts';
 import { decodeCheckpoint } from './decode.ts';
 import { checkpointByteSize, encodeCheckpoint } from './encode.ts';
 import { isFormatError } from './errors.ts';
+import { MAX_HEADER_BYTES } from './tags.ts';
 import type { CheckpointState, NamedTensor } from './types.ts';
 
 const STATE = decodeCheckpoint(goldenBytes());
@@ -48,6 +49,14 @@ describe('encodeCheckpoint', () => {
     expect(codeOf({ ...STATE, tokenizer: { kind: 'literal', pieces: [] } })).toBe('FORMAT_TOKENIZER/empty-vocabulary');
     expect(codeOf({ ...STATE, tokenizer: { kind: 'bpe', pairs: [[256, 1]] } })).toBe('FORMAT_BPE/unknown-operand');
     expect(codeOf({ ...STATE, selectedStep: 1n << 64n, optimizer: { ...STATE.optimizer, step: 1n << 64n } })).toBe('FORMAT_SIZE_OVERFLOW/u64-field');
+  });
+
+  it('refuses a state whose header would exceed MAX_HEADER_BYTES, before any other rule, as the decoder does', () => {
+    const long = 'x'.repeat(MAX_HEADER_BYTES);
+    expect(codeOf(withOptimizer({ groups: { decay: [long], noDecay: [] } }))).toBe('FORMAT_LIMIT_EXCEEDED/header-too-large');
+    // The decoder checks header_bytes with the fixed header, before the AdamW configuration.
+    expect(codeOf(withOptimizer({ groups: { decay: [long], noDecay: [] }, config: { ...STATE.optimizer.config, learningRate: 0 } }))).toBe('FORMAT_LIMIT_EXCEEDED/header-too-large');
+    expect(checkpointByteSize(withOptimizer({ groups: { decay: [long], noDecay: [] } }))).toBeGreaterThan(MAX_HEADER_BYTES);
   });
 
   it('throws TypeError / RangeError for values that are not representable at all', () => {

@@ -15,6 +15,7 @@ import {
   FIXED_HEADER_BYTES,
   FORMAT_VERSION,
   MAGIC,
+  MAX_HEADER_BYTES,
   RNG_ALGORITHM_VERSION,
   TOKENIZER_LAYOUT_VERSION,
   U64_MAX,
@@ -113,12 +114,13 @@ function hex(value: bigint | number, digits: number): string {
 }
 
 /**
- * Checks SPEC.md §9.1 steps 1–5 on the first bytes of a file.
+ * Checks SPEC.md §9.1 steps 1–5 on the first bytes of a file, then the
+ * header-size limit of §15.2.
  * @param head - at least the first 38 bytes (or the whole file if shorter).
  * @param fileLength - the total file length.
  * @returns the fixed header.
  * @throws FormatError FORMAT_TRUNCATED, FORMAT_BAD_MAGIC, FORMAT_UNSUPPORTED_VERSION,
- *   FORMAT_UNSUPPORTED_ENDIANNESS or FORMAT_FILE_EXTENT.
+ *   FORMAT_UNSUPPORTED_ENDIANNESS, FORMAT_FILE_EXTENT or FORMAT_LIMIT_EXCEEDED.
  */
 export function parseFixedHeader(head: Uint8Array, fileLength: number): FixedHeader {
   if (fileLength < FIXED_HEADER_BYTES || head.length < FIXED_HEADER_BYTES) {
@@ -179,7 +181,26 @@ export function parseFixedHeader(head: Uint8Array, fileLength: number): FixedHea
       { reason: 'file-extent', offset: 14, field: 'header_bytes/payload_bytes', expected: `header_bytes >= 38 and header_bytes + payload_bytes = ${fileLength}`, found: `${headerBytes} + ${payloadBytes}` },
     );
   }
+  assertHeaderWithinLimit(Number(headerBytes));
   return { formatVersion, endianMarker, headerBytes, payloadBytes, storedChecksum: view.getBigUint64(CHECKSUM_OFFSET, true) };
+}
+
+/**
+ * The implementation limit on `header_bytes` (SPEC.md §15.2): checked right
+ * after the file extent (§9.1 step 5) and before the checksum, so a hostile
+ * length is refused from 38 bytes without reading, hashing or allocating
+ * the header it declares. The encoder applies the same check first.
+ * @param headerBytes - the declared (or planned) header length.
+ * @throws FormatError FORMAT_LIMIT_EXCEEDED (reason `header-too-large`).
+ */
+export function assertHeaderWithinLimit(headerBytes: number): void {
+  if (headerBytes > MAX_HEADER_BYTES) {
+    throw new FormatError(
+      'FORMAT_LIMIT_EXCEEDED',
+      `header_bytes at offset 14 is too large: expected at most ${MAX_HEADER_BYTES} (64 MiB, SPEC §15.2; a header holds only names and descriptors), found ${headerBytes}`,
+      { reason: 'header-too-large', offset: 14, field: 'header_bytes', expected: `<= ${MAX_HEADER_BYTES}`, found: String(headerBytes) },
+    );
+  }
 }
 
 /** Options of {@link parseVariableHeader}. */

@@ -5,14 +5,14 @@
  * building the file. `encodeCheckpoint` copies the plan into one buffer; the
  * Node saver streams it to disk.
  *
- * Validation runs the decoder's own rules (AdamW, groups, geometry, §9.4–9.7)
+ * Validation runs the decoder's own rules (header-size limit, AdamW, groups, geometry, §9.4–9.7)
  * on the planned records, in the decoder's order, so an invalid state fails
  * with the code the decoder would report for the file.
  */
 import { validateAdamWConfig, validateGroups, type LocatedName } from './adamw-rules.ts';
 import { FormatError } from './errors.ts';
 import { checkGeometry } from './geometry.ts';
-import { headerLength, writeHeader, type RawDescriptor, type RawHeader } from './header.ts';
+import { assertHeaderWithinLimit, headerLength, writeHeader, type RawDescriptor, type RawHeader } from './header.ts';
 import { bytesOfFloat64 } from './internal/host-endian.ts';
 import { validateRecords, type RecordSource } from './record-rules.ts';
 import { BPE_BASE_VOCABULARY, BPE_RECORD_NAME, DTYPE_TAGS, ENDIAN_MARKER, FORMAT_VERSION, RNG_ALGORITHM_VERSION, ROLE_TAGS, TOKENIZER_LAYOUT_VERSION, U32_MAX, U64_MAX, type RecordDType, type RecordRole } from './tags.ts';
@@ -177,8 +177,6 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
   const beta2Power = f64Field(opt.beta2Power, 'optimizer.beta2Power');
   const tokenizer = tokenizerRecords(state);
 
-  // Same order as the decoder: AdamW config, then groups (SPEC.md §9.2 steps 6–7).
-  if (validate) validateAdamWConfig(adamw);
   let groupBytes: { decay: Uint8Array[]; noDecay: Uint8Array[] } | null = null;
   let groupNames: { decay: LocatedName[]; noDecay: LocatedName[] } | null = null;
   if (opt.groups !== null && opt.groups !== undefined) {
@@ -200,7 +198,6 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
     if (decay.bytes.length > U32_MAX || noDecay.bytes.length > U32_MAX) throw new FormatError('FORMAT_SIZE_OVERFLOW', 'a parameter-group list has more than 2^32 - 1 names', { reason: 'count' });
     groupBytes = { decay: decay.bytes, noDecay: noDecay.bytes };
     groupNames = { decay: decay.located, noDecay: noDecay.located };
-    if (validate) validateGroups(groupNames.decay, groupNames.noDecay);
   }
 
   if (!Array.isArray(state.parameters)) throw typeError('parameters must be an array');
@@ -226,15 +223,22 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
     if (count > U32_MAX) throw new FormatError('FORMAT_SIZE_OVERFLOW', `${field} ${count} does not fit in u32`, { reason: 'count', field });
   }
 
-  // Descriptor entries: names as UTF-8 (the decoder's per-entry checks: UTF-8, then non-empty).
-  const nameBytes = records.map((r, i) => {
-    const bytes = utf8Name(r.name, `descriptor[${i}].name`, 0);
-    if (validate && bytes.length === 0) {
-      throw new FormatError('FORMAT_LAYOUT', `empty name in descriptor[${i}] (${r.role}): expected a non-empty record name`, { reason: 'empty-record-name', field: `descriptor[${i}].name`, recordIndex: i, expected: 'non-empty name', found: '""' });
-    }
-    return bytes;
-  });
+  // Descriptor entries: names as UTF-8.
+  const nameBytes = records.map((r, i) => utf8Name(r.name, `descriptor[${i}].name`, 0));
   const headerBytes = headerLength(groupBytes, records.map((r, i) => ({ nameBytes: nameBytes[i] as Uint8Array, rank: r.shape.length })));
+
+  // The value rules in the decoder's order: the header-size limit (checked with
+  // the fixed header, SPEC.md §15.2), AdamW config, groups (§9.2 steps 6–7),
+  // then the per-descriptor non-empty name (step 9).
+  if (validate) {
+    assertHeaderWithinLimit(headerBytes);
+    validateAdamWConfig(adamw);
+    if (groupNames !== null) validateGroups(groupNames.decay, groupNames.noDecay);
+    const i = nameBytes.findIndex((b) => b.length === 0);
+    if (i >= 0) {
+      throw new FormatError('FORMAT_LAYOUT', `empty name in descriptor[${i}] (${(records[i] as PlannedRecord).role}): expected a non-empty record name`, { reason: 'empty-record-name', field: `descriptor[${i}].name`, recordIndex: i, expected: 'non-empty name', found: '""' });
+    }
+  }
   let entryOffset = headerBytes - records.reduce((sum, r, i) => sum + 26 + (nameBytes[i] as Uint8Array).length + 8 * r.shape.length, 0);
   const descriptorCountOffset = entryOffset - 4;
   let position = BigInt(headerBytes);

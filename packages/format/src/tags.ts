@@ -18,6 +18,13 @@ export const TOKENIZER_LAYOUT_VERSION = 1;
 export const RNG_ALGORITHM_VERSION = 1;
 /** Header bytes that do not depend on groups or descriptors (SPEC.md §4.3). */
 export const BASE_HEADER_BYTES = 208;
+/**
+ * Largest `header_bytes` this implementation reads or writes: 64 MiB (SPEC.md
+ * §15.2). The header holds only names and descriptors — the golden file's is
+ * 2869 bytes, a million literal tokens need about 40 MiB — and a larger one
+ * is refused from the fixed header alone, before it is read or allocated.
+ */
+export const MAX_HEADER_BYTES: number = 2 ** 26;
 /** Name of the single BPE record (SPEC.md §5.1). */
 export const BPE_RECORD_NAME = 'training-pairs';
 /** Control ids reserved in a BPE vocabulary: vocabulary = 258 + merges (SPEC.md §5.2). */

@@ -10,7 +10,7 @@ export const MODEL_ERROR_CODES = {
   MODEL_INVALID_BATCH: 'MODEL_INVALID_BATCH',
   /** A token id (input, target or prompt) is not an integer in [0, vocabulary size). */
   MODEL_TOKEN_OUT_OF_RANGE: 'MODEL_TOKEN_OUT_OF_RANGE',
-  /** A sequence is longer than the model's maximum positions. */
+  /** A sequence is longer than the model's maximum positions, or too long for its activations to be allocated. */
   MODEL_CONTEXT_TOO_LONG: 'MODEL_CONTEXT_TOO_LONG',
   /** A loss, logit or gradient is NaN or infinite; nothing was committed. */
   MODEL_NON_FINITE: 'MODEL_NON_FINITE',

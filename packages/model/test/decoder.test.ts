@@ -1,6 +1,7 @@
 import { SplitMix64 } from '@llmcp/format';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Decoder, FIXTURE_DECODER_CONFIG, isModelError, parameterLayout, setGemmBackend, type TokenBatch } from '../src/index.ts';
+import { Decoder, FIXTURE_DECODER_CONFIG, generate, isModelError, parameterLayout, setGemmBackend, type TokenBatch } from '../src/index.ts';
+import { SequenceEngine } from '../src/internal/sequence-engine.ts';
 import { checkGradient, randomValues } from './helpers/gradcheck.ts';
 
 const SMALL = { vocabularySize: 7, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 6, ropeBase: 10000, rmsEpsilon: 1e-6 };
@@ -187,6 +188,73 @@ describe('Decoder parameters and checkpoints', () => {
       } catch (e) {
         expect(isModelError(e) && e.code === 'MODEL_INVALID_CONFIG' && e.field === field, String(e)).toBe(true);
       }
+    }
+  });
+});
+
+describe('Decoder maxPositions', () => {
+  // A config may declare far more positions than any input uses (the format accepts up to 2^53 − 1):
+  // the RoPE tables cover only the positions actually run, with the same values per position.
+  const HUGE = { ...SMALL, maxPositions: 2 ** 40 };
+
+  it('builds RoPE tables only for the positions a forward pass uses', () => {
+    const engine = new SequenceEngine(HUGE);
+    const half = engine.headWidth / 2;
+    expect(engine.rope.cosines.length).toBe(0);
+    const model = new Decoder(HUGE);
+    model.initialize(5n);
+    engine.prepare(model.parameters, -1);
+    engine.forward(model.parameters, [1, 2, 3], null, 0, 3, 0);
+    expect(engine.rope.cosines.length).toBeGreaterThanOrEqual(3 * half);
+    expect(engine.rope.cosines.length).toBeLessThanOrEqual(2 * 3 * half);
+    expect(engine.rope.sines.length).toBe(engine.rope.cosines.length);
+    engine.forward(model.parameters, [1, 2, 3, 4, 5, 6, 0, 1, 2], null, 0, 9, 0);
+    expect(engine.rope.cosines.length).toBeLessThanOrEqual(2 * 9 * half);
+  });
+
+  it('gives the bits of a model with a small maxPositions when it declares 2^40 positions', () => {
+    const huge = new Decoder(HUGE);
+    const small6 = new Decoder(SMALL);
+    huge.initialize(5n);
+    small6.initialize(5n);
+    const batch = randomBatch(4n, SMALL.vocabularySize, 2, 6);
+    expect(Object.is(huge.trainStep(batch), small6.trainStep(batch))).toBe(true);
+    expect(bitsOf(huge.gradients)).toEqual(bitsOf(small6.gradients));
+    // Growing one position at a time (generation) gives the same logits as a fresh model.
+    for (let T = 1; T <= 6; T++) expect(bitsOf(huge.logits(Array.from(batch.inputs).slice(0, T)))).toEqual(bitsOf(small6.logits(Array.from(batch.inputs).slice(0, T))));
+    const mode = { kind: 'temperature', temperature: 1, topK: 4 } as const;
+    const a = generate(huge, { prompt: [1], mode, rng: new SplitMix64(9n), maxNewTokens: 5 });
+    const b = generate(small6, { prompt: [1], mode, rng: new SplitMix64(9n), maxNewTokens: 5 });
+    expect(a.tokens).toEqual(b.tokens);
+    expect(a.stopReason).toBe('max-new-tokens');
+  });
+
+  it('reports a sequence whose activations cannot be allocated as MODEL_CONTEXT_TOO_LONG and keeps working', () => {
+    const model = new Decoder(HUGE);
+    model.initialize(5n);
+    const short = model.logits([1, 2, 3]);
+    // 2^16 positions: the (H, T, T) attention weights exceed the largest typed array.
+    const tokens = new Uint32Array(2 ** 16);
+    try {
+      model.nextTokenLogits(tokens);
+      throw new Error('accepted');
+    } catch (e) {
+      expect(isModelError(e) && e.code === 'MODEL_CONTEXT_TOO_LONG' && e.field === 'columns', String(e)).toBe(true);
+    }
+    expect(bitsOf(model.logits([1, 2, 3]))).toEqual(bitsOf(short));
+  });
+
+  it('trains with worker threads on a model declaring 2^40 positions', async () => {
+    const one = new Decoder(HUGE);
+    const two = await Decoder.create(HUGE, { threads: 2 });
+    try {
+      one.initialize(3n);
+      two.initialize(3n);
+      const batch = randomBatch(12n, SMALL.vocabularySize, 4, 5);
+      expect(two.trainStep(batch)).toBe(one.trainStep(batch));
+      expect(bitsOf(two.gradients)).toEqual(bitsOf(one.gradients));
+    } finally {
+      await two.close();
     }
   });
 });

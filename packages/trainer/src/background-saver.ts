@@ -51,16 +51,19 @@ export class CheckpointSaver {
   #failure: unknown = null;
   #last: SaveResult | null = null;
   #onSaved: ((result: SaveResult) => void) | null;
+  readonly #hadCheckpoint: boolean;
 
   /**
    * @param mode - `worker` (default for runs) or `inline` (on the calling thread).
    * @param onSaved - called with each finished save.
    * @param hook - publication crash-injection hook (inline mode only; tests).
+   * @param hadCheckpoint - whether the run had a checkpoint before this saver's first save (a resumed run), so that a failure says truthfully what is left to resume from.
    */
-  constructor(mode: SaveMode, onSaved: ((result: SaveResult) => void) | null = null, hook?: PublishHook) {
+  constructor(mode: SaveMode, onSaved: ((result: SaveResult) => void) | null = null, hook?: PublishHook, hadCheckpoint = true) {
     this.mode = mode;
     this.#onSaved = onSaved;
     this.#hook = hook;
+    this.#hadCheckpoint = hadCheckpoint;
   }
 
   #startWorker(): Worker {
@@ -110,7 +113,8 @@ export class CheckpointSaver {
     if (this.#failure === null) return;
     const cause = this.#failure;
     this.#failure = null;
-    throw new TrainerError('TRAINER_SAVE_FAILED', `a checkpoint save failed; the previous checkpoint is intact: ${(cause as Error).message ?? String(cause)}`, {
+    const fallback = this.#hadCheckpoint || this.#last !== null ? 'the previous checkpoint is intact' : 'no checkpoint of this run exists yet, so there is nothing to resume from';
+    throw new TrainerError('TRAINER_SAVE_FAILED', `a checkpoint save failed; ${fallback}: ${(cause as Error).message ?? String(cause)}`, {
       cause,
     });
   }

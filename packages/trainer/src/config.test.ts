@@ -50,6 +50,8 @@ describe('parseConfig', () => {
     expect(refusal({ ...minimal, model: { width: 30, heads: 4 } }).message).toContain('config.model.heads');
     expect(refusal({ ...minimal, model: { width: 6, heads: 2 } }).message).toContain('head width 3');
     expect(refusal({ ...minimal, model: { maxPositions: 8 } }).message).toContain('config.model.maxPositions');
+    expect(refusal({ ...minimal, model: { maxPositions: 2 ** 40 } }).message).toMatch(/config\.model\.maxPositions: .*at most 65536/);
+    expect(parseConfig({ ...minimal, model: { maxPositions: 65_536 } }).model.maxPositions).toBe(65_536);
     expect(refusal({ ...minimal, steps: 3, schedule: { kind: 'list', rates: [0.1, 0.1] } }).message).toContain('config.schedule.rates');
     expect(refusal({ ...minimal, evaluation: { validateEvery: 4 }, checkpoint: { every: 6 } }).message).toContain('config.checkpoint.every');
   });

@@ -85,7 +85,7 @@ export interface TrainerConfig {
     readonly heads: number;
     readonly feedForwardWidth: number;
     readonly layers: number;
-    /** Positional capacity; `null` = the context length. */
+    /** Positional capacity, at most 65,536 (2^16); `null` = the context length. */
     readonly maxPositions: number | null;
     readonly ropeBase: number;
     readonly rmsEpsilon: number;
@@ -222,7 +222,10 @@ const schema = z
         heads: positiveInt.default(4),
         feedForwardWidth: positiveInt.default(256),
         layers: nonNegativeInt.default(2),
-        maxPositions: positiveInt.nullable().default(null),
+        // At most 2^16: no context this f64 trainer can run comes near it (the attention weights of
+        // one layer at 2^16 positions are 32 GiB per head), and it keeps every checkpoint it writes
+        // cheap for readers that build RoPE tables for all declared positions up front.
+        maxPositions: positiveInt.max(65_536, 'expected at most 65536 (2^16) positions').nullable().default(null),
         ropeBase: positiveFinite.default(10000),
         rmsEpsilon: z.number().nonnegative().refine(Number.isFinite, 'expected a finite number').default(1e-6),
         initSeed: seed.default(1),

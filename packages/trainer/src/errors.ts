@@ -24,8 +24,13 @@ export const TRAINER_ERROR_CODES = {
   TRAINER_STATE_INVALID: 'TRAINER_STATE_INVALID',
   /** `job.json` and `state.llmcp` of one slot do not belong together. */
   TRAINER_PAIR_MISMATCH: 'TRAINER_PAIR_MISMATCH',
-  /** No checkpoint slot of the run verifies (the report lists why each was refused). */
+  /**
+   * No checkpoint slot of the run verifies (the report lists why each was refused), or the ones left are
+   * older than what run.json or best/ prove the run had (slots missing, never silently skipped).
+   */
   TRAINER_NO_CHECKPOINT: 'TRAINER_NO_CHECKPOINT',
+  /** A slot report's code (never thrown): the slot predates a pivot recorded in run.json, so resuming it would undo the pivot. */
+  TRAINER_SLOT_SUPERSEDED: 'TRAINER_SLOT_SUPERSEDED',
   /** The directory is not a run directory, or it already holds a run where a new one was asked for. */
   TRAINER_RUN_INVALID: 'TRAINER_RUN_INVALID',
   /** Another live process holds the run directory's lock. */
@@ -126,6 +131,8 @@ export function toTrainerError(e: unknown): TrainerError {
   const code = typeof err?.code === 'string' ? err.code : '';
   const file = typeof err?.path === 'string' ? { path: err.path } : {};
   if (/^E[A-Z]+$/.test(code)) return new TrainerError('TRAINER_IO', `file-system error: ${message}`, { cause: e, ...file });
+  // Another package's I/O failure (e.g. FORMAT_IO from an atomic write) is an I/O error here too, not bad input.
+  if (/_IO$/.test(code)) return new TrainerError('TRAINER_IO', `${message}`, { cause: e, ...file });
   if (code.includes('NON_FINITE')) return new TrainerError('TRAINER_NON_FINITE', message, { cause: e });
   if (typeof err?.name === 'string' && /^(Data|Tokenizer|Model|Optim|Format)Error$/.test(err.name)) {
     return new TrainerError('TRAINER_INPUT_INVALID', `${err.name} ${code}: ${message}`, { cause: e });

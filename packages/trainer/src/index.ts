@@ -27,7 +27,7 @@ export {
 } from './config.ts';
 export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig } from './config.ts';
 export { CH33_CONFIG_INPUT, ch33Config } from './presets.ts';
-export { JOB_FORMAT, sealJob, encodeJob, decodeJob } from './job.ts';
+export { JOB_FORMAT, LEGACY_JOB_FORMAT, sealJob, encodeJob, decodeJob } from './job.ts';
 export type { Job, JobBody, InputIdentity, EvaluationRecord } from './job.ts';
 export {
   RUN_FILES,
@@ -42,8 +42,8 @@ export {
   loadBestCheckpoint,
 } from './run-directory.ts';
 export type { SlotName, VerifiedSlot, SlotReport, CheckpointChoice, RetentionResult } from './run-directory.ts';
-export { LossLog, formatLossRecord, parseLossLog, planLossLogResume } from './loss-log.ts';
-export type { LossRecord, LossTiming, LossLogPosition, ParsedLossLog, LossLogResumePlan } from './loss-log.ts';
+export { LossLog, formatLossRecord, parseLossLog, planLossLogResume, scanLossLog } from './loss-log.ts';
+export type { LossRecord, LossTiming, LossLogPosition, ParsedLossLog, LossLogResumePlan, LossLogScan } from './loss-log.ts';
 export { RUN_MANIFEST_FORMAT, readRunManifest } from './run-manifest.ts';
 export type { RunManifest, RunEvent } from './run-manifest.ts';
 export { RunControl } from './signals.ts';

@@ -12,8 +12,18 @@ import { TrainerError } from './errors.ts';
 import { parseConfig, type TrainerConfig } from './config.ts';
 import type { LossLogPosition } from './loss-log.ts';
 
-/** The job file format tag. */
-export const JOB_FORMAT = 'llmcp-job/1';
+/**
+ * The job file format tag. Version 2 records the LLMCP35 checksum of the
+ * paired state in `state.checksum`.
+ */
+export const JOB_FORMAT = 'llmcp-job/2';
+
+/**
+ * The first job format, still read: identical except that `state.checksum`
+ * held a plain FNV-1a 64 of the whole state file rather than its LLMCP35
+ * checksum, so the pairing check leaves that field to the SHA-256.
+ */
+export const LEGACY_JOB_FORMAT = 'llmcp-job/1';
 
 /** Identity of the training inputs and the implementation that consumed them. */
 export interface InputIdentity {
@@ -46,7 +56,7 @@ export interface EvaluationRecord {
 
 /** Everything in `job.json` except its digest. */
 export interface JobBody {
-  readonly format: typeof JOB_FORMAT;
+  readonly format: typeof JOB_FORMAT | typeof LEGACY_JOB_FORMAT;
   /** Updates completed. */
   readonly step: number;
   /** Work done at `step` beyond the update itself. */
@@ -75,7 +85,7 @@ export interface JobBody {
   };
   /** Position of `loss.jsonl` after the record of `step`. */
   readonly lossLog: LossLogPosition;
-  /** The paired `state.llmcp`. */
+  /** The paired `state.llmcp`: size, SHA-256, and its LLMCP35 checksum label (`fnv1a64:…`, as `llmcp inspect` shows it). */
   readonly state: { readonly bytes: number; readonly sha256: string; readonly checksum: string };
   /** FNV-1a 64 fingerprint of the inputs and targets of update `step + 1`, or null at the end. */
   readonly nextBatch: string | null;
@@ -99,7 +109,7 @@ const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
 );
 
 const jobSchema = z.strictObject({
-  format: z.literal(JOB_FORMAT),
+  format: z.union([z.literal(JOB_FORMAT), z.literal(LEGACY_JOB_FORMAT)]),
   step: count,
   phase: z.strictObject({ validated: z.boolean(), audited: z.boolean() }),
   config: z.unknown(),

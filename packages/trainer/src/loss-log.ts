@@ -13,10 +13,11 @@
  * timing off the file is byte-identical between an interrupted and an
  * uninterrupted run; with timing on it is identical once `timing` is removed.
  */
-import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync, constants } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, constants } from 'node:fs';
 import { createHash, type Hash } from 'node:crypto';
 import { TrainerError } from './errors.ts';
 import { sha256Hex } from './internal/canonical-json.ts';
+import { writeAllSync } from './internal/durable-fs.ts';
 
 /** The deterministic part of one loss record. */
 export interface LossRecord {
@@ -80,6 +81,102 @@ export interface ParsedLossLog {
   readonly problem: string | null;
 }
 
+/** Longest line the scanner accepts; a longer one is reported (and skipped) instead of buffered. */
+const MAX_LINE_BYTES = 1 << 20;
+
+/** Bytes per read when streaming `loss.jsonl` (any size, bounded memory). */
+const READ_CHUNK = 4 << 20;
+
+const NOT_A_RECORD: LossRecord = { step: Number.NaN, loss: Number.NaN, learningRate: Number.NaN, gradientNorm: Number.NaN, clipped: false, tokens: 0 };
+
+/**
+ * The one reader of `loss.jsonl` lines: fed bytes in any chunking, it checks
+ * every complete line (valid UTF-8 JSON, steps 1, 2, 3, … without gaps) and
+ * hands each record on; memory stays bounded by {@link MAX_LINE_BYTES}.
+ */
+class LossLineScanner {
+  readonly #decoder = new TextDecoder('utf-8', { fatal: true });
+  readonly #onRecord: (record: LossRecord & { timing?: LossTiming }, end: number) => void;
+  #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
+  #overlong = false;
+  #offset = 0;
+  #lineStart = 0;
+  records = 0;
+  problem: string | null = null;
+
+  constructor(onRecord: (record: LossRecord & { timing?: LossTiming }, end: number) => void) {
+    this.#onRecord = onRecord;
+  }
+
+  #line(bytes: Uint8Array, end: number): void {
+    const start = this.#lineStart;
+    let value: LossRecord & { timing?: LossTiming };
+    if (this.#overlong) {
+      if (this.problem === null) this.problem = `line ${this.records + 1} (byte ${start}) is longer than ${MAX_LINE_BYTES} bytes`;
+      value = NOT_A_RECORD;
+    } else {
+      try {
+        value = JSON.parse(this.#decoder.decode(bytes)) as LossRecord & { timing?: LossTiming };
+        if (this.problem === null && value.step !== this.records + 1) {
+          this.problem = `record ${this.records + 1} (byte ${start}) has step ${String(value.step)}, expected ${this.records + 1}`;
+        }
+      } catch (e) {
+        if (this.problem === null) this.problem = `line ${this.records + 1} (byte ${start}) is not valid JSON: ${(e as Error).message}`;
+        value = NOT_A_RECORD;
+      }
+    }
+    this.records += 1;
+    this.#onRecord(value, end);
+  }
+
+  /** Feeds the next bytes of the file. */
+  push(chunk: Uint8Array): void {
+    let from = 0;
+    while (from < chunk.length) {
+      const nl = chunk.indexOf(0x0a, from);
+      const upto = nl < 0 ? chunk.length : nl;
+      if (!this.#overlong) {
+        if (this.#pendingBytes + (upto - from) > MAX_LINE_BYTES) {
+          this.#overlong = true;
+          this.#pending = [];
+          this.#pendingBytes = 0;
+        } else if (upto > from) {
+          this.#pending.push(chunk.slice(from, upto));
+          this.#pendingBytes += upto - from;
+        }
+      }
+      if (nl < 0) {
+        this.#offset += chunk.length - from;
+        return;
+      }
+      this.#offset += nl + 1 - from;
+      const line = this.#pending.length === 1 ? (this.#pending[0] as Uint8Array) : concat(this.#pending, this.#pendingBytes);
+      this.#line(line, this.#offset);
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      this.#overlong = false;
+      this.#lineStart = this.#offset;
+      from = nl + 1;
+    }
+  }
+
+  /** Bytes after the last complete line. */
+  get trailingBytes(): number {
+    return this.#offset - this.#lineStart;
+  }
+}
+
+function concat(parts: readonly Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /**
  * Parses `loss.jsonl` bytes and checks that steps run 1, 2, 3, … without gaps.
  *
@@ -89,26 +186,80 @@ export interface ParsedLossLog {
 export function parseLossLog(bytes: Uint8Array): ParsedLossLog {
   const records: (LossRecord & { timing?: LossTiming })[] = [];
   const ends: number[] = [];
-  const decoder = new TextDecoder('utf-8', { fatal: true });
-  let start = 0;
-  let problem: string | null = null;
-  while (start < bytes.length) {
-    const nl = bytes.indexOf(0x0a, start);
-    if (nl < 0) break;
-    try {
-      const value = JSON.parse(decoder.decode(bytes.subarray(start, nl))) as LossRecord & { timing?: LossTiming };
-      if (problem === null && value.step !== records.length + 1) {
-        problem = `record ${records.length + 1} (byte ${start}) has step ${String(value.step)}, expected ${records.length + 1}`;
-      }
-      records.push(value);
-    } catch (e) {
-      if (problem === null) problem = `line ${records.length + 1} (byte ${start}) is not valid JSON: ${(e as Error).message}`;
-      records.push({ step: Number.NaN, loss: Number.NaN, learningRate: Number.NaN, gradientNorm: Number.NaN, clipped: false, tokens: 0 });
+  const scanner = new LossLineScanner((record, end) => {
+    records.push(record);
+    ends.push(end);
+  });
+  scanner.push(bytes);
+  return { records, ends, trailingBytes: scanner.trailingBytes, problem: scanner.problem };
+}
+
+/**
+ * Reads a file front to back in bounded chunks (any size, including beyond
+ * the 2 GiB `readFileSync` limit), handing each chunk to `onChunk` (the view
+ * is reused: copy what must be kept).
+ *
+ * @param file - the file.
+ * @param onChunk - receives each chunk and its file offset.
+ * @param chunkBytes - read size.
+ * @returns the number of bytes read.
+ */
+export function streamFile(file: string, onChunk: (chunk: Uint8Array, offset: number) => void, chunkBytes: number = READ_CHUNK): number {
+  const fd = openSync(file, constants.O_RDONLY);
+  try {
+    const buffer = new Uint8Array(chunkBytes);
+    let offset = 0;
+    for (;;) {
+      const n = readSync(fd, buffer, 0, buffer.length, offset);
+      if (n === 0) return offset;
+      onChunk(buffer.subarray(0, n), offset);
+      offset += n;
     }
-    ends.push(nl + 1);
-    start = nl + 1;
+  } finally {
+    closeSync(fd);
   }
-  return { records, ends, trailingBytes: bytes.length - start, problem };
+}
+
+/** What {@link scanLossLog} found, without holding the records. */
+export interface LossLogScan {
+  readonly bytes: number;
+  readonly records: number;
+  readonly last: (LossRecord & { readonly timing?: LossTiming }) | null;
+  readonly trailingBytes: number;
+  readonly problem: string | null;
+  /** SHA-256 of the first `prefixBytes` bytes, when asked for and the file is that long. */
+  readonly prefixSha256: string | null;
+}
+
+/**
+ * Scans `loss.jsonl` in bounded memory: the continuity check of
+ * {@link parseLossLog}, the record count, the last record and, optionally,
+ * the SHA-256 of a prefix.
+ *
+ * @param file - path of `loss.jsonl` (a missing file scans as empty).
+ * @param prefixBytes - length of the prefix to hash, or null.
+ * @param chunkBytes - read size (tests use tiny ones).
+ * @returns the scan.
+ */
+export function scanLossLog(file: string, prefixBytes: number | null = null, chunkBytes: number = READ_CHUNK): LossLogScan {
+  let last: (LossRecord & { timing?: LossTiming }) | null = null;
+  const scanner = new LossLineScanner((record) => {
+    last = record;
+  });
+  const hash = createHash('sha256');
+  let size = 0;
+  if (existsSync(file)) {
+    size = streamFile(
+      file,
+      (chunk, offset) => {
+        scanner.push(chunk);
+        if (prefixBytes !== null && offset < prefixBytes) hash.update(chunk.subarray(0, Math.min(chunk.length, prefixBytes - offset)));
+      },
+      chunkBytes,
+    );
+  }
+  const prefixSha256 = prefixBytes !== null && size >= prefixBytes ? `sha256:${hash.digest('hex')}` : null;
+  return { bytes: size, records: scanner.records, last, trailingBytes: scanner.trailingBytes, problem: scanner.problem, prefixSha256 };
 }
 
 /** What a resume will do to `loss.jsonl`, decided before anything is changed. */
@@ -126,29 +277,45 @@ export interface LossLogResumePlan {
 
 /**
  * Verifies `loss.jsonl` against a checkpoint's recorded position without
- * changing anything.
+ * changing anything (streamed: any file size).
  *
  * @param file - path of `loss.jsonl`.
  * @param expected - position recorded in the checkpoint's job.
+ * @param chunkBytes - read size (tests use tiny ones).
  * @returns the plan (what to cut).
  * @throws TrainerError `TRAINER_LOSS_LOG_INVALID` when the file is missing, shorter, or its prefix changed.
  */
-export function planLossLogResume(file: string, expected: LossLogPosition): LossLogResumePlan {
-  let bytes: Uint8Array;
+export function planLossLogResume(file: string, expected: LossLogPosition, chunkBytes: number = READ_CHUNK): LossLogResumePlan {
+  const prefixHash = createHash('sha256');
+  const tailHash = createHash('sha256');
+  let size = 0;
+  let orphanedRecords = 0;
   if (!existsSync(file)) {
-    if (expected.bytes === 0) bytes = new Uint8Array(0);
-    else throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss.jsonl is missing but the checkpoint recorded ${expected.records} records (${expected.bytes} bytes)`, { path: file });
+    if (expected.bytes !== 0) {
+      throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss.jsonl is missing but the checkpoint recorded ${expected.records} records (${expected.bytes} bytes)`, { path: file });
+    }
   } else {
-    bytes = new Uint8Array(readFileSync(file));
+    size = streamFile(
+      file,
+      (chunk, offset) => {
+        const cut = Math.max(0, Math.min(chunk.length, expected.bytes - offset));
+        if (cut > 0) prefixHash.update(chunk.subarray(0, cut));
+        if (cut < chunk.length) {
+          const tail = chunk.subarray(cut);
+          tailHash.update(tail);
+          for (let i = tail.indexOf(0x0a); i >= 0; i = tail.indexOf(0x0a, i + 1)) orphanedRecords += 1;
+        }
+      },
+      chunkBytes,
+    );
   }
-  if (bytes.length < expected.bytes) {
+  if (size < expected.bytes) {
     throw new TrainerError(
       'TRAINER_LOSS_LOG_INVALID',
-      `loss.jsonl has ${bytes.length} bytes but the checkpoint recorded ${expected.records} records in ${expected.bytes} bytes: history was lost`,
+      `loss.jsonl has ${size} bytes but the checkpoint recorded ${expected.records} records in ${expected.bytes} bytes: history was lost`,
       { path: file },
     );
   }
-  const prefixHash = createHash('sha256').update(bytes.subarray(0, expected.bytes));
   const sha = `sha256:${prefixHash.copy().digest('hex')}`;
   if (sha !== expected.sha256) {
     throw new TrainerError(
@@ -157,16 +324,54 @@ export function planLossLogResume(file: string, expected: LossLogPosition): Loss
       { path: file },
     );
   }
-  const tail = bytes.subarray(expected.bytes);
-  const orphanedRecords = tail.reduce((n, b) => (b === 0x0a ? n + 1 : n), 0);
+  const orphanedBytes = size - expected.bytes;
   return {
     file,
     keep: expected,
     orphanedRecords,
-    orphanedBytes: tail.length,
-    orphanedSha256: tail.length === 0 ? null : `sha256:${sha256Hex(tail)}`,
+    orphanedBytes,
+    orphanedSha256: orphanedBytes === 0 ? null : `sha256:${tailHash.digest('hex')}`,
     prefixHash,
   };
+}
+
+/**
+ * Writes the first `expected.bytes` bytes of a loss log to a new file (a
+ * fork's history), streamed, verified against the recorded SHA-256, fsynced,
+ * and renamed into place; nothing is left behind on failure.
+ *
+ * @param from - the source `loss.jsonl`.
+ * @param to - the new `loss.jsonl` (must not exist).
+ * @param expected - the position recorded by the fork's checkpoint.
+ * @throws TrainerError `TRAINER_LOSS_LOG_INVALID` when the source prefix is not the recorded one.
+ */
+export async function copyLossLogPrefix(from: string, to: string, expected: LossLogPosition): Promise<void> {
+  const tmp = `${to}.tmp-${process.pid}`;
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+  let ok = false;
+  try {
+    const hash = createHash('sha256');
+    let copied = 0;
+    if (expected.bytes > 0) {
+      streamFile(from, (chunk, offset) => {
+        const n = Math.max(0, Math.min(chunk.length, expected.bytes - offset));
+        if (n === 0) return;
+        hash.update(chunk.subarray(0, n));
+        writeAllSync(fd, chunk.subarray(0, n));
+        copied += n;
+      });
+    }
+    const sha = `sha256:${hash.digest('hex')}`;
+    if (copied !== expected.bytes || sha !== expected.sha256) {
+      throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `the loss log ${from} does not hold the history the checkpoint recorded (${expected.records} records, ${expected.sha256})`, { path: from });
+    }
+    fsyncSync(fd);
+    ok = true;
+  } finally {
+    closeSync(fd);
+    if (!ok) rmSync(tmp, { force: true });
+  }
+  renameSync(tmp, to);
 }
 
 /** The open, append-only loss log of a running job. */
@@ -223,8 +428,7 @@ export class LossLog {
       throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss record for step ${record.step} appended after ${this.#records} records`, { step: record.step });
     }
     const bytes = ENCODER.encode(formatLossRecord(record, timing));
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(this.#fd, bytes, offset, bytes.length - offset);
+    writeAllSync(this.#fd, bytes);
     this.#hash.update(bytes);
     this.#records += 1;
     this.#bytes += bytes.length;

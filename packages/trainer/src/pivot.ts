@@ -11,19 +11,18 @@
  * own config (declared policy changes only) and a new run id, with the loss log
  * up to that step; both runs' `run.json` record the lineage.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { checksumLabel, decodeCheckpoint, encodeCheckpoint, fnv1a64, type CheckpointState } from '@llmcp/format';
-import { writeFileAtomic } from '@llmcp/format/node';
+import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
 import { diffConfig, isCheckpointStep, isPolicyField, POLICY_FIELDS, isValidationStep, learningRateAt, type TrainerConfig } from './config.ts';
 import { TrainerError, publicErrors } from './errors.ts';
-import { encodeJob, sealJob, type Job } from './job.ts';
-import { LossLog, planLossLogResume } from './loss-log.ts';
+import { encodeJob, JOB_FORMAT, sealJob, type Job } from './job.ts';
+import { copyLossLogPrefix, LossLog, planLossLogResume } from './loss-log.ts';
 import { appendRunEvent, requireRunManifest } from './run-manifest.ts';
-import { checkpointsDir, chooseCheckpoint, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+import { checkpointEvidence, checkpointsDir, chooseCheckpoint, listSlots, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
 import { canonicalDigest, canonicalJson, sha256Hex } from './internal/canonical-json.ts';
-import { fsyncDirectory, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
+import { fsyncDirectory, makeDirectories, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock } from './internal/run-lock.ts';
 import { diffInputs, prepareInputs } from './inputs.ts';
 import { adamWConfigOf } from './llmcp-engine.ts';
@@ -98,17 +97,18 @@ function continueUnder(source: VerifiedSlot, config: TrainerConfig, run: { id: s
   const state = withOptimizerConfig(source.state, config);
   const stateBytes = encodeCheckpoint(state);
   // The re-encoded state must still be a valid checkpoint of the same step.
-  decodeCheckpoint(stateBytes);
+  const checksum = decodeCheckpoint(stateBytes).layout.checksumLabel;
   const step = old.step;
   const validated = old.evaluations.some((e) => e.step === step) || !isValidationStep(config, step);
   const audited = old.sampling.lastAuditStep === step || !isCheckpointStep(config, step);
   const job = sealJob({
     ...old,
+    format: JOB_FORMAT,
     config,
     configDigest: canonicalDigest(config),
     phase: { validated, audited },
     schedule: { step, nextLearningRate: step < config.steps ? learningRateAt(config, step + 1) : null },
-    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: checksumLabel(fnv1a64(stateBytes)) },
+    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum },
     run,
   });
   return { stateBytes, job };
@@ -146,7 +146,7 @@ async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise
   const manifest = requireRunManifest(runDir);
   const release = acquireRunLock(runDir);
   try {
-    const { chosen, report } = chooseCheckpoint(runDir);
+    const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, manifest));
     const { changed, unchanged } = checkChanges(chosen.job.config, options.config, options.changes, 'pivot');
     if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});
     await checkContinuable(chosen, options.config, 'pivot');
@@ -157,7 +157,7 @@ async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise
     // Everything checked; now change the directory.
     removeLeftovers(checkpointsDir(runDir));
     const archiveRoot = path.join(runDir, RUN_FILES.archive);
-    mkdirSync(archiveRoot, { recursive: true });
+    makeDirectories(archiveRoot);
     const archive = path.join(archiveRoot, `pivot-${pivot}`);
     if (existsSync(archive)) rmSync(archive, { recursive: true, force: true });
     const tmp = makeTempDirectory(archiveRoot, `tmp-pivot-${pivot}`);
@@ -236,23 +236,33 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
   }
   const releaseSource = acquireRunLock(sourceDir);
   try {
-    const source = options.slot === undefined ? chooseCheckpoint(sourceDir).chosen : verifySlot(sourceDir, options.slot);
+    let source: VerifiedSlot;
+    if (options.slot === undefined) {
+      source = (await chooseCheckpoint(sourceDir, checkpointEvidence(sourceDir, sourceManifest))).chosen;
+    } else {
+      // Only a slot the run has: never a path (`../..`), a hidden temporary or a name that merely looks like one.
+      const slots = listSlots(sourceDir);
+      if (!slots.includes(options.slot)) {
+        throw new TrainerError('TRAINER_RUN_INVALID', `${sourceDir} has no slot '${options.slot}'; its slots are: ${slots.length === 0 ? '(none)' : slots.join(', ')}`, {
+          path: sourceDir,
+          slot: options.slot,
+        });
+      }
+      source = await verifySlot(sourceDir, options.slot);
+    }
     const config = options.config ?? source.job.config;
     const { changed } = checkChanges(source.job.config, config, options.changes ?? [], 'fork');
     await checkContinuable(source, config, 'fork');
-    const lossBytes = new Uint8Array(readFileSync(path.join(sourceDir, RUN_FILES.lossLog))).subarray(0, source.job.lossLog.bytes);
-    if (`sha256:${sha256Hex(lossBytes)}` !== source.job.lossLog.sha256) {
-      throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `the loss log of ${sourceDir} does not match the history ${source.slot} recorded`, { path: sourceDir });
-    }
+    // The history up to the fork point must be the one the slot recorded (checked before anything is written).
+    planLossLogResume(path.join(sourceDir, RUN_FILES.lossLog), source.job.lossLog);
     const runId = randomUUID();
     const next = continueUnder(source, config, { id: runId, pivots: 0 });
-    const createdTarget = !existsSync(targetDir);
-    mkdirSync(targetDir, { recursive: true });
+    const createdDirs = makeDirectories(targetDir);
     const releaseTarget = acquireRunLock(targetDir);
     let forked = false;
     try {
-      mkdirSync(checkpointsDir(targetDir), { recursive: true });
-      await writeFileAtomic(path.join(targetDir, RUN_FILES.lossLog), lossBytes);
+      makeDirectories(checkpointsDir(targetDir));
+      await copyLossLogPrefix(path.join(sourceDir, RUN_FILES.lossLog), path.join(targetDir, RUN_FILES.lossLog), source.job.lossLog);
       writeSlot(targetDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true });
       if (source.job.best !== null && source.job.best.step === source.job.step) {
         writeSlot(targetDir, 'best', next.stateBytes, encodeJob(next.job), { keepBackup: true });
@@ -282,11 +292,19 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
       });
       forked = true;
     } finally {
+      if (!forked) {
+        // A failed fork leaves no half-made run behind (it held the target's lock, so everything there is its own).
+        for (const name of readdirSync(targetDir)) if (name !== RUN_FILES.lock) rmSync(path.join(targetDir, name), { recursive: true, force: true });
+      }
       releaseTarget();
       if (!forked) {
-        // A failed fork leaves no half-made run behind.
-        if (createdTarget) rmSync(targetDir, { recursive: true, force: true });
-        else for (const name of readdirSync(targetDir)) rmSync(path.join(targetDir, name), { recursive: true, force: true });
+        for (const dir of [...createdDirs].reverse()) {
+          try {
+            rmdirSync(dir);
+          } catch {
+            break;
+          }
+        }
       }
     }
     return { sourceDir, targetDir, slot: source.slot, step: source.job.step, runId, changed };

@@ -14,14 +14,16 @@
  * missing or damaged falls back to `S.backup` and then to step snapshots.
  * `.tmp-*` and `.trash-*` entries are never read and are removed at start-up.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { decodeCheckpoint, u64Hex, type CheckpointState } from '@llmcp/format';
+import { u64Hex, type CheckpointState } from '@llmcp/format';
+import { loadCheckpoint, saveCheckpointAtomic } from '@llmcp/format/node';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
-import { decodeJob, type Job } from './job.ts';
-import { sha256Hex } from './internal/canonical-json.ts';
-import { discardEntry, fsyncDirectory, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
+import { decodeJob, LEGACY_JOB_FORMAT, type Job } from './job.ts';
+import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
 /** File names inside a run directory. */
 export const RUN_FILES = {
@@ -92,7 +94,8 @@ export interface VerifiedSlot {
   readonly dir: string;
   readonly job: Job;
   readonly state: CheckpointState;
-  readonly stateBytes: Uint8Array;
+  /** Absolute path of the slot's `state.llmcp` (its bytes are the ones verified). */
+  readonly stateFile: string;
 }
 
 function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' | 'TRAINER_STATE_INVALID'): Uint8Array {
@@ -108,17 +111,51 @@ function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' 
   }
 }
 
+/** Bytes per read when hashing a state file (bounded memory at any file size). */
+const HASH_CHUNK = 8 << 20;
+
 /**
- * Verifies the pairing of a job and the state bytes it claims (size, SHA-256,
- * FNV-1a checksum label, step, sampling RNG state, tokenizer identity).
+ * SHA-256 of a file, read in bounded chunks (any size, including beyond 2 GiB).
+ *
+ * @param file - the file.
+ * @returns `sha256:<hex>`.
+ */
+export async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  const handle = await open(file, 'r');
+  try {
+    const buffer = new Uint8Array(HASH_CHUNK);
+    for (let position = 0; ; ) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      if (bytesRead === 0) break;
+      hash.update(buffer.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  return `sha256:${hash.digest('hex')}`;
+}
+
+/** What {@link verifyPairing} compares of the state file: its size, SHA-256 and LLMCP35 checksum label. */
+export interface StateFileFacts {
+  readonly bytes: number;
+  readonly sha256: string;
+  /** The LLMCP35 checksum (`fnv1a64:…`) stored in the file and verified by the decoder. */
+  readonly checksum: string;
+}
+
+/**
+ * Verifies the pairing of a job and the state file it claims (size, SHA-256,
+ * LLMCP35 checksum label, step, sampling RNG state, tokenizer identity).
  *
  * @param job - a digest-verified job.
  * @param state - the decoded state.
- * @param stateBytes - the state file's bytes.
+ * @param facts - size, SHA-256 and checksum label of the state file.
  * @param slot - slot name for messages.
  * @throws TrainerError `TRAINER_PAIR_MISMATCH`.
  */
-export function verifyPairing(job: Job, state: CheckpointState, stateBytes: Uint8Array, slot: SlotName): void {
+export function verifyPairing(job: Job, state: CheckpointState, facts: StateFileFacts, slot: SlotName): void {
   const mismatch = (what: string, expected: string, found: string, field: string): never => {
     throw new TrainerError(
       'TRAINER_PAIR_MISMATCH',
@@ -126,10 +163,11 @@ export function verifyPairing(job: Job, state: CheckpointState, stateBytes: Uint
       { slot, fields: [field] },
     );
   };
-  const sha = `sha256:${sha256Hex(stateBytes)}`;
-  if (stateBytes.length !== job.state.bytes || sha !== job.state.sha256) {
-    mismatch('state file', `${job.state.sha256} (${job.state.bytes} bytes)`, `${sha} (${stateBytes.length} bytes)`, 'state.sha256');
+  if (facts.bytes !== job.state.bytes || facts.sha256 !== job.state.sha256) {
+    mismatch('state file', `${job.state.sha256} (${job.state.bytes} bytes)`, `${facts.sha256} (${facts.bytes} bytes)`, 'state.sha256');
   }
+  // Jobs of the first job format recorded a plain FNV-1a of the file here, not the LLMCP35 checksum; the SHA-256 above covers them.
+  if (job.format !== LEGACY_JOB_FORMAT && facts.checksum !== job.state.checksum) mismatch('LLMCP35 checksum', job.state.checksum, facts.checksum, 'state.checksum');
   if (state.selectedStep !== BigInt(job.step)) mismatch('step', String(job.step), String(state.selectedStep), 'step');
   if (u64Hex(state.samplingRngState) !== job.sampling.checkpointState) {
     mismatch('sampling RNG state', job.sampling.checkpointState, u64Hex(state.samplingRngState), 'sampling.checkpointState');
@@ -140,22 +178,22 @@ export function verifyPairing(job: Job, state: CheckpointState, stateBytes: Uint
 
 /**
  * Fully verifies one slot: `job.json` (JSON, schema, SHA-256 digest, config),
- * `state.llmcp` (every LLMCP35 rule), and their pairing.
+ * `state.llmcp` (every LLMCP35 rule, streamed: any size), and their pairing.
  *
  * @param runDir - the run directory.
  * @param slot - the slot name.
  * @returns the verified slot.
  * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID` or `TRAINER_PAIR_MISMATCH`.
  */
-export function verifySlot(runDir: string, slot: SlotName): VerifiedSlot {
+export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   const dir = path.join(checkpointsDir(runDir), slot);
   const jobFile = path.join(dir, RUN_FILES.job);
   const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
   const stateFile = path.join(dir, RUN_FILES.state);
-  const stateBytes = readSlotFile(stateFile, slot, 'TRAINER_STATE_INVALID');
-  let state: CheckpointState;
+  if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
+  let decoded;
   try {
-    state = decodeCheckpoint(stateBytes);
+    decoded = await loadCheckpoint(stateFile);
   } catch (cause) {
     throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is not a valid LLMCP35 checkpoint: ${(cause as Error).message}`, {
       path: stateFile,
@@ -163,8 +201,15 @@ export function verifySlot(runDir: string, slot: SlotName): VerifiedSlot {
       cause,
     });
   }
-  verifyPairing(job, state, stateBytes, slot);
-  return { slot, dir, job, state, stateBytes };
+  let sha256: string;
+  try {
+    sha256 = await sha256File(stateFile);
+  } catch (cause) {
+    throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp cannot be read: ${(cause as Error).message}`, { path: stateFile, slot, cause });
+  }
+  const { layout, ...state } = decoded;
+  verifyPairing(job, state, { bytes: layout.fileLength, sha256, checksum: layout.checksumLabel }, slot);
+  return { slot, dir, job, state, stateFile };
 }
 
 /** The verdict on one slot considered by {@link chooseCheckpoint}. */
@@ -189,7 +234,11 @@ export interface CheckpointChoice {
 
 /**
  * The resume candidates of a run in preference order: `latest`,
- * `latest.backup`, then the step snapshots newest first.
+ * `latest.backup`, then the step snapshots newest first. Only when none of
+ * those exists — a run killed before its first cadence or stop checkpoint —
+ * `best` and `best.backup` are the candidates (each is a complete job
+ * checkpoint too), so such a run resumes from its best checkpoint instead of
+ * starting over.
  *
  * @param runDir - the run directory.
  * @returns slot names that exist.
@@ -205,15 +254,16 @@ export function resumeCandidates(runDir: string): SlotName[] {
   const steps = names
     .filter((n) => stepOfSlot(n) !== null)
     .sort((a, b) => (stepOfSlot(b) ?? 0) - (stepOfSlot(a) ?? 0));
-  return [...['latest', 'latest.backup'].filter((n) => names.includes(n)), ...steps];
+  const rolling = [...['latest', 'latest.backup'].filter((n) => names.includes(n)), ...steps];
+  return rolling.length > 0 ? rolling : ['best', 'best.backup'].filter((n) => names.includes(n));
 }
 
-function peekStep(runDir: string, slot: SlotName): { step: number | null; error: unknown } {
+function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unknown } {
   try {
     const bytes = readSlotFile(path.join(checkpointsDir(runDir), slot, RUN_FILES.job), slot, 'TRAINER_JOB_INVALID');
-    return { step: decodeJob(bytes, `${slot}/job.json`).step, error: null };
+    return { job: decodeJob(bytes, `${slot}/job.json`), error: null };
   } catch (error) {
-    return { step: null, error };
+    return { job: null, error };
   }
 }
 
@@ -223,48 +273,141 @@ function describe(error: unknown): { reason: string; code: string } {
 }
 
 /**
+ * What a run's own records prove about the checkpoints it has had: `run.json`
+ * (every stop, completion, resume, pivot and fork happened at a checkpoint)
+ * and the `best/` slots. Checkpoint choice uses it so that missing slots are
+ * never mistaken for a run that has not started, and a slot older than a
+ * recorded pivot is never resumed as if the pivot had not happened.
+ */
+export interface CheckpointEvidence {
+  /** Pivots recorded in `run.json`, and the step of the last one. */
+  readonly pivots: number;
+  readonly pivotStep: number | null;
+  /** The highest step at which a checkpoint is known to have existed, and what says so; null when nothing does. */
+  readonly floor: { readonly step: number; readonly source: string } | null;
+  /** Why starting the run over from step 0 would lose recorded work, or null when nothing says so. */
+  readonly blocksRestart: string | null;
+}
+
+/** The events of `run.json` {@link checkpointEvidence} reads (a structural subset of `RunManifest`). */
+export interface EvidenceManifest {
+  readonly events: readonly { readonly event: string; readonly step?: number; readonly pivot?: number }[];
+}
+
+const EVIDENCE_EVENTS: ReadonlySet<string> = new Set(['stopped', 'completed', 'resumed', 'pivot', 'forked-from', 'forked-to']);
+
+/**
+ * Collects the {@link CheckpointEvidence} of a run.
+ *
+ * @param runDir - the run directory.
+ * @param manifest - its `run.json`, or null.
+ * @returns the evidence.
+ */
+export function checkpointEvidence(runDir: string, manifest: EvidenceManifest | null): CheckpointEvidence {
+  let floor: { step: number; source: string } | null = null;
+  let blocksRestart: string | null = null;
+  let pivots = 0;
+  let pivotStep: number | null = null;
+  const raise = (step: number, source: string): void => {
+    if (floor === null || step > floor.step) floor = { step, source };
+    if (step > 0 && blocksRestart === null) blocksRestart = source;
+  };
+  for (const e of manifest?.events ?? []) {
+    if (e.event === 'pivot') {
+      pivots = Math.max(pivots, e.pivot ?? pivots + 1);
+      pivotStep = e.step ?? pivotStep;
+    }
+    if (EVIDENCE_EVENTS.has(e.event) && typeof e.step === 'number') raise(e.step, `run.json records a '${e.event}' event at step ${e.step}`);
+  }
+  if (pivots > 0 && blocksRestart === null) blocksRestart = `run.json records pivot ${pivots}`;
+  for (const slot of ['best', 'best.backup']) {
+    if (!existsSync(path.join(checkpointsDir(runDir), slot))) continue;
+    const { job } = peekJob(runDir, slot);
+    if (job === null) blocksRestart ??= `${slot}/ exists but its job.json cannot be read`;
+    else raise(job.step, `${slot}/ holds a checkpoint of step ${job.step}`);
+  }
+  return { pivots, pivotStep, floor, blocksRestart };
+}
+
+/**
  * Chooses the checkpoint to resume from: among `latest`, `latest.backup` and
  * the `step_N` snapshots, the slot with the highest step that fully verifies
  * (ties go to the earlier name in that order). With intact slots this is
  * `latest`; a damaged `latest` falls back to `latest.backup` or to a snapshot
  * of the same step, never to anything older than necessary.
  *
+ * With the run's {@link CheckpointEvidence}, two more rules hold: a slot
+ * written before the last pivot recorded in `run.json` is refused (resuming it
+ * would silently undo the pivot), and a choice older than a checkpoint the run
+ * is known to have had is refused unless a slot of that step is present (and
+ * was refused as damaged, which the report shows): slots that are simply
+ * missing never make a run quietly go back and cut its history.
+ *
  * @param runDir - the run directory.
+ * @param evidence - what run.json and best/ prove (see {@link checkpointEvidence}); default none.
  * @returns the chosen slot and the report on every candidate.
- * @throws TrainerError `TRAINER_NO_CHECKPOINT` (with every refusal in the message) when none verifies.
+ * @throws TrainerError `TRAINER_NO_CHECKPOINT` (with every refusal in the message) when none verifies or the choice would go behind the evidence.
  */
-export function chooseCheckpoint(runDir: string): CheckpointChoice {
-  const candidates = resumeCandidates(runDir).map((slot, order) => ({ slot, order, ...peekStep(runDir, slot) }));
+export async function chooseCheckpoint(runDir: string, evidence: CheckpointEvidence | null = null): Promise<CheckpointChoice> {
+  const candidates = resumeCandidates(runDir).map((slot, order) => ({ slot, order, ...peekJob(runDir, slot) }));
   const reports = new Map<SlotName, SlotReport>();
+  const pivots = evidence?.pivots ?? 0;
   for (const c of candidates) {
-    if (c.step === null) reports.set(c.slot, { slot: c.slot, status: 'refused', step: null, ...describe(c.error) });
+    if (c.job === null) reports.set(c.slot, { slot: c.slot, status: 'refused', step: null, ...describe(c.error) });
+    else if (c.job.run.pivots < pivots) {
+      // best/ keeps the pre-pivot best until a better one is found: passed over, not damage.
+      const passedOver = c.slot === 'best' || c.slot === 'best.backup';
+      reports.set(c.slot, {
+        slot: c.slot,
+        status: passedOver ? 'older' : 'refused',
+        step: c.job.step,
+        code: passedOver ? null : 'TRAINER_SLOT_SUPERSEDED',
+        reason: `${c.slot} was written before pivot ${pivots} (step ${evidence?.pivotStep ?? '?'}) recorded in run.json; resuming it would silently undo the pivot`,
+      });
+    }
   }
   const readable = candidates
-    .filter((c) => c.step !== null)
-    .sort((a, b) => (b.step ?? 0) - (a.step ?? 0) || a.order - b.order);
+    .filter((c) => c.job !== null && !reports.has(c.slot))
+    .sort((a, b) => (b.job?.step ?? 0) - (a.job?.step ?? 0) || a.order - b.order);
   let chosen: VerifiedSlot | null = null;
   for (const c of readable) {
+    const step = c.job?.step ?? null;
     if (chosen !== null) {
       reports.set(c.slot, {
         slot: c.slot,
-        status: c.step === chosen.job.step ? 'not-checked' : 'older',
-        step: c.step,
-        reason: c.step === chosen.job.step ? `same step as ${chosen.slot}, which was preferred` : `step ${c.step} is older than ${chosen.slot} (step ${chosen.job.step})`,
+        status: step === chosen.job.step ? 'not-checked' : 'older',
+        step,
+        reason: step === chosen.job.step ? `same step as ${chosen.slot}, which was preferred` : `step ${step} is older than ${chosen.slot} (step ${chosen.job.step})`,
         code: null,
       });
       continue;
     }
     try {
-      chosen = verifySlot(runDir, c.slot);
-      reports.set(c.slot, { slot: c.slot, status: 'used', step: c.step, reason: null, code: null });
+      chosen = await verifySlot(runDir, c.slot);
+      reports.set(c.slot, { slot: c.slot, status: 'used', step, reason: null, code: null });
     } catch (error) {
-      reports.set(c.slot, { slot: c.slot, status: 'refused', step: c.step, ...describe(error) });
+      reports.set(c.slot, { slot: c.slot, status: 'refused', step, ...describe(error) });
     }
   }
   const report = candidates.map((c) => reports.get(c.slot) as SlotReport);
   if (chosen === null) {
     const why = report.length === 0 ? 'no checkpoint slots exist' : report.map((r) => `${r.slot}: ${r.reason ?? r.status}`).join('; ');
-    throw new TrainerError('TRAINER_NO_CHECKPOINT', `no checkpoint of ${runDir} verifies (${why})`, { path: runDir });
+    const known = evidence?.blocksRestart ?? null;
+    throw new TrainerError('TRAINER_NO_CHECKPOINT', `no checkpoint of ${runDir} verifies (${why})${known === null ? '' : `, although ${known}`}`, { path: runDir });
+  }
+  const floor = evidence?.floor ?? null;
+  if (floor !== null && chosen.job.step < floor.step) {
+    // A present slot of that step (or of unknown step) that was refused explains the gap: the report shows the damage.
+    const accounted = candidates.some((c) => c.job === null || (c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
+    if (!accounted) {
+      const expected = ['latest', 'latest.backup', stepSlotName(floor.step)].filter((n) => !candidates.some((c) => c.slot === n));
+      throw new TrainerError(
+        'TRAINER_NO_CHECKPOINT',
+        `${floor.source}, but no slot of that step is left (missing: ${expected.join(', ')}); the newest checkpoint present is ${chosen.slot} at step ${chosen.job.step}, ` +
+          `and resuming from it would discard the history recorded up to step ${floor.step}. Restore the missing slots, or fork the older checkpoint into a new run ('llmcp fork … --slot ${chosen.slot}')`,
+        { path: runDir, slot: chosen.slot, step: floor.step },
+      );
+    }
   }
   return { chosen, report };
 }
@@ -274,6 +417,24 @@ export type PublishStage = 'written' | 'old-backup-removed' | 'rotated' | 'renam
 
 /** Test hook: called after each publication stage; throwing simulates a crash there. */
 export type PublishHook = (stage: PublishStage, slot: SlotName) => void;
+
+function inTempDirectory<T>(runDir: string, label: string, fill: (tmp: string) => T): { tmp: string; value: T } {
+  const parent = checkpointsDir(runDir);
+  makeDirectories(parent);
+  const tmp = makeTempDirectory(parent, `tmp-${label}`);
+  try {
+    const value = fill(tmp);
+    fsyncDirectory(tmp);
+    return { tmp, value };
+  } catch (e) {
+    try {
+      discardEntry(parent, tmp);
+    } catch {
+      // the .tmp- leftover is removed at the next start
+    }
+    throw e;
+  }
+}
 
 /**
  * Writes a checkpoint (state + job bytes) durably into a fresh temporary
@@ -286,13 +447,41 @@ export type PublishHook = (stage: PublishStage, slot: SlotName) => void;
  * @returns the temporary directory.
  */
 export function writeCheckpointDirectory(runDir: string, stateBytes: Uint8Array, jobBytes: Uint8Array, label: string): string {
-  const parent = checkpointsDir(runDir);
-  mkdirSync(parent, { recursive: true });
-  const tmp = makeTempDirectory(parent, `tmp-${label}`);
-  try {
+  return inTempDirectory(runDir, label, (tmp) => {
     writeNewFileDurable(path.join(tmp, RUN_FILES.state), stateBytes);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
+  }).tmp;
+}
+
+/**
+ * Writes a checkpoint into a fresh temporary directory by streaming the state
+ * through `@llmcp/format/node`'s atomic save (bounded memory, any size), then
+ * the job that `sealJob` builds from the written file's size, SHA-256 and
+ * LLMCP35 checksum.
+ *
+ * @param runDir - the run directory.
+ * @param state - the checkpoint state.
+ * @param seal - builds the job bytes from the state file's facts.
+ * @param label - slot label for the temporary name.
+ * @returns the temporary directory, the facts and the job bytes.
+ */
+export async function writeCheckpointFromState(
+  runDir: string,
+  state: CheckpointState,
+  seal: (facts: StateFileFacts) => Uint8Array,
+  label: string,
+): Promise<{ tmp: string; facts: StateFileFacts; jobBytes: Uint8Array }> {
+  const parent = checkpointsDir(runDir);
+  makeDirectories(parent);
+  const tmp = makeTempDirectory(parent, `tmp-${label}`);
+  try {
+    const stateFile = path.join(tmp, RUN_FILES.state);
+    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false });
+    const facts: StateFileFacts = { bytes: saved.byteLength, sha256: await sha256File(stateFile), checksum: saved.checksumLabel };
+    const jobBytes = seal(facts);
+    writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
     fsyncDirectory(tmp);
+    return { tmp, facts, jobBytes };
   } catch (e) {
     try {
       discardEntry(parent, tmp);
@@ -301,7 +490,26 @@ export function writeCheckpointDirectory(runDir: string, stateBytes: Uint8Array,
     }
     throw e;
   }
-  return tmp;
+}
+
+/**
+ * Copies a complete checkpoint directory (a slot or a temporary one) into a
+ * fresh temporary directory, each file copied exclusively and fsynced: an
+ * independent copy, so damage to one slot does not reach another.
+ *
+ * @param runDir - the run directory.
+ * @param from - the directory to copy.
+ * @param label - slot label for the temporary name.
+ * @returns the temporary directory.
+ */
+export function copyCheckpointDirectory(runDir: string, from: string, label: string): string {
+  return inTempDirectory(runDir, label, (tmp) => {
+    for (const name of [RUN_FILES.state, RUN_FILES.job]) {
+      const target = path.join(tmp, name);
+      copyFileSync(path.join(from, name), target, constants.COPYFILE_EXCL);
+      fsyncFile(target);
+    }
+  }).tmp;
 }
 
 /** Options of {@link publishSlot}. */
@@ -392,7 +600,7 @@ export interface RetentionResult {
  * @param knownGood - a slot already known to verify (skips re-reading it).
  * @returns what was kept and removed.
  */
-export function applyRetention(runDir: string, keep: number, knownGood: SlotName | null = null): RetentionResult {
+export async function applyRetention(runDir: string, keep: number, knownGood: SlotName | null = null): Promise<RetentionResult> {
   const parent = checkpointsDir(runDir);
   const candidates = resumeCandidates(runDir);
   const steps = candidates.filter((n) => stepOfSlot(n) !== null);
@@ -404,7 +612,7 @@ export function applyRetention(runDir: string, keep: number, knownGood: SlotName
       break;
     }
     try {
-      verifySlot(runDir, slot);
+      await verifySlot(runDir, slot);
       newestVerified = slot;
       break;
     } catch {
@@ -436,12 +644,12 @@ export function applyRetention(runDir: string, keep: number, knownGood: SlotName
  * @returns the verified slot, or null when the run has no best checkpoint yet.
  * @throws TrainerError when best slots exist but none verifies.
  */
-export function loadBestCheckpoint(runDir: string): VerifiedSlot | null {
+export async function loadBestCheckpoint(runDir: string): Promise<VerifiedSlot | null> {
   const errors: string[] = [];
   for (const slot of ['best', 'best.backup']) {
     if (!existsSync(path.join(checkpointsDir(runDir), slot))) continue;
     try {
-      return verifySlot(runDir, slot);
+      return await verifySlot(runDir, slot);
     } catch (e) {
       errors.push(`${slot}: ${describe(e).reason}`);
     }

@@ -28,6 +28,8 @@ export type RunEvent =
       readonly orphanedLossSha256: string | null;
       /** Slots refused while choosing, with the reason. */
       readonly refused: readonly { readonly slot: string; readonly reason: string }[];
+      /** Pieces of the resumed step that a crash had left undone and the resume completed (absent when none). */
+      readonly repaired?: readonly string[];
     }
   | { readonly event: 'restarted'; readonly time: string; readonly reason: string; readonly orphanedLossRecords: number; readonly orphanedLossSha256: string | null }
   | { readonly event: 'stopped'; readonly time: string; readonly step: number; readonly reason: string }
@@ -95,7 +97,12 @@ export function requireRunManifest(runDir: string): RunManifest {
  * @param manifest - the complete manifest.
  */
 export async function writeRunManifest(runDir: string, manifest: RunManifest): Promise<void> {
-  await writeFileAtomic(path.join(runDir, RUN_FILES.manifest), new TextEncoder().encode(`${canonicalJson(manifest, '  ')}\n`));
+  const file = path.join(runDir, RUN_FILES.manifest);
+  try {
+    await writeFileAtomic(file, new TextEncoder().encode(`${canonicalJson(manifest, '  ')}\n`));
+  } catch (cause) {
+    throw new TrainerError('TRAINER_IO', `cannot write ${file}: ${(cause as Error).message}`, { path: file, cause });
+  }
 }
 
 /**

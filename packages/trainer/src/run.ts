@@ -14,7 +14,7 @@
  * Requests only add checkpoints; they never change what is computed, so an
  * interrupted and resumed run produces the same bytes as an uninterrupted one.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
@@ -23,18 +23,34 @@ import { diffConfig, isCheckpointStep, isValidationStep, learningRateAt, type Tr
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
-import { JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
+import { decodeJob, JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
 import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
-import { checkpointsDir, chooseCheckpoint, listSlots, resumeCandidates, RUN_FILES, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
-import type { SaveRequest, SaveResult } from './save.ts';
+import {
+  applyRetention,
+  checkpointEvidence,
+  checkpointsDir,
+  chooseCheckpoint,
+  copyCheckpointDirectory,
+  listSlots,
+  publishSlot,
+  resumeCandidates,
+  RUN_FILES,
+  stepSlotName,
+  verifySlot,
+  type CheckpointEvidence,
+  type SlotReport,
+  type VerifiedSlot,
+} from './run-directory.ts';
+import { encodeSampleAudit, type SaveRequest, type SaveResult } from './save.ts';
+import { writeFileAtomic } from '@llmcp/format/node';
 import { RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
-import { removeLeftovers } from './internal/durable-fs.ts';
-import { acquireRunLock } from './internal/run-lock.ts';
+import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
+import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
 import { createEngine, type EngineFaults } from './llmcp-engine.ts';
 import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs } from './inputs.ts';
-import type { SampleAuditSettings } from './sample-audit.ts';
+import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 
 /** Options shared by every operation that trains. */
 export interface TrainingOptions {
@@ -88,6 +104,12 @@ export interface RunResult {
   readonly loadReport: readonly SlotReport[] | null;
   /** The last checkpoint written by this call. */
   readonly lastSave: SaveResult | null;
+  /**
+   * Pieces of the resumed step that its checkpoint says were due but that a
+   * crash left missing (a step snapshot, the sample audit's `samples.json`,
+   * `latest/`, `best/`, the `completed` event), completed before going on.
+   */
+  readonly repaired: readonly string[];
 }
 
 interface JobState {
@@ -111,6 +133,7 @@ interface JobContext {
   readonly engine: TrainingEngine;
   readonly lossLog: LossLog;
   readonly saver: CheckpointSaver;
+  readonly lock: RunLock;
   readonly control: RunControl;
   readonly emit: (event: TrainerEvent) => void;
   readonly runId: string;
@@ -187,6 +210,8 @@ async function saveCheckpoint(
     latestIsValid: state.latestValid,
     bestIsValid: state.bestValid,
   };
+  // Never publish into a run that another process has taken over (its lock no longer names this one).
+  ctx.lock.assertHeld();
   await ctx.saver.submit(request);
   if (audit !== null) {
     ctx.auditInFlight = true;
@@ -317,9 +342,11 @@ interface JobSetup {
   readonly state: JobState;
   readonly resumedFrom: string | null;
   readonly loadReport: readonly SlotReport[] | null;
+  /** Pieces of the resumed step that were due but missing, and were completed before training went on. */
+  readonly repaired: readonly string[];
 }
 
-async function executeJob(setup: JobSetup, options: TrainingOptions, release: () => void): Promise<RunResult> {
+async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLock): Promise<RunResult> {
   const emit = emitter(options.onEvent);
   const control = new RunControl();
   control.onRequest = (what) => emit({ type: 'signal', signal: what });
@@ -332,9 +359,15 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, release: ()
     identity: setup.inputs.identity,
     engine: setup.engine,
     lossLog: setup.lossLog,
-    saver: new CheckpointSaver(options.saveMode ?? 'worker', (result) => {
-      emit({ type: 'checkpoint-saved', step: result.step, slots: result.slots, saveMs: result.durationMs, samples: result.audit?.samples.map((s) => s.text ?? '') ?? null });
-    }),
+    saver: new CheckpointSaver(
+      options.saveMode ?? 'worker',
+      (result) => {
+        emit({ type: 'checkpoint-saved', step: result.step, slots: result.slots, saveMs: result.durationMs, samples: result.audit?.samples.map((s) => s.text ?? '') ?? null });
+      },
+      undefined,
+      setup.resumedFrom !== null,
+    ),
+    lock,
     control,
     emit,
     runId: setup.runId,
@@ -382,7 +415,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, release: ()
       emit({ type: 'completed', step: state.step, bestStep: state.best?.step ?? null, bestValidationLoss: state.best?.validationLoss ?? null });
     }
   } finally {
-    release();
+    lock();
   }
   return {
     status: outcome.status,
@@ -394,6 +427,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, release: ()
     resumedFrom: setup.resumedFrom,
     loadReport: setup.loadReport,
     lastSave: ctx.lastSave,
+    repaired: setup.repaired,
   };
 }
 
@@ -413,10 +447,10 @@ function freshState(config: TrainerConfig): JobState {
 }
 
 /** Whether a slot is absent or verifies (a damaged one must not become a backup). */
-function slotVerifies(runDir: string, slot: string): boolean {
+async function slotVerifies(runDir: string, slot: string): Promise<boolean> {
   if (!existsSync(path.join(checkpointsDir(runDir), slot))) return true;
   try {
-    verifySlot(runDir, slot);
+    await verifySlot(runDir, slot);
     return true;
   } catch {
     return false;
@@ -440,38 +474,82 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
   return publicErrors(async () => {
     const { runDir, config } = options;
     const occupied = (): boolean => existsSync(path.join(runDir, RUN_FILES.manifest)) || listSlots(runDir).length > 0;
+    assertUsableRunDirectory(runDir);
     if (occupied()) {
       throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run; resume it (resumeRun) or choose another directory`, { path: runDir });
     }
     // Inputs and engine first: a bad corpus, tokenizer or config leaves nothing behind on disk.
     const inputs = await prepareInputs(config, {});
     const engine = await createEngine(config, inputs, null, {});
-    let release: () => void = () => {};
-    const createdDir = !existsSync(runDir);
+    let lock: RunLock | null = null;
+    let createdDirs: string[] = [];
+    // What this process created inside the run directory while holding its lock, removed again if the start fails.
+    const createdEntries: string[] = [];
     let started = false;
     try {
-      mkdirSync(runDir, { recursive: true });
-      release = acquireRunLock(runDir);
+      createdDirs = makeRunDirectory(runDir);
+      // Nothing below runs unless this process owns the run: a process that loses the lock touches nothing.
+      lock = acquireRunLock(runDir);
       if (occupied()) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run (created concurrently)`, { path: runDir });
       const runId = randomUUID();
-      mkdirSync(checkpointsDir(runDir), { recursive: true });
-      const lossLog = LossLog.create(path.join(runDir, RUN_FILES.lossLog));
+      if (!existsSync(checkpointsDir(runDir))) {
+        makeDirectories(checkpointsDir(runDir));
+        createdEntries.push(checkpointsDir(runDir));
+      }
+      const lossFile = path.join(runDir, RUN_FILES.lossLog);
+      const lossLog = LossLog.create(lossFile);
+      createdEntries.push(lossFile);
+      createdEntries.push(path.join(runDir, RUN_FILES.manifest));
       await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null },
+        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [] },
         options,
-        release,
+        lock,
       );
     } catch (e) {
       if (!started) {
         await engine.dispose();
-        if (createdDir) rmSync(runDir, { recursive: true, force: true });
+        if (lock !== null) {
+          for (const entry of createdEntries.reverse()) rmSync(entry, { recursive: true, force: true });
+          lock();
+          // Only directories this process made, and only if empty (rmdir never removes content).
+          for (const dir of [...createdDirs].reverse()) {
+            try {
+              rmdirSync(dir);
+            } catch {
+              break;
+            }
+          }
+        }
       }
-      release();
+      lock?.();
       throw e;
     }
   });
+}
+
+/** Refuses a run directory path that exists as something other than a directory. */
+function assertUsableRunDirectory(runDir: string): void {
+  let info;
+  try {
+    info = statSync(runDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new TrainerError('TRAINER_IO', `cannot use ${runDir} as a run directory: ${(e as Error).message}`, { path: runDir, cause: e });
+  }
+  if (!info.isDirectory()) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} exists and is not a directory; a run needs a new or empty directory`, { path: runDir });
+}
+
+/** Creates the run directory (and its missing parents); returns the directories it created. */
+function makeRunDirectory(runDir: string): string[] {
+  try {
+    return makeDirectories(runDir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR') throw new TrainerError('TRAINER_RUN_INVALID', `cannot create ${runDir}: ${(e as Error).message}`, { path: runDir, cause: e });
+    throw new TrainerError('TRAINER_IO', `cannot create the run directory ${runDir}: ${(e as Error).message}`, { path: runDir, cause: e });
+  }
 }
 
 /** A verified resume point with everything checked, before anything is changed on disk. */
@@ -496,7 +574,7 @@ export interface ResumePlan {
  * @throws TrainerError naming every changed field or input.
  */
 export async function planResume(runDir: string, requested: TrainerConfig | undefined, allowedChanges: (key: string) => boolean = () => false): Promise<ResumePlan> {
-  const { chosen, report } = chooseCheckpoint(runDir);
+  const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, readRunManifest(runDir)));
   const job: Job = chosen.job;
   const implementation = implementationIdentity();
   if (implementation.id !== job.inputs.implementation.id) {
@@ -531,7 +609,14 @@ export async function planResume(runDir: string, requested: TrainerConfig | unde
  * Resumes a run from its newest verified checkpoint and trains on. Everything
  * is checked before anything changes on disk: a refused resume leaves the
  * directory exactly as it was. A run killed before its first checkpoint
- * restarts from step 0 (recorded in run.json).
+ * restarts from step 0 (recorded in run.json) — but only when nothing in the
+ * run (run.json, best/) shows that it ever had a checkpoint: missing slots
+ * are refused, never mistaken for a fresh run.
+ *
+ * Work that the chosen checkpoint says was done at its step but that a crash
+ * left unfinished (the step snapshot, best/, the sample audit's
+ * samples.json, latest/ and the `completed` event of a finished run) is
+ * completed first, idempotently, and listed in `repaired`.
  *
  * @param runDir - the run directory.
  * @param options - config to continue with (must equal the recorded one), events, signals.
@@ -551,9 +636,21 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
   if (!existsSync(path.join(runDir, RUN_FILES.manifest))) {
     throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
   }
-  const release = acquireRunLock(runDir);
+  const lock = acquireRunLock(runDir);
   try {
-    if (resumeCandidates(runDir).length === 0) return await restartRun(runDir, options, release);
+    const manifest = readRunManifest(runDir);
+    const evidence = checkpointEvidence(runDir, manifest);
+    if (resumeCandidates(runDir).length === 0) {
+      if (evidence.blocksRestart !== null) {
+        const where = existsSync(checkpointsDir(runDir)) ? 'checkpoints/ holds no latest, latest.backup or step_N slot' : 'checkpoints/ is missing';
+        throw new TrainerError(
+          'TRAINER_NO_CHECKPOINT',
+          `${runDir} has no checkpoint to resume from (${where}), although ${evidence.blocksRestart}; refusing to start it over, which would discard its history. Restore the missing checkpoints, or start a new run`,
+          { path: runDir, ...(evidence.floor === null ? {} : { step: evidence.floor.step }) },
+        );
+      }
+      return await restartRun(runDir, options, lock);
+    }
     const plan = await planResume(runDir, options.config);
     const faults = options.faults ?? {};
     const job = plan.chosen.job;
@@ -567,9 +664,31 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
         { slot: plan.chosen.slot, fields: ['data', 'nextBatch'] },
       );
     }
-    if (job.step >= plan.config.steps && job.phase.validated && job.phase.audited) {
+    const complete = job.step >= plan.config.steps && job.phase.validated && job.phase.audited;
+    // Everything verified: from here on the resume changes the directory.
+    removeLeftovers(checkpointsDir(runDir));
+    let repaired: string[];
+    try {
+      repaired = await completeDueWork(runDir, plan, evidence, complete);
+    } catch (e) {
       await engine.dispose();
-      release();
+      throw e;
+    }
+    const runId = manifest?.runId ?? job.run.id;
+    if (complete) {
+      await engine.dispose();
+      const last = manifest?.events.at(-1);
+      if (!(last?.event === 'completed' && last.step === job.step)) {
+        await appendRunEvent(runDir, runId, {
+          event: 'completed',
+          time: nowIso(),
+          step: job.step,
+          bestStep: job.best?.step ?? null,
+          bestValidationLoss: job.best?.validationLoss ?? null,
+        });
+        repaired.push('completed event');
+      }
+      lock();
       return {
         status: 'already-complete',
         runDir,
@@ -580,13 +699,10 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
         resumedFrom: plan.chosen.slot,
         loadReport: plan.report,
         lastSave: null,
+        repaired,
       };
     }
-    const manifest = readRunManifest(runDir);
-    // Everything verified: from here on the resume changes the directory.
-    removeLeftovers(checkpointsDir(runDir));
     const lossLog = LossLog.resume(plan.lossPlan);
-    const runId = manifest?.runId ?? job.run.id;
     await appendRunEvent(runDir, runId, {
       event: 'resumed',
       time: nowIso(),
@@ -595,6 +711,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       orphanedLossRecords: plan.lossPlan.orphanedRecords,
       orphanedLossSha256: plan.lossPlan.orphanedSha256,
       refused: plan.report.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
+      ...(repaired.length === 0 ? {} : { repaired }),
     });
     const state: JobState = {
       step: job.step,
@@ -605,21 +722,96 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       samplingState: faults.reseedSampling === true ? initialSamplingState(plan.config) : BigInt(job.sampling.nextState),
       lastAuditStep: job.sampling.lastAuditStep,
       latestValid: plan.chosen.slot === 'latest' || plan.report.find((r) => r.slot === 'latest')?.status !== 'refused',
-      bestValid: slotVerifies(runDir, 'best'),
+      bestValid: await slotVerifies(runDir, 'best'),
       savedLatest: plan.chosen.slot === 'latest' ? phaseKey({ step: job.step, ...job.phase }) : null,
     };
     return await executeJob(
-      { runDir, config: plan.config, inputs: plan.inputs, engine, lossLog, runId, pivots: job.run.pivots, state, resumedFrom: plan.chosen.slot, loadReport: plan.report },
+      {
+        runDir,
+        config: plan.config,
+        inputs: plan.inputs,
+        engine,
+        lossLog,
+        runId,
+        pivots: job.run.pivots,
+        state,
+        resumedFrom: plan.chosen.slot,
+        loadReport: plan.report,
+        repaired,
+      },
       options,
-      release,
+      lock,
     );
   } catch (e) {
-    release();
+    lock();
     throw e;
   }
 }
 
-async function restartRun(runDir: string, options: ResumeRunOptions, release: () => void): Promise<RunResult> {
+/** The job recorded in a slot's job.json, or null when absent or unreadable. */
+function slotJob(runDir: string, slot: string): Job | null {
+  try {
+    return decodeJob(new Uint8Array(readFileSync(path.join(checkpointsDir(runDir), slot, RUN_FILES.job))), `${slot}/job.json`);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Completes what the chosen checkpoint's save was due to write at its step but
+ * a crash cut short. Each piece is rebuilt from the verified checkpoint
+ * itself, so doing it twice changes nothing.
+ */
+async function completeDueWork(runDir: string, plan: ResumePlan, evidence: CheckpointEvidence, complete: boolean): Promise<string[]> {
+  const { chosen, config, report } = plan;
+  const job = chosen.job;
+  const repaired: string[] = [];
+  const publishCopy = async (slot: string, keepBackup: boolean, currentIsValid: boolean): Promise<void> => {
+    const tmp = copyCheckpointDirectory(runDir, chosen.dir, slot);
+    publishSlot(runDir, tmp, slot, { keepBackup, currentIsValid });
+    repaired.push(slot);
+  };
+  const audited = job.sampling.lastAuditStep === job.step && evidence.pivotStep !== job.step;
+  // A cadence checkpoint publishes a step snapshot with latest/.
+  if (isCheckpointStep(config, job.step) && audited && config.checkpoint.keepSteps > 0) {
+    const slot = stepSlotName(job.step);
+    if (chosen.slot !== slot && slotJob(runDir, slot)?.digest !== job.digest) {
+      await publishCopy(slot, false, false);
+      await applyRetention(runDir, config.checkpoint.keepSteps, slot);
+    }
+  }
+  if (job.best !== null && job.best.step === job.step && chosen.slot !== 'best' && slotJob(runDir, 'best')?.step !== job.step) {
+    await publishCopy('best', true, await slotVerifies(runDir, 'best'));
+  }
+  if (complete && chosen.slot !== 'latest') {
+    await publishCopy('latest', true, report.find((r) => r.slot === 'latest')?.status !== 'refused' && existsSync(path.join(checkpointsDir(runDir), 'latest')));
+  }
+  const settings = auditSettings(config);
+  if (settings !== null && audited) {
+    const file = path.join(runDir, RUN_FILES.samples);
+    let current: Partial<SampleAudit> | null = null;
+    try {
+      current = JSON.parse(readFileSync(file, 'utf8')) as Partial<SampleAudit>;
+    } catch {
+      current = null;
+    }
+    if (current?.step !== job.step || current.rngState !== job.sampling.checkpointState || current.rngStateAfter !== job.sampling.nextState) {
+      const audit = runSampleAudit(chosen.state, settings, job.step);
+      if (audit.rngStateAfter !== job.sampling.nextState) {
+        throw new TrainerError(
+          'TRAINER_RESTORE_MISMATCH',
+          `the sample audit of step ${job.step} regenerated from ${chosen.slot} ends in sampling state ${audit.rngStateAfter}, but the checkpoint recorded ${job.sampling.nextState}`,
+          { slot: chosen.slot, fields: ['sampling.nextState'] },
+        );
+      }
+      await writeFileAtomic(file, encodeSampleAudit(audit));
+      repaired.push(RUN_FILES.samples);
+    }
+  }
+  return repaired;
+}
+
+async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLock): Promise<RunResult> {
   const manifest = readRunManifest(runDir);
   const created = manifest?.events.find((e): e is Extract<RunEvent, { event: 'created' }> => e.event === 'created');
   const recorded = created?.config;
@@ -635,7 +827,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, release: ()
   const inputs = await prepareInputs(config, {});
   const engine = await createEngine(config, inputs, null, {});
   removeLeftovers(checkpointsDir(runDir));
-  mkdirSync(checkpointsDir(runDir), { recursive: true });
+  makeDirectories(checkpointsDir(runDir));
   const lossLog = LossLog.resume(lossPlan);
   await appendRunEvent(runDir, manifest.runId, {
     event: 'restarted',
@@ -645,8 +837,8 @@ async function restartRun(runDir: string, options: ResumeRunOptions, release: ()
     orphanedLossSha256: lossPlan.orphanedSha256,
   });
   return executeJob(
-    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null },
+    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [] },
     options,
-    release,
+    lock,
   );
 }

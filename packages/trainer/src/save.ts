@@ -6,12 +6,25 @@
  * retention, write `samples.json`.
  */
 import path from 'node:path';
-import { checksumLabel, encodeCheckpoint, fnv1a64, u64Hex, type CheckpointState } from '@llmcp/format';
+import { existsSync } from 'node:fs';
+import { u64Hex, type CheckpointState } from '@llmcp/format';
 import { writeFileAtomic } from '@llmcp/format/node';
-import { encodeJob, sealJob, type JobBody } from './job.ts';
-import { applyRetention, RUN_FILES, stepSlotName, writeSlot, type PublishHook, type RetentionResult } from './run-directory.ts';
-import { canonicalJson, sha256Hex } from './internal/canonical-json.ts';
-import { fsyncFile } from './internal/durable-fs.ts';
+import { encodeJob, sealJob, type Job, type JobBody } from './job.ts';
+import {
+  applyRetention,
+  checkpointsDir,
+  copyCheckpointDirectory,
+  publishSlot,
+  RUN_FILES,
+  stepSlotName,
+  writeCheckpointFromState,
+  type PublishHook,
+  type PublishOptions,
+  type RetentionResult,
+  type StateFileFacts,
+} from './run-directory.ts';
+import { canonicalJson } from './internal/canonical-json.ts';
+import { discardEntry, fsyncFile } from './internal/durable-fs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 
 /** A job without the fields only the save can know. */
@@ -53,8 +66,21 @@ export interface SaveResult {
   readonly durationMs: number;
 }
 
+/** Slot publication order of one save: `best` and `latest` first (the resume point moves as early as possible), then the step snapshot. */
+function plannedSlots(request: SaveRequest, step: number): { slot: string; keepBackup: boolean; currentIsValid?: boolean }[] {
+  const planned: { slot: string; keepBackup: boolean; currentIsValid?: boolean }[] = [];
+  if (request.slots.best) planned.push({ slot: 'best', keepBackup: true, currentIsValid: request.bestIsValid });
+  if (request.slots.latest) planned.push({ slot: 'latest', keepBackup: true, currentIsValid: request.latestIsValid });
+  if (request.slots.step && request.keepSteps > 0) planned.push({ slot: stepSlotName(step), keepBackup: false });
+  return planned;
+}
+
 /**
- * Performs one save (see the module comment).
+ * Performs one save (see the module comment). The state is streamed to disk
+ * once, through `@llmcp/format/node` (bounded memory, any size, and its LLMCP35
+ * checksum comes from that single pass); further slots of the same save are
+ * independent copies of that directory. Slots are published in the order
+ * `best`, `latest`, step snapshot.
  *
  * @param request - the save request.
  * @param hook - crash-injection hook for publication (tests).
@@ -62,52 +88,76 @@ export interface SaveResult {
  */
 export async function performSave(request: SaveRequest, hook?: PublishHook): Promise<SaveResult> {
   const started = performance.now();
-  const stateBytes = encodeCheckpoint(request.state);
-  const stateSha256 = `sha256:${sha256Hex(stateBytes)}`;
-  const checksum = checksumLabel(fnv1a64(stateBytes));
   let audit: SampleAudit | null = null;
   let nextState = request.job.sampling.nextState;
   if (request.audit !== null) {
     audit = runSampleAudit(request.state, request.audit, request.job.step);
     nextState = audit.rngStateAfter;
   }
-  const job = sealJob({
-    ...request.job,
-    sampling: { ...request.job.sampling, nextState: nextState ?? u64Hex(request.state.samplingRngState) },
-    state: { bytes: stateBytes.length, sha256: stateSha256, checksum },
-  });
-  const jobBytes = encodeJob(job);
   const lossFile = path.join(request.runDir, RUN_FILES.lossLog);
-  if (job.lossLog.bytes > 0) fsyncFile(lossFile);
+  if (request.job.lossLog.bytes > 0) fsyncFile(lossFile);
+  const planned: { slot: string; options: PublishOptions }[] = [];
+  const withHook = hook === undefined ? {} : { hook };
+  if (request.slots.best) planned.push({ slot: 'best', options: { keepBackup: true, currentIsValid: request.bestIsValid, ...withHook } });
+  if (request.slots.latest) planned.push({ slot: 'latest', options: { keepBackup: true, currentIsValid: request.latestIsValid, ...withHook } });
+  if (request.slots.step && request.keepSteps > 0) planned.push({ slot: stepSlotName(request.job.step), options: { keepBackup: false, ...withHook } });
+
+  let job: Job | null = null;
+  const seal = (facts: StateFileFacts): Uint8Array => {
+    job = sealJob({ ...request.job, sampling: { ...request.job.sampling, nextState: nextState ?? u64Hex(request.state.samplingRngState) }, state: facts });
+    return encodeJob(job);
+  };
+  const tmps: string[] = [];
   const written: string[] = [];
-  const options = hook === undefined ? {} : { hook };
-  if (request.slots.best) {
-    writeSlot(request.runDir, 'best', stateBytes, jobBytes, { keepBackup: true, currentIsValid: request.bestIsValid, ...options });
-    written.push('best');
+  let facts: StateFileFacts;
+  try {
+    const firstSlot = planned[0]?.slot ?? 'latest';
+    const first = await writeCheckpointFromState(request.runDir, request.state, seal, firstSlot);
+    facts = first.facts;
+    tmps.push(first.tmp);
+    for (const p of planned.slice(1)) tmps.push(copyCheckpointDirectory(request.runDir, first.tmp, p.slot));
+    planned.forEach((p, i) => {
+      publishSlot(request.runDir, tmps[i] as string, p.slot, p.options);
+      written.push(p.slot);
+    });
+  } catch (e) {
+    for (const tmp of tmps) {
+      if (!existsSync(tmp)) continue;
+      try {
+        discardEntry(checkpointsDir(request.runDir), tmp);
+      } catch {
+        // removed at the next start
+      }
+    }
+    throw e;
   }
-  if (request.slots.latest) {
-    writeSlot(request.runDir, 'latest', stateBytes, jobBytes, { keepBackup: true, currentIsValid: request.latestIsValid, ...options });
-    written.push('latest');
-  }
+  const sealed = job as unknown as Job;
   let retention: RetentionResult | null = null;
   if (request.slots.step && request.keepSteps > 0) {
-    const slot = stepSlotName(job.step);
-    writeSlot(request.runDir, slot, stateBytes, jobBytes, { keepBackup: false, ...options });
-    written.push(slot);
-    retention = applyRetention(request.runDir, request.keepSteps, request.slots.latest ? 'latest' : slot);
+    retention = await applyRetention(request.runDir, request.keepSteps, request.slots.latest ? 'latest' : stepSlotName(sealed.step));
   }
   if (audit !== null) {
-    await writeFileAtomic(path.join(request.runDir, RUN_FILES.samples), new TextEncoder().encode(`${canonicalJson(audit, '  ')}\n`));
+    await writeFileAtomic(path.join(request.runDir, RUN_FILES.samples), encodeSampleAudit(audit));
   }
   return {
-    step: job.step,
-    stateBytes: stateBytes.length,
-    stateSha256,
-    checksum,
-    samplingNextState: job.sampling.nextState,
+    step: sealed.step,
+    stateBytes: facts.bytes,
+    stateSha256: facts.sha256,
+    checksum: facts.checksum,
+    samplingNextState: sealed.sampling.nextState,
     slots: written,
     retention,
     audit,
     durationMs: performance.now() - started,
   };
+}
+
+/**
+ * The bytes of `samples.json` (canonical JSON, two-space indent, final newline).
+ *
+ * @param audit - a sample audit.
+ * @returns UTF-8 bytes.
+ */
+export function encodeSampleAudit(audit: SampleAudit): Uint8Array {
+  return new TextEncoder().encode(`${canonicalJson(audit, '  ')}\n`);
 }

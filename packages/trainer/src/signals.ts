@@ -94,10 +94,16 @@ export class RunControl {
 }
 
 /**
- * Yields to the event loop so pending signal handlers run (one macrotask).
+ * Yields to the event loop so that pending signal handlers run before the
+ * caller goes on. Signals are read in the loop's poll phase, and one
+ * `setImmediate` is not enough to cross it: called from a continuation of an
+ * I/O callback (e.g. after an asynchronous save), the immediate runs in the
+ * same iteration's check phase, before the next poll. Two chained
+ * immediates always have a poll phase between them, so a signal that arrived
+ * before this call is handled before it resolves.
  *
- * @returns a promise resolved on the next turn.
+ * @returns a promise resolved once a poll phase has run.
  */
 export function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }

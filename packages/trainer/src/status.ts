@@ -4,14 +4,25 @@
  * checkpoint a resume would use with the report on every candidate
  * (`loadRunCheckpoint`).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isTrainerError } from './errors.ts';
 import { decodeJob, type Job } from './job.ts';
-import { sha256Hex } from './internal/canonical-json.ts';
-import { parseLossLog } from './loss-log.ts';
+import { scanLossLog } from './loss-log.ts';
 import { readRunManifest, requireRunManifest } from './run-manifest.ts';
-import { checkpointsDir, chooseCheckpoint, listSlots, resumeCandidates, RUN_FILES, stepOfSlot, verifySlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+import {
+  checkpointEvidence,
+  checkpointsDir,
+  chooseCheckpoint,
+  listSlots,
+  resumeCandidates,
+  RUN_FILES,
+  stepOfSlot,
+  verifySlot,
+  type SlotReport,
+  type VerifiedSlot,
+} from './run-directory.ts';
+import { lockHolder } from './internal/run-lock.ts';
 
 /** The checkpoint a resume would use. */
 export interface LoadedRunCheckpoint {
@@ -33,12 +44,12 @@ export interface LoadedRunCheckpoint {
  * @throws TrainerError `TRAINER_NO_CHECKPOINT` listing why each candidate was refused.
  * @example
  * ```ts
- * const { slot, step, report } = loadRunCheckpoint('runs/a');
+ * const { slot, step, report } = await loadRunCheckpoint('runs/a');
  * for (const r of report) console.log(r.slot, r.status, r.reason ?? '');
  * ```
  */
-export function loadRunCheckpoint(runDir: string): LoadedRunCheckpoint {
-  const { chosen, report } = chooseCheckpoint(runDir);
+export async function loadRunCheckpoint(runDir: string): Promise<LoadedRunCheckpoint> {
+  const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, readRunManifest(runDir)));
   return { slot: chosen.slot, step: chosen.job.step, checkpoint: chosen, report };
 }
 
@@ -89,9 +100,7 @@ export function runStatus(runDir: string): RunStatus {
       slot = candidate;
     }
   }
-  const lossFile = path.join(runDir, RUN_FILES.lossLog);
-  const loss = existsSync(lossFile) ? parseLossLog(new Uint8Array(readFileSync(lossFile))) : null;
-  const records = loss?.records ?? [];
+  const loss = scanLossLog(path.join(runDir, RUN_FILES.lossLog));
   const slots = listSlots(runDir);
   const state: RunStatus['state'] =
     job === null ? (slots.length === 0 ? 'no-checkpoint' : 'damaged') : job.step >= job.config.steps && job.phase.validated && job.phase.audited ? 'complete' : 'in-progress';
@@ -104,8 +113,8 @@ export function runStatus(runDir: string): RunStatus {
     totalSteps: job?.config.steps ?? null,
     best: job?.best ?? null,
     lastValidationLoss: job?.evaluations.at(-1)?.validationLoss ?? null,
-    lossRecords: records.length,
-    lastLoss: records.at(-1)?.loss ?? null,
+    lossRecords: loss.records,
+    lastLoss: loss.last?.loss ?? null,
     pivots: job?.run.pivots ?? 0,
     slots,
     events: manifest.events.length,
@@ -123,7 +132,7 @@ export interface SlotVerification {
 
 /** The machine-readable result of {@link verifyRun}. */
 export interface RunVerification {
-  /** True when the resume slot is `latest`, every slot verifies and the loss log is continuous. */
+  /** True when `latest/` verifies (or, in a live run, its publication is in progress), every slot verifies, the loss log is continuous and run.json reads. */
   readonly ok: boolean;
   readonly runDir: string;
   readonly slots: readonly SlotVerification[];
@@ -132,14 +141,48 @@ export interface RunVerification {
   readonly lossLog: {
     readonly ok: boolean;
     readonly records: number;
-    /** Records beyond the resume checkpoint (left by a crash; a resume cuts them). */
+    /** Records beyond the resume checkpoint (left by a crash, or written since it by a live run; a resume cuts them). */
     readonly orphaned: number;
     /** Whether the prefix up to the resume checkpoint has the recorded SHA-256. */
     readonly prefixMatches: boolean | null;
     readonly problem: string | null;
   };
   readonly manifest: { readonly ok: boolean; readonly events: number; readonly problem: string | null };
+  /**
+   * The process training the run while it was verified (from `run.lock`), or
+   * null. A live run rotates its slots; the verdict is taken from a moment
+   * when nothing changed while it was read, when there was one.
+   */
+  readonly inUse: { readonly pid: number; readonly host: string; readonly since: string } | null;
+  /** False when the slots kept changing during every attempt: the verdict may be stale. */
+  readonly settled: boolean;
 }
+
+/** What identifies the checkpoints directory's content: names and the inode and change time of each slot and file. */
+function slotFingerprint(runDir: string): string {
+  const dir = checkpointsDir(runDir);
+  const parts: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return '';
+  }
+  for (const name of names) {
+    for (const sub of ['', RUN_FILES.job, RUN_FILES.state]) {
+      try {
+        const st = lstatSync(path.join(dir, name, sub));
+        parts.push(`${name}/${sub}:${st.ino}:${st.size}:${st.ctimeMs}`);
+      } catch {
+        parts.push(`${name}/${sub}:-`);
+      }
+    }
+  }
+  return parts.join('|');
+}
+
+/** Attempts at a verdict on a live run before reporting an unsettled one. */
+const LIVE_ATTEMPTS = 5;
 
 /**
  * Verifies every checkpoint slot (job digest and schema, LLMCP35 validation,
@@ -147,15 +190,39 @@ export interface RunVerification {
  * order, and the prefix hash recorded by the resume checkpoint), and run.json.
  * Never throws for a damaged run; the result says what is wrong.
  *
+ * On a run that is being trained (`run.lock` names a live process), slots are
+ * replaced while they are read: each attempt fingerprints `checkpoints/`
+ * before and after, and a verdict counts only if nothing changed in between
+ * (up to a few attempts; `settled` says whether one did). The live writer's
+ * normal states are not failures: records beyond the checkpoint, a record
+ * being appended, and `latest/` briefly absent while its replacement is being
+ * published.
+ *
  * @param runDir - the run directory.
  * @returns the verification result.
  * @example
  * ```ts
- * const v = verifyRun('runs/a');
+ * const v = await verifyRun('runs/a');
  * if (!v.ok) console.log(JSON.stringify(v, null, 2));
  * ```
  */
-export function verifyRun(runDir: string): RunVerification {
+export async function verifyRun(runDir: string): Promise<RunVerification> {
+  const holder = lockHolder(runDir);
+  const owner = holder?.state === 'alive' ? holder.owner : null;
+  const inUse = owner === null ? null : { pid: owner.pid, host: owner.host, since: owner.since };
+  const attempts = inUse === null ? 1 : LIVE_ATTEMPTS;
+  let result: Omit<RunVerification, 'inUse' | 'settled'> | null = null;
+  let settled = false;
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    const before = slotFingerprint(runDir);
+    result = await verifyOnce(runDir, inUse !== null);
+    settled = slotFingerprint(runDir) === before;
+    if (settled) break;
+  }
+  return { ...(result as Omit<RunVerification, 'inUse' | 'settled'>), inUse, settled: settled || inUse === null };
+}
+
+async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
   const slots: SlotVerification[] = [];
   const ordered = listSlots(runDir).sort((a, b) => {
     const rank = (n: string): number => (n === 'latest' ? 0 : n === 'latest.backup' ? 1 : n === 'best' ? 2 : n === 'best.backup' ? 3 : 4);
@@ -164,7 +231,7 @@ export function verifyRun(runDir: string): RunVerification {
   const verified = new Map<string, VerifiedSlot>();
   for (const slot of ordered) {
     try {
-      const v = verifySlot(runDir, slot);
+      const v = await verifySlot(runDir, slot);
       verified.set(slot, v);
       slots.push({ slot, ok: true, step: v.job.step, code: null, message: null });
     } catch (e) {
@@ -182,16 +249,15 @@ export function verifyRun(runDir: string): RunVerification {
     const v = verified.get(slot);
     if (v !== undefined && (resume === null || v.job.step > resume.job.step)) resume = v;
   }
-  const lossFile = path.join(runDir, RUN_FILES.lossLog);
-  const bytes = existsSync(lossFile) ? new Uint8Array(readFileSync(lossFile)) : new Uint8Array(0);
-  const parsed = parseLossLog(bytes);
+  const want = resume?.job.lossLog ?? null;
+  const scan = scanLossLog(path.join(runDir, RUN_FILES.lossLog), want?.bytes ?? null);
   let prefixMatches: boolean | null = null;
   let orphaned = 0;
-  let problem = parsed.problem ?? (parsed.trailingBytes > 0 ? `${parsed.trailingBytes} bytes after the last complete record` : null);
-  if (resume !== null) {
-    const want = resume.job.lossLog;
-    prefixMatches = bytes.length >= want.bytes && `sha256:${sha256Hex(bytes.subarray(0, want.bytes))}` === want.sha256;
-    orphaned = Math.max(0, parsed.records.length - want.records);
+  // A live writer may be in the middle of appending a record: a partial last line is its, not damage.
+  let problem = scan.problem ?? (scan.trailingBytes > 0 && !live ? `${scan.trailingBytes} bytes after the last complete record` : null);
+  if (resume !== null && want !== null) {
+    prefixMatches = scan.prefixSha256 === want.sha256;
+    orphaned = Math.max(0, scan.records - want.records);
     if (!prefixMatches && problem === null) problem = `the first ${want.bytes} bytes do not have the SHA-256 recorded by ${resume.slot}`;
   }
   let manifestProblem: string | null = null;
@@ -204,12 +270,24 @@ export function verifyRun(runDir: string): RunVerification {
     manifestProblem = (e as Error).message;
   }
   const lossOk = problem === null && prefixMatches !== false;
+  // Mid-publication a live run has no latest/ for an instant, while its replacement sits in a .tmp-latest directory.
+  const publishing = live && !listSlots(runDir).includes('latest') && hiddenEntries(runDir).some((n) => n.startsWith('.tmp-latest'));
+  // latest/ must be present and sound (best/ may legitimately be newer: a best-only save between cadence checkpoints).
+  const resumeOk = resume !== null && (verified.has('latest') || publishing);
   return {
-    ok: slots.every((s) => s.ok) && resume !== null && resume.slot === 'latest' && lossOk && manifestProblem === null,
+    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null,
     runDir,
     slots,
     resumeSlot: resume?.slot ?? null,
-    lossLog: { ok: lossOk, records: parsed.records.length, orphaned, prefixMatches, problem },
+    lossLog: { ok: lossOk, records: scan.records, orphaned, prefixMatches, problem },
     manifest: { ok: manifestProblem === null, events, problem: manifestProblem },
   };
+}
+
+function hiddenEntries(runDir: string): string[] {
+  try {
+    return readdirSync(checkpointsDir(runDir)).filter((n) => n.startsWith('.'));
+  } catch {
+    return [];
+  }
 }

@@ -56,7 +56,7 @@ describe('CheckpointSaver (worker)', () => {
     await engine.dispose();
     expect(result?.step).toBe(3);
     expect(new Uint8Array(readFileSync(path.join(runDir, 'checkpoints', 'latest', 'state.llmcp')))).toEqual(expected);
-    expect(chooseCheckpoint(runDir).chosen.job.step).toBe(3);
+    expect((await chooseCheckpoint(runDir)).chosen.job.step).toBe(3);
   });
 
   it('writes the same bytes as inline saves', async () => {
@@ -93,6 +93,6 @@ describe('CheckpointSaver (worker)', () => {
     expect((error as Error).message).toMatch(/a checkpoint save failed; the previous checkpoint is intact: .*(ENOTDIR|EEXIST|not a directory)/);
     renameSync(checkpoints, `${checkpoints}.file`);
     renameSync(`${checkpoints}.saved`, checkpoints);
-    expect(chooseCheckpoint(dir).chosen.job.step).toBe(10);
+    expect((await chooseCheckpoint(dir)).chosen.job.step).toBe(10);
   });
 });

@@ -41,7 +41,7 @@ describe('best/ and retention', () => {
     expect(slots.filter((s) => s.startsWith('step_'))).toEqual(['step_000024']);
     expect(slots).toContain('best');
     expect(bestStep).toBeLessThan(24); // best/ is older than every kept snapshot and still there
-    expect(verifyRun(dir).ok).toBe(true);
+    expect((await verifyRun(dir)).ok).toBe(true);
   });
 
   it('a corrupted latest/ falls back to latest.backup/, and the run still ends bit-identical', async () => {
@@ -73,7 +73,7 @@ describe('best/ and retention', () => {
     expect(resumed.status).toBe('completed');
     expect(sameBytes(finalBytes(reference), finalBytes(dir))).toBeNull();
     // The damaged checkpoint was discarded, not kept as the new backup.
-    expect(verifyRun(dir)).toMatchObject({ ok: true, resumeSlot: 'latest' });
+    expect((await verifyRun(dir))).toMatchObject({ ok: true, resumeSlot: 'latest' });
     const manifest = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { events: { event: string; refused?: unknown[]; orphanedLossRecords?: number }[] };
     const resumedEvent = manifest.events.find((e) => e.event === 'resumed');
     expect(resumedEvent?.refused).toHaveLength(1);

@@ -41,7 +41,7 @@ describe('trainRun on the ch33 fixture config', () => {
     result = await trainRun({ runDir: dir, config: ch33(), onEvent: (e) => events.push(e) });
   });
 
-  it('selects step 8 and writes the golden 6330-byte checkpoint as best/ and latest/', () => {
+  it('selects step 8 and writes the golden 6330-byte checkpoint as best/ and latest/', async () => {
     expect(result).toMatchObject({ status: 'completed', step: 8, best: { step: 8, validationLoss: 1.5952972621720571 } });
     for (const slot of ['best', 'latest', 'step_000008']) {
       const bytes = readFileSync(path.join(dir, 'checkpoints', slot, 'state.llmcp'));
@@ -50,7 +50,7 @@ describe('trainRun on the ch33 fixture config', () => {
     }
   });
 
-  it('logs every step with the reference loss, gradient norm, clip decision and rate, bit for bit', () => {
+  it('logs every step with the reference loss, gradient norm, clip decision and rate, bit for bit', async () => {
     const log = parseLossLog(new Uint8Array(readFileSync(path.join(dir, 'loss.jsonl'))));
     expect(log.problem).toBeNull();
     expect(log.records.map((r) => bits(r.loss))).toEqual(LOSSES.map(bits));
@@ -60,7 +60,7 @@ describe('trainRun on the ch33 fixture config', () => {
     expect(log.records.every((r) => r.timing === undefined)).toBe(true);
   });
 
-  it('records the five evaluations of training.md §7 in job.json', () => {
+  it('records the five evaluations of training.md §7 in job.json', async () => {
     const job = decodeJob(new Uint8Array(readFileSync(path.join(dir, 'checkpoints', 'latest', 'job.json'))));
     expect(job.evaluations.map((e) => [e.step, bits(e.trainingLoss ?? Number.NaN), bits(e.validationLoss)])).toEqual(
       EVALUATIONS.map((e) => [e.step, bits(e.trainingLoss), bits(e.validationLoss)]),
@@ -70,7 +70,7 @@ describe('trainRun on the ch33 fixture config', () => {
     expect(job.nextBatch).toMatch(/^fnv1a64:[0-9a-f]{16}$/);
   });
 
-  it('writes the ch36 sample audit from the checkpoint RNG state', () => {
+  it('writes the ch36 sample audit from the checkpoint RNG state', async () => {
     const samples = JSON.parse(readFileSync(path.join(dir, 'samples.json'), 'utf8')) as Record<string, unknown>;
     expect(samples).toMatchObject({ step: 8, rngState: '0x9e3779b97f4a7c38', samples: [{ promptTokens: [0], tokens: [4, 4], stopReason: 'context-limit', text: '44' }] });
     const job = decodeJob(new Uint8Array(readFileSync(path.join(dir, 'checkpoints', 'latest', 'job.json'))));
@@ -78,10 +78,10 @@ describe('trainRun on the ch33 fixture config', () => {
     expect(job.sampling.nextState).not.toBe(job.sampling.checkpointState);
   });
 
-  it('publishes best at every strictly better validation and saves in the background', () => {
+  it('publishes best at every strictly better validation and saves in the background', async () => {
     const bestSaves = events.filter((e) => e.type === 'checkpoint' && e.reason === 'best').map((e) => (e as { step: number }).step);
     expect(bestSaves).toEqual([0, 2, 4, 6]);
     expect(events.filter((e) => e.type === 'checkpoint-saved').length).toBe(5);
-    expect(verifyRun(dir)).toMatchObject({ ok: true, resumeSlot: 'latest', lossLog: { ok: true, records: 8, orphaned: 0 } });
+    expect((await verifyRun(dir))).toMatchObject({ ok: true, resumeSlot: 'latest', lossLog: { ok: true, records: 8, orphaned: 0 } });
   });
 });

@@ -67,7 +67,7 @@ describe('pivotRun', () => {
     expect(log.records.slice(20).every((r) => r.learningRate === 0.02)).toBe(true);
     expect(existsSync(path.join(dir, 'samples.json'))).toBe(true);
     expect(runStatus(dir)).toMatchObject({ state: 'complete', step: 50, totalSteps: 50, pivots: 1, lossRecords: 50 });
-    expect(verifyRun(dir).ok).toBe(true);
+    expect((await verifyRun(dir)).ok).toBe(true);
   });
 
   it('refuses undeclared and non-policy changes without touching the run', async () => {
@@ -111,7 +111,7 @@ describe('forkRun', () => {
     const resumed = await resumeRun(target, { saveMode: 'inline' });
     expect(resumed).toMatchObject({ status: 'completed', step: 40, resumedFrom: 'latest' });
     expect(lossOf(target).records.slice(20).every((r) => r.learningRate === 0.01)).toBe(true);
-    expect(verifyRun(target).ok).toBe(true);
+    expect((await verifyRun(target)).ok).toBe(true);
   });
 
   it('a fork with the same config continues exactly like the uninterrupted run', async () => {

@@ -75,7 +75,7 @@ describe('resume equivalence: ch33 fixture config', () => {
     expect(results.map((r) => r.step)).toEqual([1, 2, 3, 4, 5, 7, 8]);
     expect(sameBytes(uninterrupted, finalBytes(dir))).toBeNull();
     expect(Buffer.compare(finalBytes(dir).best, GOLDEN)).toBe(0);
-    expect(verifyRun(dir).ok).toBe(true);
+    expect((await verifyRun(dir)).ok).toBe(true);
   });
 
   it('(b) SIGTERM to a child process after steps 1, 3, 4, 6, 7 gives identical bytes', async () => {
@@ -92,7 +92,7 @@ describe('resume equivalence: ch33 fixture config', () => {
     const killed = await trainWithKills(dir, every2, kills, 25, 'inline');
     expect(killed).toBeGreaterThanOrEqual(5);
     expect(sameBytes(uninterruptedEvery2, finalBytes(dir))).toBeNull();
-    expect(verifyRun(dir).lossLog).toMatchObject({ ok: true, records: 8, orphaned: 0 });
+    expect((await verifyRun(dir)).lossLog).toMatchObject({ ok: true, records: 8, orphaned: 0 });
   });
 });
 
@@ -109,7 +109,7 @@ describe('resume equivalence: small BPE config', () => {
     const results = await trainWithStops(dir, config, stops);
     expect(results.map((r) => r.step)).toEqual([3, 7, 15, 20, 22, 30, 33, 40]);
     expect(sameBytes(uninterrupted, finalBytes(dir))).toBeNull();
-    expect(verifyRun(dir).ok).toBe(true);
+    expect((await verifyRun(dir)).ok).toBe(true);
   });
 
   it('(b) SIGTERM to a child process mid-epoch and at an epoch boundary gives identical bytes', async () => {
@@ -125,7 +125,7 @@ describe('resume equivalence: small BPE config', () => {
     const killed = await trainWithKills(dir, config, kills, 10);
     expect(killed).toBeGreaterThanOrEqual(5);
     expect(sameBytes(uninterrupted, finalBytes(dir))).toBeNull();
-    expect(verifyRun(dir).lossLog).toMatchObject({ ok: true, records: 40, orphaned: 0 });
+    expect((await verifyRun(dir)).lossLog).toMatchObject({ ok: true, records: 40, orphaned: 0 });
   });
 });
 

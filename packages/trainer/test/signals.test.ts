@@ -91,6 +91,6 @@ describe('signals', () => {
     const resumed = await resumeRun(dir, { saveMode: 'inline' });
     expect(resumed.status).toBe('completed');
     expect(sameBytes(referenceLong, finalBytes(dir))).toBeNull();
-    expect(verifyRun(dir).ok).toBe(true);
+    expect((await verifyRun(dir)).ok).toBe(true);
   });
 });

@@ -4,16 +4,19 @@
  * twice.
  *
  * 1. The fixed header is read and checked (§9.1 steps 1–5).
- * 2. The header (`header_bytes`, at most the file size) is read and parsed and
- *    the descriptor geometry checked. The checksum is not known yet, so any
- *    failure here is remembered, not reported: the rest of the file is then
- *    hashed in bounded chunks and a checksum mismatch wins (§9.1 step 6 comes
- *    before §9.2).
+ * 2. The header (`header_bytes`: at most the file size, and at most
+ *    MAX_HEADER_BYTES or refused from the fixed header alone, SPEC.md §15.2)
+ *    is read in bounded chunks and parsed, and the descriptor geometry
+ *    checked. The checksum is not known yet, so any failure here is
+ *    remembered, not reported: the rest of the file is then hashed in
+ *    bounded chunks and a checksum mismatch wins (§9.1 step 6 comes before
+ *    §9.2).
  * 3. With a sound geometry every record gets its own buffer — f64 records a
  *    fresh Float64Array — and the payload is read sequentially into them
  *    through two 4 MiB staging buffers (the next read overlaps hashing and
  *    copying the current one). Allocation is bounded by the file size, since
- *    the geometry check proved the records tile the file exactly.
+ *    the geometry check proved the records tile the file exactly; a buffer
+ *    the engine refuses is FORMAT_LIMIT_EXCEEDED naming the field and offset.
  * 4. Checksum compared; then §9.4–§9.7 on the loaded records.
  * 5. Canonical check (§9.8) on the header bytes only. Why that suffices: the
  *    payload of the re-encoding is the concatenation, in descriptor order, of
@@ -40,6 +43,12 @@ import { validateRecords, type RecordSource } from '../record-rules.ts';
 import { CHECKSUM_OFFSET, FIXED_HEADER_BYTES } from '../tags.ts';
 
 const STAGING_BYTES = 4 << 20;
+/**
+ * The most one `read` call is asked for. `fs.read` takes an int32 length (a
+ * larger one aborts the process with a native assertion), so longer targets
+ * are filled in bounded chunks.
+ */
+const MAX_READ_BYTES = 16 << 20;
 
 function ioError(path: string, what: string, cause: unknown): FormatError {
   const detail = cause instanceof Error ? cause.message : String(cause);
@@ -51,13 +60,41 @@ async function readExactly(handle: FileHandle, target: Uint8Array, position: num
   while (done < target.length) {
     let bytesRead: number;
     try {
-      ({ bytesRead } = await handle.read(target, done, target.length - done, position + done));
+      ({ bytesRead } = await handle.read(target, done, Math.min(target.length - done, MAX_READ_BYTES), position + done));
     } catch (e) {
       throw ioError(path, 'read', e);
     }
     if (bytesRead === 0) throw new FormatError('FORMAT_IO', `${path} ended at ${position + done} while reading: the file changed during the load`, { reason: 'read', offset: position + done });
     done += bytesRead;
   }
+}
+
+/** What an allocation was for, named in the FORMAT_LIMIT_EXCEEDED it turns into. */
+interface AllocationSite {
+  readonly what: string;
+  readonly offset: number;
+  readonly field: string;
+  readonly recordName?: string;
+  readonly recordIndex?: number;
+}
+
+/**
+ * Runs an allocation, turning the engine's refusal (a RangeError: invalid
+ * typed-array length, or array buffer allocation failed) into
+ * FORMAT_LIMIT_EXCEEDED naming the field and offset (SPEC.md §15.2).
+ */
+function allocate<T>(make: () => T, where: () => AllocationSite): T {
+  try {
+    return make();
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    const { what, ...site } = where();
+    throw new FormatError('FORMAT_LIMIT_EXCEEDED', `cannot allocate ${what} declared by ${site.field} at offset ${site.offset}: ${e.message}`, { reason: 'allocation', ...site, cause: e });
+  }
+}
+
+function allocateBytes(length: number, where: () => AllocationSite): Uint8Array {
+  return allocate(() => new Uint8Array(length), where);
 }
 
 /** A record's destination: its file offset and the bytes to fill. */
@@ -161,8 +198,8 @@ export async function loadCheckpoint(path: string): Promise<DecodedCheckpoint> {
     const head = new Uint8Array(Math.min(size, FIXED_HEADER_BYTES));
     await readExactly(handle, head, 0, path);
     const fixed = parseFixedHeader(head, size);
-    const headerLength = Number(fixed.headerBytes); // <= size after the extent check
-    const headerBuffer = new Uint8Array(headerLength);
+    const headerLength = Number(fixed.headerBytes); // <= size and <= MAX_HEADER_BYTES after the fixed-header checks
+    const headerBuffer = allocateBytes(headerLength, () => ({ what: `the ${headerLength}-byte header`, offset: 14, field: 'header_bytes' }));
     await readExactly(handle, headerBuffer, 0, path);
     const hasher = new Fnv1a64().update(headerBuffer.subarray(0, CHECKSUM_OFFSET)).updateZeros(8).update(headerBuffer.subarray(CHECKSUM_OFFSET + 8));
 
@@ -178,20 +215,17 @@ export async function loadCheckpoint(path: string): Promise<DecodedCheckpoint> {
     const buffers: Uint8Array[] = [];
     const floats: (Float64Array | undefined)[] = [];
     if (header !== undefined && deferred === undefined) {
-      try {
-        for (const d of header.descriptors) {
-          const length = Number(d.byteLength);
-          if (d.dtypeTag === 3 && LITTLE_ENDIAN_HOST) {
-            const values = new Float64Array(length / 8);
-            floats.push(values);
-            buffers.push(new Uint8Array(values.buffer));
-          } else {
-            floats.push(undefined);
-            buffers.push(new Uint8Array(length));
-          }
+      for (const d of header.descriptors) {
+        const length = Number(d.byteLength);
+        const where = (): AllocationSite => ({ what: `record ${d.index} ("${d.name}", ${length} bytes)`, offset: Number(d.offset), field: `descriptor[${d.index}].byte_len`, recordName: d.name, recordIndex: d.index });
+        if (d.dtypeTag === 3 && LITTLE_ENDIAN_HOST) {
+          const values = allocate(() => new Float64Array(length / 8), where);
+          floats.push(values);
+          buffers.push(new Uint8Array(values.buffer));
+        } else {
+          floats.push(undefined);
+          buffers.push(allocateBytes(length, where));
         }
-      } catch (e) {
-        throw new FormatError('FORMAT_LIMIT_EXCEEDED', `cannot allocate ${size} bytes of records for ${path}`, { reason: 'allocation', cause: e });
       }
     }
     const destinations = header === undefined || deferred !== undefined ? [] : header.descriptors.map((d, i) => ({ start: Number(d.offset), bytes: buffers[i] as Uint8Array }));

@@ -16,13 +16,14 @@
  */
 import type { DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from '../config.ts';
+import { ModelError } from '../errors.ts';
 import type { ParameterLayout } from '../layout.ts';
 import { parameterLayout } from '../layout.ts';
 import { attentionBackward, attentionForward, attentionScratch, type AttentionScratch, type AttentionTrace } from '../kernels/attention.ts';
 import { crossEntropyBackward, crossEntropyForward } from '../kernels/cross-entropy.ts';
 import { GEMM_ADD, gemm, transpose } from '../kernels/gemm.ts';
 import { rmsNormBackward, rmsNormForward } from '../kernels/rmsnorm.ts';
-import { ropeBackward, ropeForward, ropeTables, type RopeTables } from '../kernels/rope.ts';
+import { extendRopeTables, ropeBackward, ropeForward, ropeTables, type RopeTables } from '../kernels/rope.ts';
 import { swigluBackward, swigluForward } from '../kernels/swiglu.ts';
 
 /** Saved RMSNorm forward values of one norm call. */
@@ -174,7 +175,12 @@ export class SequenceEngine {
   readonly headWidth: number;
   /** `1.0 / sqrt(d)`, computed once (model.md §9.4). */
   readonly scale: number;
-  readonly rope: RopeTables;
+  /**
+   * RoPE tables for positions 0 … capacity−1, grown with the buffers: never
+   * sized by `config.maxPositions`, which may be far larger than any sequence
+   * run (the format allows up to 2^53 − 1).
+   */
+  rope: RopeTables;
   /** Keep full-grid attention values and per-block adjoints (forward-trace tests). */
   readonly trace: boolean;
 
@@ -213,14 +219,30 @@ export class SequenceEngine {
     this.config = config;
     this.layout = parameterLayout(config);
     this.scale = 1.0 / Math.sqrt(this.headWidth);
-    this.rope = ropeTables(config.maxPositions, this.headWidth, config.ropeBase);
+    this.rope = ropeTables(0, this.headWidth, config.ropeBase);
     this.trace = trace;
     this.#wT = new Float64Array(this.layout.size);
   }
 
-  /** Grows the buffers to hold sequences of `T` positions. */
+  /**
+   * Grows the buffers (and the RoPE tables) to hold sequences of `T` positions.
+   * @param T - positions (≤ maxPositions; validated by the caller).
+   * @throws ModelError `MODEL_CONTEXT_TOO_LONG` when the activations of `T` positions cannot be allocated.
+   */
   ensureCapacity(T: number): void {
     if (T <= this.capacity) return;
+    // A failed allocation below leaves some buffers replaced: the next call reallocates them all.
+    this.capacity = 0;
+    try {
+      this.#allocate(T);
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      throw new ModelError('MODEL_CONTEXT_TOO_LONG', `a sequence of ${T} positions: its activations cannot be allocated (${e.message})`, { field: 'columns', cause: e });
+    }
+    this.capacity = T;
+  }
+
+  #allocate(T: number): void {
     const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H, layers: L } = this.config;
     this.hs = [];
     this.dhs = [];
@@ -271,7 +293,7 @@ export class SequenceEngine {
     this.#attention = attentionScratch(T, this.headWidth);
     const widest = Math.max(D, F, V);
     this.#xT = new Float64Array(widest * T);
-    this.capacity = T;
+    this.rope = extendRopeTables(this.rope, T);
   }
 
   /**

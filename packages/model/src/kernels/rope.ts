@@ -4,7 +4,12 @@
  */
 import { cos, pow, sin } from '../math/index.ts';
 
-/** Precomputed RoPE tables for positions 0 … P−1 and pairs 0 … d/2−1. */
+/**
+ * RoPE tables for positions 0 … P−1 and pairs 0 … d/2−1. P is the number of
+ * positions built so far (the longest sequence run), not the configuration's
+ * maxPositions: each position's row depends only on p, so building rows on
+ * demand gives the same values as building all of them up front.
+ */
 export interface RopeTables {
   /** (d/2) `pow(base, (−2·i) / d)`. */
   readonly inverseFrequencies: Float64Array;
@@ -15,10 +20,10 @@ export interface RopeTables {
 }
 
 /**
- * Builds the tables once per model (model.md §9.2): the exponent is
- * `(−2.0 · i) / d`, the angle `p · invFreq_i` (one multiplication).
+ * Builds the tables for positions 0 … `positions`−1 (model.md §9.2): the
+ * exponent is `(−2.0 · i) / d`, the angle `p · invFreq_i` (one multiplication).
  *
- * @param positions - P, the maximum positions.
+ * @param positions - P, the positions to cover (0 gives the frequencies only).
  * @param headWidth - d (even).
  * @param base - the RoPE base.
  * @returns the tables.
@@ -27,9 +32,28 @@ export function ropeTables(positions: number, headWidth: number, base: number): 
   const half = headWidth / 2;
   const inverseFrequencies = new Float64Array(half);
   for (let i = 0; i < half; i++) inverseFrequencies[i] = pow(base, (-2.0 * i) / headWidth);
+  return extendRopeTables({ inverseFrequencies, cosines: new Float64Array(0), sines: new Float64Array(0) }, positions);
+}
+
+/**
+ * The tables grown to cover positions 0 … `positions`−1: the rows already
+ * built are copied, only the new rows are computed (the same formula as
+ * {@link ropeTables}, so the values do not depend on how the tables grew).
+ *
+ * @param tables - tables built so far (not modified).
+ * @param positions - P, the positions to cover.
+ * @returns `tables` itself when it already covers P positions, else new tables.
+ */
+export function extendRopeTables(tables: RopeTables, positions: number): RopeTables {
+  const { inverseFrequencies } = tables;
+  const half = inverseFrequencies.length;
+  const built = half === 0 ? 0 : tables.cosines.length / half;
+  if (positions <= built) return tables;
   const cosines = new Float64Array(positions * half);
   const sines = new Float64Array(positions * half);
-  for (let p = 0; p < positions; p++) {
+  cosines.set(tables.cosines);
+  sines.set(tables.sines);
+  for (let p = built; p < positions; p++) {
     for (let i = 0; i < half; i++) {
       const angle = p * inverseFrequencies[i];
       sines[p * half + i] = sin(angle) + 0;

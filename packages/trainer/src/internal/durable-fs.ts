@@ -3,7 +3,7 @@
  * exclusively and fsync it, fsync a directory, remove a tree. Synchronous on
  * purpose: they run in the save worker (off the training path) or at start-up.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync, constants } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync, constants } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -15,12 +15,67 @@ import path from 'node:path';
 export function writeNewFileDurable(file: string, bytes: Uint8Array): void {
   const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
   try {
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+    writeAllSync(fd, bytes);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/** Largest single write: `writeSync` refuses lengths beyond 2^31 − 1. */
+const WRITE_CHUNK = 1 << 30;
+
+/**
+ * Writes all of `bytes` at the file's position, in chunks `writeSync` accepts
+ * (so files beyond 2 GiB are written too), retrying short writes.
+ *
+ * @param fd - an open file descriptor.
+ * @param bytes - the content.
+ */
+export function writeAllSync(fd: number, bytes: Uint8Array): void {
+  let offset = 0;
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, Math.min(WRITE_CHUNK, bytes.length - offset));
+}
+
+/**
+ * Creates `dir` and any missing ancestors, one `mkdir` at a time. Unlike
+ * `mkdirSync(dir, { recursive: true })` it cannot loop (Node's recursive mkdir
+ * spins for ever where `mkdir` answers ENOENT under an existing parent, as in
+ * `/proc`), and it says which directories it created, so that a failed start
+ * can remove exactly those.
+ *
+ * @param dir - the directory.
+ * @returns the directories created, outermost first (empty when `dir` existed).
+ * @throws the `mkdir` error (ENOENT, EACCES, ENOTDIR, …), or ENOTDIR when `dir` or an ancestor exists and is not a directory.
+ */
+export function makeDirectories(dir: string): string[] {
+  const missing: string[] = [];
+  let at = path.resolve(dir);
+  for (;;) {
+    let info;
+    try {
+      info = statSync(at);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      missing.push(at);
+      const parent = path.dirname(at);
+      if (parent === at) break;
+      at = parent;
+      continue;
+    }
+    if (!info.isDirectory()) throw Object.assign(new Error(`ENOTDIR: ${at} exists and is not a directory`), { code: 'ENOTDIR', path: at });
+    break;
+  }
+  const created: string[] = [];
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+      created.push(d);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(d).isDirectory()) throw e;
+    }
+  }
+  return created;
 }
 
 /**

@@ -5,10 +5,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { checksumLabel, encodeCheckpoint, expectedParameterShapes, fnv1a64, u64Hex, type CheckpointState, type DecoderConfig } from '@llmcp/format';
+import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, u64Hex, type CheckpointState, type DecoderConfig } from '@llmcp/format';
 import { LiteralTokenizer } from '@llmcp/tokenizer';
 import { canonicalDigest, sha256Hex } from '../../src/internal/canonical-json.ts';
-import { encodeJob, sealJob, type Job } from '../../src/job.ts';
+import { encodeJob, JOB_FORMAT, sealJob, type Job } from '../../src/job.ts';
 import { ch33Config } from '../../src/presets.ts';
 
 const DECODER: DecoderConfig = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
@@ -46,7 +46,7 @@ export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes
   const stateBytes = encodeCheckpoint(fakeState(step));
   const config = ch33Config();
   const job = sealJob({
-    format: 'llmcp-job/1',
+    format: JOB_FORMAT,
     step,
     phase: { validated: true, audited: true },
     config,
@@ -63,7 +63,7 @@ export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes
     best: null,
     sampling: { checkpointState: u64Hex(0x9e3779b97f4a7c38n), nextState: u64Hex(0x9e3779b97f4a7c38n), lastAuditStep: null },
     lossLog: { records: step, bytes: 0, sha256: `sha256:${sha256Hex(new Uint8Array(0))}` },
-    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: checksumLabel(fnv1a64(stateBytes)) },
+    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: decodeCheckpoint(stateBytes).layout.checksumLabel },
     nextBatch: null,
     run: { id: 'test-run', pivots: 0 },
   });
