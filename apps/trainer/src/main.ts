@@ -2,12 +2,16 @@
  * The llmcp trainer app (`pnpm start`): trains a small decoder on the embedded
  * story corpus with a live progress display, writes `./runs/default`, and
  * prints the best checkpoint and a generated sample at the end. Ctrl-C (or
- * SIGTERM) finishes the current step, writes a checkpoint and exits; running it
- * again resumes. Every option is listed by `--help`.
+ * SIGTERM) finishes the current step, writes a checkpoint and exits with 130;
+ * running it again resumes. Every option is listed by `--help`. Exit codes are
+ * those of `llmcp` (`EXIT_CODES` of `@llmcp/cli`), and all output goes through
+ * its `processOutput`, so a pipe reader that dies (`pnpm start | tee log`, then
+ * Ctrl-C) never costs the stop checkpoint.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { EXIT_CODES, processOutput, trainerExitCode, type ExitCode } from '@llmcp/cli';
 import {
   createProgressRenderer,
   isTrainerError,
@@ -42,7 +46,11 @@ Options:
 Examples:
   pnpm start
   pnpm start -- --steps 300 --size tiny --run-dir runs/quick
-  pnpm start -- --corpus bilingual --run-dir runs/bilingual`;
+  pnpm start -- --corpus bilingual --run-dir runs/bilingual
+
+Exit status (as llmcp): 0 finished, 130 stopped by Ctrl-C or SIGTERM after writing
+its checkpoint (run again to resume), 2 bad options, 3 bad input or a run trained
+with other options, 4 training failed.`;
 
 interface Options {
   readonly runDir: string;
@@ -50,9 +58,18 @@ interface Options {
   readonly plain: boolean;
 }
 
-function fail(message: string): never {
-  process.stderr.write(`error: ${message}\n`);
-  process.exit(2);
+// Installed once, before anything is written: output errors (EPIPE from a dead `tee`) end output, never the run.
+const { stdout: out, stderr: err } = processOutput();
+
+function fail(message: string, code: ExitCode = EXIT_CODES.USAGE): never {
+  err.write(`error: ${message}\n`);
+  process.exit(code);
+}
+
+/** Fails with the message and exit code of a trainer error (config, corpus), else as a usage error. */
+function failWith(e: unknown): never {
+  if (isTrainerError(e)) fail(e.message, trainerExitCode(e.code));
+  fail((e as Error).message);
 }
 
 function positiveInt(value: string | undefined, name: string): number | undefined {
@@ -85,8 +102,8 @@ function parseOptions(argv: readonly string[]): Options {
     fail(`${(e as Error).message}\n\n${HELP}`);
   }
   if (values.help === true) {
-    process.stdout.write(`${HELP}\n`);
-    process.exit(0);
+    out.write(`${HELP}\n`);
+    process.exit(EXIT_CODES.OK);
   }
   // pnpm runs scripts inside the package; resolve paths against where `pnpm start` was typed.
   const base = process.env.INIT_CWD ?? process.cwd();
@@ -95,7 +112,7 @@ function parseOptions(argv: readonly string[]): Options {
     try {
       return { runDir, config: loadConfig(path.resolve(base, values.config)), plain: values.plain === true };
     } catch (e) {
-      fail((e as Error).message);
+      failWith(e);
     }
   }
   const size = (values.size ?? 'small') as SizeName;
@@ -105,7 +122,7 @@ function parseOptions(argv: readonly string[]): Options {
   if (corpusArg in CORPORA) corpus = CORPORA[corpusArg as keyof typeof CORPORA];
   else {
     const p = path.resolve(base, corpusArg);
-    if (!existsSync(p)) fail(`--corpus ${corpusArg}: no such file or folder`);
+    if (!existsSync(p)) fail(`--corpus ${corpusArg}: no such file or folder`, EXIT_CODES.INPUT);
     if (p.endsWith('.json')) {
       if (values.split === undefined) fail('a JSON corpus needs --split <manifest>');
       corpus = { kind: 'corpus', corpus: p, split: path.resolve(base, values.split) };
@@ -116,7 +133,7 @@ function parseOptions(argv: readonly string[]): Options {
     const input = appConfigInput({ corpus, size, ...(steps === undefined ? {} : { steps }), timing: values['no-timing'] !== true });
     return { runDir, config: parseConfig(input), plain: values.plain === true };
   } catch (e) {
-    fail((e as Error).message);
+    failWith(e);
   }
 }
 
@@ -124,7 +141,6 @@ async function main(): Promise<void> {
   // `pnpm start -- --steps 10` passes the `--` through; it separates nothing here.
   const argv = process.argv.slice(2).filter((a, i, all) => !(a === '--' && all.slice(0, i).every((b) => b === '--')));
   const { runDir, config, plain } = parseOptions(argv);
-  const out = process.stdout;
   const progress = createProgressRenderer({ stream: out, ...(plain ? { live: false } : {}), plainIntervalMs: 5000 });
   const resuming = existsSync(path.join(runDir, 'run.json'));
   let result: RunResult;
@@ -139,21 +155,22 @@ async function main(): Promise<void> {
   } catch (e) {
     progress.finish();
     if (isTrainerError(e)) {
-      process.stderr.write(`error (${e.code}): ${e.message}\n`);
+      err.write(`error (${e.code}): ${e.message}\n`);
       if (e.code === 'TRAINER_CONFIG_CHANGED' || e.code === 'TRAINER_INPUT_CHANGED') {
-        process.stderr.write(`${runDir} was trained with other settings; use the same options to resume it, or --run-dir <new dir> for a new run.\n`);
+        err.write(`${runDir} was trained with other settings; use the same options to resume it, or --run-dir <new dir> for a new run.\n`);
       }
-      process.exit(1);
+      process.exit(trainerExitCode(e.code));
     }
     throw e;
   }
   progress.finish();
   if (result.status === 'stopped') {
     out.write(`Stopped at step ${result.step}/${result.totalSteps} with a checkpoint in ${path.join(runDir, 'checkpoints', 'latest')}. Run the same command again to resume.\n`);
+    process.exitCode = EXIT_CODES.INTERRUPTED;
     return;
   }
   if (result.status === 'already-complete') out.write(`The run in ${runDir} is already complete (${result.step} steps).\n`);
-  const best = loadBestCheckpoint(runDir);
+  const best = await loadBestCheckpoint(runDir);
   if (best === null) {
     out.write('No best checkpoint was recorded.\n');
     return;
@@ -169,6 +186,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exit(1);
+  err.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(EXIT_CODES.RUNTIME);
 });

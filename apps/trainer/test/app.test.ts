@@ -1,19 +1,22 @@
 /**
  * Acceptance 7: the trainer app as a child process — start, interrupt with
  * SIGINT, restart (it says it is resuming), finish; the run resumes and
- * completes, and the directory verifies.
+ * completes, and the directory verifies. Exit codes are llmcp's (130 for a
+ * stopped run); a dead pipe reader never costs the stop checkpoint.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { verifyRun } from '@llmcp/trainer';
+import { EXIT_CODES } from '@llmcp/cli';
+import { CH33_CONFIG_INPUT, verifyRun } from '@llmcp/trainer';
 
 const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 interface App {
+  child: ReturnType<typeof spawn>;
   output: () => string;
   waitForOutput: (pattern: RegExp) => Promise<void>;
   signal: (sig: NodeJS.Signals) => void;
@@ -39,6 +42,7 @@ function startApp(args: string[]): App {
   child.stderr.on('data', onData);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
+    child,
     output: () => out,
     waitForOutput: (pattern) =>
       new Promise((resolve, reject) => {
@@ -65,7 +69,7 @@ describe('the trainer app (pnpm start)', () => {
     const first = startApp(args);
     await first.waitForOutput(/step 50: validation loss/);
     first.signal('SIGINT');
-    expect(await first.exited).toBe(0);
+    expect(await first.exited).toBe(EXIT_CODES.INTERRUPTED);
     expect(first.output()).toMatch(/Starting a new run/);
     expect(first.output()).toMatch(/SIGINT: stopping after this step/);
     const stopped = /Stopped at step (\d+)\/80/.exec(first.output());
@@ -75,7 +79,7 @@ describe('the trainer app (pnpm start)', () => {
     expect(stopStep).toBeLessThan(80);
 
     const refused = startApp(['--size', 'tiny', '--steps', '90', '--run-dir', runDir, '--plain']);
-    expect(await refused.exited).toBe(1);
+    expect(await refused.exited).toBe(EXIT_CODES.INPUT);
     expect(refused.output()).toMatch(/TRAINER_CONFIG_CHANGED.*steps/);
 
     const second = startApp(args);
@@ -86,9 +90,63 @@ describe('the trainer app (pnpm start)', () => {
     expect(out).toMatch(/Best checkpoint: .*checkpoints[/\\]best \(step \d+, validation loss \d+\.\d+\)/);
     expect(out).toMatch(/Sample from the best checkpoint/);
 
-    const verification = verifyRun(runDir);
+    const verification = await verifyRun(runDir);
     expect(verification).toMatchObject({ ok: true, resumeSlot: 'latest', lossLog: { ok: true, records: 80, orphaned: 0 } });
     const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { events: { event: string }[] };
     expect(manifest.events.map((e) => e.event)).toEqual(['created', 'stopped', 'resumed', 'completed']);
+  });
+});
+
+/** Resolves once `condition` holds (checked on a short poll), or rejects when `gone` settles first. */
+function until(condition: () => boolean, gone: Promise<unknown>, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    void gone.then((code) => {
+      if (!done) reject(new Error(`the app exited (${String(code)}) before ${what}`));
+      done = true;
+    });
+    const check = (): void => {
+      if (done) return;
+      if (condition()) {
+        done = true;
+        resolve();
+      } else setTimeout(check, 10);
+    };
+    check();
+  });
+}
+
+describe('the trainer app with its output piped into a reader that dies (pnpm start | tee, then Ctrl-C)', () => {
+  it('still writes the stop checkpoint at the last step trained and exits 130', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'llmcp-app-pipe-'));
+    const runDir = path.join(dir, 'run');
+    // Validation and cadence checkpoints far beyond any step reached: only the stop checkpoint can write latest/.
+    const far = 1_000_000;
+    const input = JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)) as Record<string, unknown> & { evaluation: Record<string, unknown> };
+    const configFile = path.join(dir, 'long-run.json');
+    writeFileSync(configFile, JSON.stringify({ ...input, steps: far, schedule: { kind: 'constant', rate: null }, evaluation: { ...input.evaluation, validateEvery: far }, checkpoint: { every: far, keepSteps: 3 } }));
+    const records = (): number => {
+      const file = path.join(runDir, 'loss.jsonl');
+      return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').length : 0;
+    };
+    const app = startApp(['--config', configFile, '--run-dir', runDir, '--plain']);
+    try {
+      await app.waitForOutput(/Starting a new run/);
+      app.child.stdout?.destroy(); // the reader of the app's output (progress and all) is gone
+      await until(() => records() >= 5, app.exited, 'training 5 steps');
+      app.signal('SIGINT');
+      expect(await app.exited, app.output()).toBe(EXIT_CODES.INTERRUPTED);
+      const trained = records();
+      expect(trained).toBeGreaterThanOrEqual(5);
+      const events = (JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { events: { event: string; step?: number }[] }).events;
+      expect(events.map((e) => e.event)).toEqual(['created', 'stopped']);
+      expect(events[1]?.step).toBe(trained);
+      const job = JSON.parse(readFileSync(path.join(runDir, 'checkpoints/latest/job.json'), 'utf8')) as { step: number };
+      expect(job.step).toBe(trained);
+    } finally {
+      app.signal('SIGKILL');
+      await app.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,17 +1,16 @@
 #!/usr/bin/env node
 /**
- * The `llmcp` executable: a thin shell over {@link runCli}.
+ * The `llmcp` executable: a thin shell over {@link runCli}. Output goes
+ * through {@link processOutput}, so a reader that goes away (`llmcp inspect
+ * big.llmcp | head`, or `tee` killed by the same Ctrl-C as `llmcp train`)
+ * ends the output but never the command: a stopped run still writes its
+ * checkpoint and exits with its documented code.
  */
 import { runCli } from './cli.ts';
+import { processOutput } from './process-output.ts';
 
-// `llmcp inspect big.llmcp | head`: a reader that goes away is not an error.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw e;
-  });
-}
+const { stdout, stderr } = processOutput();
 
-void runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), handleSignals: true }).then((code) => {
+void runCli(process.argv.slice(2), { stdout, stderr, env: process.env, cwd: process.cwd(), handleSignals: true }).then((code) => {
   process.exitCode = code;
 });

@@ -12,8 +12,9 @@ import { inspectCommand } from './commands/inspect.ts';
 import { forkCommand, pivotCommand, resumeCommand, statusCommand, trainCommand } from './commands/run.ts';
 import { sampleCommand } from './commands/sample.ts';
 import { verifyCommand } from './commands/verify.ts';
-import { colorsFor, type CliContext } from './context.ts';
-import { EXIT_CODES, isCliError } from './errors.ts';
+import type { CliContext } from './context.ts';
+import { reportError } from './error-report.ts';
+import { CliError, EXIT_CODES, isCliError } from './errors.ts';
 
 /** Version of `@llmcp/cli` (printed by `llmcp --version`). */
 export const CLI_VERSION: string = manifest.version;
@@ -30,24 +31,27 @@ Exit codes:
   4    runtime error: an output could not be written, or a training run failed
   130  a training run was interrupted (its checkpoint was written first)
 
+With --json (inspect, verify, diff, sample, status), a failure prints one JSON document
+{"schema": "llmcp-error/1", "error": {"code", "message", "exit", …}} on stdout instead of the
+error line on stderr, with the same exit code.
+
 Environment: NO_COLOR disables colours, FORCE_COLOR forces them (default: colours on a TTY only).
 `;
 
-function errorWriter(ctx: CliContext, commandPath: string): (str: string, write: (s: string) => void) => void {
-  const c = colorsFor(ctx.stderr, ctx.env);
-  return (str, write) => {
-    const message = str.trim().replace(/^error:\s*/, '');
-    write(`${commandPath}: ${c.red('error:')} ${message}\n${c.dim(`hint: run '${commandPath} --help' for usage and examples`)}\n`);
-  };
+/** Receives a usage error found by the command-line parser: the command path (e.g. `llmcp verify`) and the message. */
+type UsageErrorSink = (command: string, message: string) => void;
+
+function usageError(command: string, message: string): CliError {
+  return new CliError('CLI_USAGE', message, { hint: `run '${command} --help' for usage and examples` });
 }
 
-function configure(cmd: Command, ctx: CliContext, parentPath: string): void {
+function configure(cmd: Command, ctx: CliContext, parentPath: string, onUsageError: UsageErrorSink): void {
   const commandPath = parentPath === '' ? cmd.name() : `${parentPath} ${cmd.name()}`;
   cmd.exitOverride();
   cmd.configureOutput({
     writeOut: (s) => ctx.stdout.write(s),
     writeErr: (s) => ctx.stderr.write(s),
-    outputError: errorWriter(ctx, commandPath),
+    outputError: (str) => onUsageError(commandPath, str.trim().replace(/^error:\s*/, '')),
     getOutHelpWidth: () => ctx.stdout.columns ?? 100,
     getErrHelpWidth: () => ctx.stderr.columns ?? 100,
     getOutHasColors: () => false,
@@ -55,17 +59,10 @@ function configure(cmd: Command, ctx: CliContext, parentPath: string): void {
   });
   cmd.showSuggestionAfterError(true);
   cmd.allowExcessArguments(false);
-  for (const sub of cmd.commands) configure(sub, ctx, commandPath);
+  for (const sub of cmd.commands) configure(sub, ctx, commandPath, onUsageError);
 }
 
-/**
- * Builds the `llmcp` program for one invocation.
- *
- * @param ctx - streams, environment and working directory.
- * @param setExit - receives the exit code of the action that ran.
- * @returns the commander program (not yet parsed).
- */
-export function createProgram(ctx: CliContext, setExit: SetExit): Command {
+function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErrorSink): Command {
   const program = new Command('llmcp')
     .description('Inspect, verify, compare, sample, convert and train LLMCP35 v1 checkpoints.')
     .version(CLI_VERSION, '-V, --version', 'print the version')
@@ -86,8 +83,21 @@ export function createProgram(ctx: CliContext, setExit: SetExit): Command {
   ]) {
     program.addCommand(cmd);
   }
-  configure(program, ctx, '');
+  configure(program, ctx, '', onUsageError);
   return program;
+}
+
+/**
+ * Builds the `llmcp` program for one invocation.
+ *
+ * @param ctx - streams, environment and working directory.
+ * @param setExit - receives the exit code of the action that ran.
+ * @returns the commander program (not yet parsed).
+ */
+export function createProgram(ctx: CliContext, setExit: SetExit): Command {
+  return buildProgram(ctx, setExit, (command, message) => {
+    reportError(ctx, { command, error: usageError(command, message), json: false });
+  });
 }
 
 /**
@@ -98,14 +108,36 @@ export function createProgram(ctx: CliContext, setExit: SetExit): Command {
  * @returns the process exit code (see `llmcp --help`).
  * @example
  * ```ts
- * const code = await runCli(['verify', 'state.llmcp'], { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
+ * const { stdout, stderr } = processOutput(); // write errors of the process streams end output, never the program
+ * const code = await runCli(['verify', 'state.llmcp'], { stdout, stderr, env: process.env, cwd: process.cwd() });
  * ```
  */
 export async function runCli(argv: readonly string[], ctx: CliContext): Promise<number> {
   let exitCode: number = EXIT_CODES.OK;
-  const program = createProgram(ctx, (code) => {
-    exitCode = code;
+  let usage: { readonly command: string; readonly message: string } | null = null;
+  // Set once the parser has accepted the command line: whether the command was given --json.
+  let parsedJson: boolean | null = null;
+  const program = buildProgram(
+    ctx,
+    (code) => {
+      exitCode = code;
+    },
+    (command, message) => {
+      usage ??= { command, message };
+    },
+  );
+  program.hook('preAction', (_program, action) => {
+    parsedJson = action.opts<{ json?: boolean }>().json === true;
   });
+  const typed = argv[0];
+  const command = typed === undefined ? undefined : program.commands.find((cmd) => cmd.name() === typed || cmd.aliases().includes(typed));
+  // A command line the parser refused has no parsed options: a --json before any `--` of a command that has the flag counts.
+  const json = (): boolean => {
+    if (parsedJson !== null) return parsedJson;
+    if (command === undefined || !command.options.some((o) => o.long === '--json')) return false;
+    const end = argv.indexOf('--');
+    return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+  };
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -114,19 +146,12 @@ export async function runCli(argv: readonly string[], ctx: CliContext): Promise<
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT_CODES.OK;
       // `llmcp help` exits 0; `llmcp` alone shows the help on stderr as a usage error, like every other commander error.
       if (e.code === 'commander.help') return e.exitCode === 0 ? EXIT_CODES.OK : EXIT_CODES.USAGE;
-      return EXIT_CODES.USAGE;
+      const { command: commandPath, message } = usage ?? { command: 'llmcp', message: e.message.replace(/^error:\s*/, '') };
+      return reportError(ctx, { command: commandPath, error: usageError(commandPath, message), json: json() });
     }
-    const c = colorsFor(ctx.stderr, ctx.env);
-    const name = argv[0] !== undefined && program.commands.some((cmd) => cmd.name() === argv[0]) ? `llmcp ${argv[0]}` : 'llmcp';
-    if (isCliError(e)) {
-      ctx.stderr.write(`${name}: ${c.red('error:')} ${e.message}\n`);
-      if (e.hint !== undefined) ctx.stderr.write(`${c.dim(`hint: ${e.hint}`)}\n`);
-      return e.exitCode;
-    }
-    const detail = e instanceof Error ? e.message : String(e);
-    ctx.stderr.write(`${name}: ${c.red('internal error:')} ${detail}\n`);
-    if (ctx.env.LLMCP_DEBUG === '1' && e instanceof Error && e.stack !== undefined) ctx.stderr.write(`${e.stack}\n`);
-    else ctx.stderr.write(`${c.dim('hint: this is a bug in llmcp; set LLMCP_DEBUG=1 for a stack trace and report it')}\n`);
-    return EXIT_CODES.RUNTIME;
+    const error = isCliError(e)
+      ? e
+      : new CliError('CLI_INTERNAL', e instanceof Error ? e.message : String(e), { hint: 'this is a bug in llmcp; set LLMCP_DEBUG=1 for a stack trace and report it', cause: e });
+    return reportError(ctx, { command: command === undefined ? 'llmcp' : `llmcp ${typed}`, error, json: json() });
   }
 }

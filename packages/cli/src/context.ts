@@ -4,7 +4,11 @@
  * policy (TTY only, never with `NO_COLOR`, forced by `FORCE_COLOR`).
  */
 
-/** A writable text stream (`process.stdout` fits). */
+/**
+ * A writable text stream (`process.stdout` fits). A program passes the
+ * process streams through `processOutput()`, so that a failing write (EPIPE
+ * from a reader that went away) ends the output, never the command.
+ */
 export interface CliStream {
   write(chunk: string): unknown;
   /** True for a terminal; colours and live progress are used only then. */

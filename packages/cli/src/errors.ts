@@ -30,6 +30,8 @@ export const CLI_ERROR_CODES = {
   CLI_USAGE: 'CLI_USAGE',
   /** An input path does not exist. */
   CLI_FILE_NOT_FOUND: 'CLI_FILE_NOT_FOUND',
+  /** A path argument holds U+FFFD and names nothing: bytes of the command line that are not UTF-8 reach Node as U+FFFD, so the path cannot be opened as given. */
+  CLI_PATH_NOT_UTF8: 'CLI_PATH_NOT_UTF8',
   /** A directory was given where a file is required (or a file where a directory is required). */
   CLI_WRONG_FILE_KIND: 'CLI_WRONG_FILE_KIND',
   /** An input could not be read (permissions, I/O error, too large). */
@@ -46,6 +48,8 @@ export const CLI_ERROR_CODES = {
   CLI_SAMPLE_FAILED: 'CLI_SAMPLE_FAILED',
   /** A training-run command failed (the trainer error is the cause). */
   CLI_RUN_FAILED: 'CLI_RUN_FAILED',
+  /** An unexpected failure: a bug in llmcp (reported, e.g. under `--json`, with this code). */
+  CLI_INTERNAL: 'CLI_INTERNAL',
 } as const;
 
 /** One of the {@link CLI_ERROR_CODES}. */
@@ -54,6 +58,7 @@ export type CliErrorCode = (typeof CLI_ERROR_CODES)[keyof typeof CLI_ERROR_CODES
 const DEFAULT_EXIT: Record<CliErrorCode, ExitCode> = {
   CLI_USAGE: EXIT_CODES.USAGE,
   CLI_FILE_NOT_FOUND: EXIT_CODES.INPUT,
+  CLI_PATH_NOT_UTF8: EXIT_CODES.INPUT,
   CLI_WRONG_FILE_KIND: EXIT_CODES.INPUT,
   CLI_READ_FAILED: EXIT_CODES.INPUT,
   CLI_WRITE_FAILED: EXIT_CODES.RUNTIME,
@@ -62,6 +67,7 @@ const DEFAULT_EXIT: Record<CliErrorCode, ExitCode> = {
   CLI_INVALID_INPUT: EXIT_CODES.INPUT,
   CLI_SAMPLE_FAILED: EXIT_CODES.INPUT,
   CLI_RUN_FAILED: EXIT_CODES.RUNTIME,
+  CLI_INTERNAL: EXIT_CODES.RUNTIME,
 };
 
 /** Context carried by a {@link CliError}; every field is optional. */

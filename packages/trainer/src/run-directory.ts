@@ -234,11 +234,12 @@ export interface CheckpointChoice {
 
 /**
  * The resume candidates of a run in preference order: `latest`,
- * `latest.backup`, then the step snapshots newest first. Only when none of
- * those exists — a run killed before its first cadence or stop checkpoint —
- * `best` and `best.backup` are the candidates (each is a complete job
- * checkpoint too), so such a run resumes from its best checkpoint instead of
- * starting over.
+ * `latest.backup`, the step snapshots newest first, then `best` and
+ * `best.backup` — but each best slot only when it is newer than every
+ * rolling slot (a best-only save after the last cadence checkpoint, or a run
+ * killed before its first one). A best slot is a complete job checkpoint
+ * too, so such a run resumes from it instead of going back and cutting the
+ * history it recorded.
  *
  * @param runDir - the run directory.
  * @returns slot names that exist.
@@ -255,7 +256,14 @@ export function resumeCandidates(runDir: string): SlotName[] {
     .filter((n) => stepOfSlot(n) !== null)
     .sort((a, b) => (stepOfSlot(b) ?? 0) - (stepOfSlot(a) ?? 0));
   const rolling = [...['latest', 'latest.backup'].filter((n) => names.includes(n)), ...steps];
-  return rolling.length > 0 ? rolling : ['best', 'best.backup'].filter((n) => names.includes(n));
+  // A best slot is a candidate only when it is newer than every rolling slot (an unreadable one counts as newest).
+  const newestRolling = rolling.reduce((max, slot) => Math.max(max, peekJob(runDir, slot).job?.step ?? Number.POSITIVE_INFINITY), Number.NEGATIVE_INFINITY);
+  const best = ['best', 'best.backup'].filter((n) => {
+    if (!names.includes(n)) return false;
+    const step = peekJob(runDir, n).job?.step ?? null;
+    return step === null ? rolling.length === 0 : step > newestRolling;
+  });
+  return [...rolling, ...best];
 }
 
 function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unknown } {

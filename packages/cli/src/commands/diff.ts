@@ -7,6 +7,7 @@ import { diffCheckpoints, type CheckpointDiff, type TensorDifference } from '../
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { EXIT_CODES } from '../errors.ts';
+import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { readCheckpointFile } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
@@ -102,7 +103,7 @@ export function diffCommand(ctx: CliContext, setExit: SetExit): Command {
     .argument('<a>', 'first checkpoint')
     .argument('<b>', 'second checkpoint')
     .option('--all', 'list identical tensors too')
-    .option('--json', `print a JSON document (schema "${DIFF_SCHEMA_ID}")`)
+    .option('--json', `print a JSON document (schema "${DIFF_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
       `

@@ -8,6 +8,7 @@ import { inspectCheckpoint, renderInspection } from '@llmcp/format';
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { EXIT_CODES } from '../errors.ts';
+import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { inspectReportJson } from '../inspect-report.ts';
 import { parsePositiveInteger } from '../internal/arguments.ts';
 import { readInputFile } from '../internal/files.ts';
@@ -55,7 +56,7 @@ export function inspectCommand(ctx: CliContext, setExit: SetExit): Command {
         'Exit status: 0 valid, 1 invalid, 3 file missing or unreadable.',
     )
     .argument('<file>', 'checkpoint file (.llmcp)')
-    .option('--json', 'print a JSON report (JSON Schema: @llmcp/cli/schema/inspect.schema.json)')
+    .option('--json', `print a JSON report (JSON Schema: @llmcp/cli/schema/inspect.schema.json; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .option('--tokens <n>', 'tokenizer pieces or BPE merges to list', parsePositiveInteger, 16)
     .addHelpText(
       'after',

@@ -10,7 +10,8 @@ import type { RunResult, RunStatus, TrainerConfig, TrainingOptions } from '@llmc
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES, type ExitCode } from '../errors.ts';
-import { requirePath, resolvePath } from '../internal/files.ts';
+import { ERROR_SCHEMA_ID } from '../error-report.ts';
+import { requireCreatableDirectory, requirePath, resolvePath } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
 /** Identifier of the `status --json` document. */
@@ -45,6 +46,23 @@ const TRAINER_EXIT: Readonly<Record<string, ExitCode>> = {
   TRAINER_RESTORE_MISMATCH: EXIT_CODES.FAILED,
 };
 
+/**
+ * The exit code of a trainer failure, by its `TRAINER_*` code (the table of
+ * `CLI_RUN_FAILED`): refused inputs → 3, a run that does not verify → 1,
+ * anything else → 4. Programs that run the trainer themselves (the trainer
+ * app) use it to exit like `llmcp`.
+ *
+ * @param code - the `code` of a `TrainerError`.
+ * @returns the exit code.
+ * @example
+ * ```ts
+ * catch (e) { if (isTrainerError(e)) process.exitCode = trainerExitCode(e.code); }
+ * ```
+ */
+export function trainerExitCode(code: string): ExitCode {
+  return TRAINER_EXIT[code] ?? EXIT_CODES.RUNTIME;
+}
+
 const TRAINER_HINT: Readonly<Record<string, string>> = {
   TRAINER_CONFIG_CHANGED: "a resume continues with the recorded config; to change policy fields use 'llmcp pivot' (in place) or 'llmcp fork' (new run)",
   TRAINER_INPUT_CHANGED: 'the corpus, split or tokenizer differs from the one the run recorded; restore it or start a new run',
@@ -61,7 +79,7 @@ async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string): P
   } catch (e) {
     if (!t.isTrainerError(e)) throw e;
     const hint = TRAINER_HINT[e.code];
-    throw new CliError('CLI_RUN_FAILED', `${what}: ${e.code}: ${e.message}`, { causeCode: e.code, exitCode: TRAINER_EXIT[e.code] ?? EXIT_CODES.RUNTIME, ...(hint === undefined ? {} : { hint }), cause: e });
+    throw new CliError('CLI_RUN_FAILED', `${what}: ${e.code}: ${e.message}`, { causeCode: e.code, exitCode: trainerExitCode(e.code), ...(hint === undefined ? {} : { hint }), cause: e });
   }
 }
 
@@ -117,14 +135,15 @@ function summarize(ctx: CliContext, result: RunResult): number {
  * @param runDir - the new run directory.
  * @param flags - config or preset, display.
  * @returns 0 when the run completed, 130 when it was stopped by a signal.
- * @throws CliError for a missing config, a directory that already holds a run, or a failed run.
+ * @throws CliError for a missing config, a path that is not (and cannot become) a directory, a directory that already holds a run, or a failed run.
  */
 export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlags): Promise<number> {
   const config = await readConfig(ctx, flags);
   if (config === undefined) throw new CliError('CLI_USAGE', 'a new run needs --config <file> or --preset <name>', { option: '--config' });
+  const absolute = requireCreatableDirectory(ctx, runDir, 'run directory');
   const { options, finish } = await trainingOptions(ctx, flags);
   try {
-    const result = await trainer((t) => t.trainRun({ ...options, runDir: resolvePath(ctx, runDir), config }), `train ${runDir}`);
+    const result = await trainer((t) => t.trainRun({ ...options, runDir: absolute, config }), `train ${runDir}`);
     finish();
     return summarize(ctx, result);
   } finally {
@@ -190,14 +209,16 @@ export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFla
  * @param target - the new run directory.
  * @param flags - slot, config, declared changes, reason.
  * @returns 0.
- * @throws CliError for a damaged slot, an occupied target, or undeclared or non-policy changes.
+ * @throws CliError for a `--slot` that is not a slot of the run, a damaged slot, a target that is occupied or cannot be created, or undeclared or non-policy changes.
  */
 export async function runFork(ctx: CliContext, source: string, target: string, flags: PolicyFlags & { readonly slot?: string }): Promise<number> {
-  requirePath(ctx, source, 'directory', 'run directory');
+  const { absolute: sourceDir } = requirePath(ctx, source, 'directory', 'run directory');
+  if (flags.slot !== undefined) await requireSlot(sourceDir, source, flags.slot);
   const config = await readConfig(ctx, flags.config === undefined ? {} : { config: flags.config });
+  const targetDir = requireCreatableDirectory(ctx, target, 'fork target');
   const r = await trainer(
     (t) =>
-      t.forkRun(resolvePath(ctx, source), resolvePath(ctx, target), {
+      t.forkRun(sourceDir, targetDir, {
         ...(flags.slot === undefined ? {} : { slot: flags.slot }),
         ...(config === undefined ? {} : { config }),
         ...(flags.change === undefined ? {} : { changes: flags.change }),
@@ -208,6 +229,36 @@ export async function runFork(ctx: CliContext, source: string, target: string, f
   ctx.stdout.write(`forked ${source} (${r.slot}, step ${r.step}) into ${target} as run ${r.runId}; changed ${r.changed.length === 0 ? 'nothing' : r.changed.join(', ')}\n`);
   ctx.stdout.write(`  train the branch with: llmcp resume ${target}\n`);
   return EXIT_CODES.OK;
+}
+
+/** The slot names a run directory can hold, besides the `step_NNNNNN` snapshots. */
+const NAMED_SLOTS: readonly string[] = ['latest', 'latest.backup', 'best', 'best.backup'];
+
+/**
+ * Checks a `--slot` value: a plain slot name (never a path: `../../etc` must
+ * not reach the file system) that the run has.
+ *
+ * @param sourceDir - the run directory (absolute).
+ * @param source - the run directory as typed.
+ * @param slot - the `--slot` value.
+ * @throws CliError `CLI_USAGE` for anything but a slot name, `CLI_FILE_NOT_FOUND` for a slot the run does not have; both list the run's slots.
+ */
+async function requireSlot(sourceDir: string, source: string, slot: string): Promise<void> {
+  const { slots, plain } = await trainer((t) => ({ slots: t.runStatus(sourceDir).slots, plain: NAMED_SLOTS.includes(slot) || t.stepOfSlot(slot) !== null }), `fork ${source}`);
+  const has = slots.length === 0 ? 'no slots' : slots.join(', ');
+  if (!plain) {
+    throw new CliError('CLI_USAGE', `--slot ${JSON.stringify(slot)} is not a slot name (latest, latest.backup, best, best.backup or step_NNNNNN); ${source} has: ${has}`, {
+      option: '--slot',
+      hint: "run 'llmcp verify <run-dir>' to see every slot and whether it verifies",
+    });
+  }
+  if (!slots.includes(slot)) {
+    throw new CliError('CLI_FILE_NOT_FOUND', `--slot ${slot}: ${source} has no such slot; it has: ${has}`, {
+      option: '--slot',
+      path: path.join(sourceDir, 'checkpoints', slot),
+      hint: "run 'llmcp verify <run-dir>' to see every slot and whether it verifies",
+    });
+  }
 }
 
 /** `status --json` for one run. */
@@ -299,7 +350,7 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
     .summary('start a new training run')
     .description(
       `Start a new run in <run-dir> from a trainer config (JSON; see @llmcp/trainer) or a built-in preset, training to its step budget with verified, resumable checkpoints. Progress goes to stderr (live on a terminal); the summary to stdout. ${SIGNALS_HELP}\n\n` +
-        'Exit status: 0 completed, 130 stopped by a signal (resume it), 2 bad options, 3 bad config or the directory already holds a run, 4 training failed.',
+        'Exit status: 0 completed, 130 stopped by a signal (resume it), 2 bad options, 3 bad config, not a directory, or the directory already holds a run, 4 the directory cannot be created or training failed.',
     )
     .argument('<run-dir>', 'new run directory (created)')
     .option('-c, --config <file>', 'trainer config (JSON)')
@@ -386,11 +437,11 @@ export function forkCommand(ctx: CliContext, setExit: SetExit): Command {
     .summary('branch a run from one of its checkpoints into a new run')
     .description(
       'Copy a verified checkpoint slot of <run-dir> into the new run <new-run-dir> with its own config (policy changes only, declared with --change) and a new run id, with loss.jsonl up to that step; both manifests record the lineage. Train the branch with resume.\n\n' +
-        'Exit status: 0 ok, 1 the slot does not verify, 2 bad options, 3 occupied target, undeclared or non-policy change, not a run.',
+        'Exit status: 0 ok, 1 the slot does not verify, 2 bad options (--slot that is not a slot name), 3 no such slot, occupied target, undeclared or non-policy change, not a run, 4 the target cannot be created.',
     )
     .argument('<run-dir>', 'run to fork')
     .argument('<new-run-dir>', 'new run directory (must not exist or be empty)')
-    .option('--slot <slot>', 'slot to fork from: latest, best, step_000400, … (default: the one a resume would use)')
+    .option('--slot <slot>', 'slot to fork from, by name: latest, latest.backup, best, best.backup, step_000400, … (default: the one a resume would use)')
     .option('-c, --config <file>', "the fork's config (default: the checkpoint's)")
     .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable)', collect)
     .option('--reason <text>', 'why (recorded in both run.json files)')
@@ -422,7 +473,7 @@ export function statusCommand(ctx: CliContext, setExit: SetExit): Command {
         'Exit status: 0 ok, 3 not a run directory.',
     )
     .argument('<dir>', 'run directory, or a directory of runs')
-    .option('--json', `print a JSON document (schema "${STATUS_SCHEMA_ID}")`)
+    .option('--json', `print a JSON document (schema "${STATUS_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
       `

@@ -12,6 +12,7 @@ import { tokenizerFromState } from '@llmcp/tokenizer';
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
+import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { parseIdList, parseNonNegativeNumber, parsePositiveInteger, parseU64 } from '../internal/arguments.ts';
 import { readCheckpointFile } from '../internal/files.ts';
 
@@ -170,7 +171,7 @@ export function sampleCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('--max-tokens <n>', 'stop after n new tokens', parsePositiveInteger, 32)
     .option('--seed <u64>', 'start the sampling RNG from this raw state instead of the checkpoint\'s (decimal or 0x hex)', parseU64)
     .option('--count <n>', 'number of samples (the RNG stream continues between them)', parsePositiveInteger, 1)
-    .option('--json', `print a JSON document (schema "${SAMPLE_SCHEMA_ID}")`)
+    .option('--json', `print a JSON document (schema "${SAMPLE_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
       `

@@ -12,6 +12,7 @@ import type { RunVerification } from '@llmcp/trainer';
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
+import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { readInputFile, requirePath } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
@@ -89,7 +90,7 @@ async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, opti
     });
   }
   const { verifyRun } = await import('@llmcp/trainer');
-  const run = verifyRun(absolute);
+  const run = await verifyRun(absolute);
   if (options.json === true) {
     const doc: VerifyRunJson = { schema: VERIFY_SCHEMA_ID, kind: 'run', path: dir, ok: run.ok, run };
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
@@ -138,7 +139,7 @@ export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
         'Exit status: 0 everything verifies, 1 something does not, 3 path missing or not a checkpoint/run.',
     )
     .argument('<path>', 'checkpoint file (.llmcp) or run directory')
-    .option('--json', `print a JSON document (schema "${VERIFY_SCHEMA_ID}")`)
+    .option('--json', `print a JSON document (schema "${VERIFY_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
       `

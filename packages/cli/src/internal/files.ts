@@ -4,7 +4,7 @@
  * already exists. Outputs are written atomically (temporary file, fsync,
  * rename) so a failed command never leaves a partial file behind.
  */
-import { readFileSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, rmdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { decodeCheckpoint, isFormatError, type DecodedCheckpoint } from '@llmcp/format';
 import { writeFileAtomic } from '@llmcp/format/node';
@@ -32,6 +32,32 @@ function statOrNull(absolute: string): Stats | null {
   }
 }
 
+/** What Node puts into `process.argv` for bytes of the command line that are not valid UTF-8. */
+const REPLACEMENT_CHARACTER = '\uFFFD';
+
+/**
+ * The error for a path that names nothing: `CLI_PATH_NOT_UTF8` when it holds
+ * U+FFFD, else `CLI_FILE_NOT_FOUND`. Node decodes `process.argv` (and the
+ * working directory) as UTF-8 and replaces bytes that are not valid UTF-8 by
+ * U+FFFD, so a name like `bad-\xff` arrives as `bad-\uFFFD` and cannot be
+ * opened; "not found" would be untrue, the file may well exist.
+ *
+ * @param file - the path as typed.
+ * @param absolute - the resolved path.
+ * @param what - what it is for, e.g. `'checkpoint'`.
+ * @returns the error to throw.
+ */
+function missingPathError(file: string, absolute: string, what: string): CliError {
+  if (absolute.includes(REPLACEMENT_CHARACTER)) {
+    return new CliError(
+      'CLI_PATH_NOT_UTF8',
+      `${what} path ${file} cannot be opened: it contains U+FFFD (${REPLACEMENT_CHARACTER}), which Node substitutes for bytes of a path that are not valid UTF-8, and no file has that name`,
+      { path: absolute, hint: 'rename it to a UTF-8 name, or reach it through a symbolic link (or the current directory) whose path is UTF-8' },
+    );
+  }
+  return new CliError('CLI_FILE_NOT_FOUND', `${what} not found: ${file}`, { path: absolute, hint: 'check the path (relative paths start from the current directory)' });
+}
+
 /** What a path must be. */
 export type PathKind = 'file' | 'directory' | 'file-or-directory';
 
@@ -43,14 +69,12 @@ export type PathKind = 'file' | 'directory' | 'file-or-directory';
  * @param kind - what it must be.
  * @param what - what it is for, e.g. `'checkpoint'` (used in messages).
  * @returns the absolute path and whether it is a directory.
- * @throws CliError `CLI_FILE_NOT_FOUND` or `CLI_WRONG_FILE_KIND`.
+ * @throws CliError `CLI_FILE_NOT_FOUND`, `CLI_PATH_NOT_UTF8` or `CLI_WRONG_FILE_KIND`.
  */
 export function requirePath(ctx: CliContext, file: string, kind: PathKind, what: string): { absolute: string; isDirectory: boolean; size: number } {
   const absolute = resolvePath(ctx, file);
   const stats = statOrNull(absolute);
-  if (stats === null) {
-    throw new CliError('CLI_FILE_NOT_FOUND', `${what} not found: ${file}`, { path: absolute, hint: 'check the path (relative paths start from the current directory)' });
-  }
+  if (stats === null) throw missingPathError(file, absolute, what);
   const isDirectory = stats.isDirectory();
   if (kind === 'file' && isDirectory) {
     throw new CliError('CLI_WRONG_FILE_KIND', `${file} is a directory, expected a ${what} file`, {
@@ -65,6 +89,70 @@ export function requirePath(ctx: CliContext, file: string, kind: PathKind, what:
     throw new CliError('CLI_WRONG_FILE_KIND', `${file} is not a regular file, expected a ${what} file`, { path: absolute });
   }
   return { absolute, isDirectory, size: stats.size };
+}
+
+function lstatOrNull(absolute: string): Stats | null {
+  try {
+    return lstatSync(absolute);
+  } catch (e) {
+    if ((e as { code?: unknown }).code === 'ENOENT' || (e as { code?: unknown }).code === 'ENOTDIR') return null;
+    throw new CliError('CLI_READ_FAILED', `cannot read ${absolute}: ${(e as Error).message}`, { path: absolute, cause: e });
+  }
+}
+
+/**
+ * Checks, before any work starts, that a directory a command is to create
+ * (or reuse, when it exists) can be: it is a directory if it exists;
+ * otherwise its nearest existing ancestor is a directory in which a new
+ * directory can be made (probed by making and removing the first missing
+ * one). This turns what would fail late and obscurely — `EEXIST` for a
+ * regular file, `ENOTDIR` below one, or Node's recursive mkdir retrying
+ * forever where mkdir fails with ENOENT although the parent exists
+ * (`/proc/x`) — into a clear error first.
+ *
+ * @param ctx - the command context.
+ * @param dir - the directory as typed.
+ * @param what - what it is for, e.g. `'run directory'` (used in messages).
+ * @returns the absolute path.
+ * @throws CliError `CLI_WRONG_FILE_KIND` (a non-directory in the way), `CLI_PATH_NOT_UTF8`, or `CLI_WRITE_FAILED` (cannot be created).
+ */
+export function requireCreatableDirectory(ctx: CliContext, dir: string, what: string): string {
+  const absolute = resolvePath(ctx, dir);
+  let existing = absolute;
+  let firstMissing: string | null = null;
+  for (;;) {
+    if (lstatOrNull(existing) !== null) break;
+    firstMissing = existing;
+    const parent = path.dirname(existing);
+    if (parent === existing) break;
+    existing = parent;
+  }
+  const target = statOrNull(existing);
+  if (firstMissing === null) {
+    if (target === null || !target.isDirectory()) {
+      throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is not a directory, expected a new ${what}`, { path: absolute, hint: `give a new (or empty) directory for the ${what === 'run directory' ? 'run' : what}` });
+    }
+    return absolute;
+  }
+  if (absolute.includes(REPLACEMENT_CHARACTER)) throw missingPathError(dir, absolute, what);
+  if (target === null || !target.isDirectory()) {
+    throw new CliError('CLI_WRONG_FILE_KIND', `cannot create ${what} ${dir}: ${existing} is not a directory${target === null ? ' (a symbolic link to nothing)' : ''}`, {
+      path: absolute,
+      hint: 'give a path below an existing directory',
+    });
+  }
+  try {
+    mkdirSync(firstMissing);
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'EEXIST') return absolute; // made meanwhile by someone else: it exists now
+    const why =
+      code === 'ENOENT' ? `failed with ENOENT although ${existing} exists (its file system does not allow new directories there)` : `failed: ${(e as Error).message}`;
+    throw new CliError('CLI_WRITE_FAILED', `cannot create ${what} ${dir}: mkdir ${firstMissing} ${why}`, { path: absolute, hint: 'choose a directory on a writable file system', cause: e });
+  }
+  // Only a probe: whoever does the work creates the directory (and removes it again if the work fails early).
+  rmdirSync(firstMissing);
+  return absolute;
 }
 
 /**
@@ -130,6 +218,7 @@ export async function writeOutputFile(ctx: CliContext, file: string, bytes: Uint
   if (existing !== null && existing.isDirectory()) {
     throw new CliError('CLI_WRONG_FILE_KIND', `output ${file} is a directory`, { path: absolute, hint: 'give a file path for --out' });
   }
+  if (existing === null && absolute.includes(REPLACEMENT_CHARACTER)) throw missingPathError(file, absolute, 'output');
   if (existing !== null && !force) {
     throw new CliError('CLI_WRITE_FAILED', `output ${file} already exists`, { path: absolute, hint: 'pass --force to replace it, or choose another --out' });
   }
