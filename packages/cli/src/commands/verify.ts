@@ -97,7 +97,15 @@ async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, opti
     return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
   }
   const c = colorsFor(ctx.stdout, ctx.env);
-  const out: string[] = [`run ${dir}: ${run.ok ? c.green('ok') : c.red('FAILED')}`];
+  const verdict = run.ok ? c.green('ok') : run.settled ? c.red('FAILED') : c.yellow('UNSETTLED');
+  const out: string[] = [`run ${dir}: ${verdict}`];
+  if (run.inUse !== null) {
+    out.push(
+      `  in use by process ${run.inUse.pid} on ${run.inUse.host} (training since ${run.inUse.since}): ${
+        run.settled ? 'verified at a moment when no slot was changing' : 'its slots kept changing while they were read, so this verdict may be stale; verify again when it has stopped'
+      }`,
+    );
+  }
   const rows = [[c.dim('slot'), c.dim('step'), c.dim('verdict')]];
   for (const s of run.slots) rows.push([s.slot, s.step === null ? '?' : String(s.step), s.ok ? c.green('ok') : c.red(`${s.code ?? 'FAILED'}: ${s.message ?? ''}`)]);
   out.push(...alignTable(rows, ['left', 'right', 'left']));
@@ -136,7 +144,9 @@ export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
     .description(
       'Verify a checkpoint file (every LLMCP35 v1 rule) or a run directory (every checkpoint slot: job digest and schema, ' +
         'state file, job/state pairing; loss.jsonl continuity and prefix hash; run.json).\n\n' +
-        'Exit status: 0 everything verifies, 1 something does not, 3 path missing or not a checkpoint/run.',
+        'A run that is being trained (run.lock names a live process) is verified at a moment when none of its slots changes; ' +
+        'the report says which process uses it, and UNSETTLED if its slots kept changing during every attempt.\n\n' +
+        'Exit status: 0 everything verifies, 1 something does not (or UNSETTLED), 3 path missing or not a checkpoint/run.',
     )
     .argument('<path>', 'checkpoint file (.llmcp) or run directory')
     .option('--json', `print a JSON document (schema "${VERIFY_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)

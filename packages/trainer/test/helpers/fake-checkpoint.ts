@@ -14,11 +14,18 @@ import { ch33Config } from '../../src/presets.ts';
 const DECODER: DecoderConfig = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
 const TOKENIZER = LiteralTokenizer.fromPieces(['0', '1', '2', '3', '4']);
 
-/** A valid step-`step` checkpoint whose values depend on `step`. */
-export function fakeState(step: number): CheckpointState {
-  const parameters = expectedParameterShapes(DECODER).map(({ name, shape }) => {
+/**
+ * A valid step-`step` checkpoint whose values depend on `step`.
+ *
+ * @param step - the step.
+ * @param decoder - sizes (default: a 5-token toy; the vocabulary must stay 5, the literal tokenizer's).
+ */
+export function fakeState(step: number, decoder: DecoderConfig = DECODER): CheckpointState {
+  const parameters = expectedParameterShapes(decoder).map(({ name, shape }) => {
     const n = shape.reduce((a, b) => a * b, 1);
-    return { name, shape, data: Float64Array.from({ length: n }, (_, i) => (i + 1) * 0.01 + step) };
+    const data = new Float64Array(n);
+    for (let i = 0; i < n; i += 1) data[i] = (i % 1000) * 0.01 + step;
+    return { name, shape, data };
   });
   const moments =
     step === 0
@@ -26,7 +33,7 @@ export function fakeState(step: number): CheckpointState {
       : parameters.map((p) => ({ name: p.name, shape: p.shape, first: p.data.map((x) => x / 10), second: p.data.map((x) => x * x) }));
   return {
     tokenizer: TOKENIZER.toState(),
-    decoder: DECODER,
+    decoder,
     parameters,
     optimizer: {
       config: { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
@@ -44,8 +51,20 @@ export function fakeState(step: number): CheckpointState {
 /** Encoded state and sealed job bytes for step `step`. */
 export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes: Uint8Array; job: Job } {
   const stateBytes = encodeCheckpoint(fakeState(step));
+  const job = fakeJob(step, { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: decodeCheckpoint(stateBytes).layout.checksumLabel });
+  return { stateBytes, jobBytes: encodeJob(job), job };
+}
+
+/**
+ * The sealed job that pairs with {@link fakeState}'s state of `step`, given the state file's facts.
+ *
+ * @param step - the step.
+ * @param state - size, SHA-256 and LLMCP35 checksum label of the state file.
+ * @returns the job.
+ */
+export function fakeJob(step: number, state: { readonly bytes: number; readonly sha256: string; readonly checksum: string }): Job {
   const config = ch33Config();
-  const job = sealJob({
+  return sealJob({
     format: JOB_FORMAT,
     step,
     phase: { validated: true, audited: true },
@@ -63,11 +82,10 @@ export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes
     best: null,
     sampling: { checkpointState: u64Hex(0x9e3779b97f4a7c38n), nextState: u64Hex(0x9e3779b97f4a7c38n), lastAuditStep: null },
     lossLog: { records: step, bytes: 0, sha256: `sha256:${sha256Hex(new Uint8Array(0))}` },
-    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: decodeCheckpoint(stateBytes).layout.checksumLabel },
+    state,
     nextBatch: null,
     run: { id: 'test-run', pivots: 0 },
   });
-  return { stateBytes, jobBytes: encodeJob(job), job };
 }
 
 /** A fresh temporary directory. */
