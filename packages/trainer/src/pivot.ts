@@ -257,7 +257,13 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
     planLossLogResume(path.join(sourceDir, RUN_FILES.lossLog), source.job.lossLog);
     const runId = randomUUID();
     const next = continueUnder(source, config, { id: runId, pivots: 0 });
-    const createdDirs = makeDirectories(targetDir);
+    let createdDirs: string[];
+    try {
+      createdDirs = makeDirectories(targetDir);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new TrainerError(code === 'ENOTDIR' ? 'TRAINER_RUN_INVALID' : 'TRAINER_IO', `cannot create the fork target ${targetDir}: ${(e as Error).message}`, { path: targetDir, cause: e });
+    }
     const releaseTarget = acquireRunLock(targetDir);
     let forked = false;
     try {

@@ -44,7 +44,7 @@ import {
 } from './run-directory.ts';
 import { encodeSampleAudit, type SaveRequest, type SaveResult } from './save.ts';
 import { writeFileAtomic } from '@llmcp/format/node';
-import { RunControl, yieldToEventLoop } from './signals.ts';
+import { exitAtOnce, RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
@@ -351,7 +351,8 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
   const control = new RunControl();
   control.onRequest = (what) => emit({ type: 'signal', signal: what });
   if (options.signal !== undefined) control.followAbortSignal(options.signal);
-  if (options.handleSignals === true) control.installProcessHandlers();
+  let saver: CheckpointSaver | null = null;
+  if (options.handleSignals === true) control.installProcessHandlers((code) => exitAtOnce(code, saver?.busy === true));
   const ctx: JobContext = {
     runDir: setup.runDir,
     config: setup.config,
@@ -376,6 +377,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     auditInFlight: false,
     lastSave: null,
   };
+  saver = ctx.saver;
   emit({
     type: 'start',
     runDir: setup.runDir,
@@ -775,10 +777,12 @@ async function completeDueWork(runDir: string, plan: ResumePlan, evidence: Check
   // A cadence checkpoint publishes a step snapshot with latest/.
   if (isCheckpointStep(config, job.step) && audited && config.checkpoint.keepSteps > 0) {
     const slot = stepSlotName(job.step);
-    if (chosen.slot !== slot && slotJob(runDir, slot)?.digest !== job.digest) {
-      await publishCopy(slot, false, false);
-      await applyRetention(runDir, config.checkpoint.keepSteps, slot);
-    }
+    if (chosen.slot !== slot && slotJob(runDir, slot)?.digest !== job.digest) await publishCopy(slot, false, false);
+  }
+  // Retention runs after the snapshot it follows; a crash in between leaves one snapshot too many.
+  if (config.checkpoint.keepSteps > 0) {
+    const retention = await applyRetention(runDir, config.checkpoint.keepSteps, chosen.slot);
+    if (retention.removed.length > 0) repaired.push(`retention (${retention.removed.join(', ')})`);
   }
   if (job.best !== null && job.best.step === job.step && chosen.slot !== 'best' && slotJob(runDir, 'best')?.step !== job.step) {
     await publishCopy('best', true, await slotVerifies(runDir, 'best'));

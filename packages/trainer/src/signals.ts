@@ -8,7 +8,9 @@
  * - SIGUSR1: write a checkpoint at the end of the current step and continue.
  *   (Node reserves SIGUSR1 for its inspector; installing this handler is intended.)
  * - A second SIGINT exits at once with status 130; atomic publication makes
- *   that safe (an unfinished save leaves only a `.tmp-` directory).
+ *   that safe (an unfinished save leaves only a `.tmp-` directory). While a
+ *   save is in flight the process ends by SIGINT's default action instead
+ *   (see {@link exitAtOnce}): shells report that as 130 too.
  */
 
 /** Why a run was asked to stop. */
@@ -91,6 +93,26 @@ export class RunControl {
     if (this.#abort !== null) this.#abort.signal.removeEventListener('abort', this.#abort.handler);
     this.#abort = null;
   }
+}
+
+/**
+ * Ends the process now, for a second Ctrl-C. `process.exit` joins worker
+ * threads first, and a save worker blocked in a file-system call (a hung
+ * disk, a network mount) never returns, so with a save in flight the process
+ * restores SIGINT's default action and re-raises it: the kernel ends every
+ * thread at once, and the parent sees death by SIGINT (status 130 in a
+ * shell). Otherwise it exits with `code`.
+ *
+ * @param code - the exit status (130).
+ * @param saveInFlight - whether a worker may be blocked in a system call.
+ */
+export function exitAtOnce(code: number, saveInFlight: boolean): void {
+  if (saveInFlight) {
+    process.removeAllListeners('SIGINT');
+    process.kill(process.pid, 'SIGINT');
+    return;
+  }
+  process.exit(code);
 }
 
 /**

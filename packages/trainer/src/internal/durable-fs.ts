@@ -72,7 +72,12 @@ export function makeDirectories(dir: string): string[] {
       mkdirSync(d);
       created.push(d);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(d).isDirectory()) throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') {
+        // The parent exists (it was found or just made): this file system refuses new directories here.
+        throw Object.assign(new Error(`mkdir ${d} failed with ENOENT although ${path.dirname(d)} exists (its file system does not allow new directories there)`), { code, path: d });
+      }
+      if (code !== 'EEXIST' || !statSync(d).isDirectory()) throw e;
     }
   }
   return created;

@@ -1,0 +1,95 @@
+/**
+ * `pnpm soak`: the full reliability campaign, with progress on stderr and
+ * the figures on stdout — fuzz cases per class and outcome, max time and
+ * memory per hostile file, kills → resumes → byte-identical, faults →
+ * outcome, tampering → outcome — and a summary line. Exits non-zero on any
+ * untyped error, crash, hang, non-identical resume or silent restart.
+ *
+ * Options:
+ *   --quick            a few minutes: 100k fuzz cases, 60 kills, sampled faults and tampering
+ *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, ≥ 1,000 SIGKILLs)
+ *   --only <parts>     comma-separated subset of fuzz,kill,faults,tamper
+ *   --jobs <n>         parallel children for the fuzzer and the kill loop (default 2)
+ *   --seed <n>         campaign seed
+ */
+import { runFaultCampaign, formatFaultReport, type FaultReport } from './fault-points.ts';
+import { formatFuzzReport, parseSparse, runFuzzCampaign, type FuzzReport } from './fuzz-llmcp.ts';
+import { formatKillLoopReport, runKillLoop, type KillLoopReport } from './kill-loop.ts';
+import { buildFaultShim } from './shim.ts';
+import { formatTamperReport, runTamperCampaign, type TamperReport } from './tamper.ts';
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const quick = process.argv.includes('--quick');
+const size = Number(flag('--size') ?? (quick ? 0.1 : 1));
+const jobs = Number(flag('--jobs') ?? 2);
+const seed = BigInt(flag('--seed') ?? 0x50a4);
+const only = new Set((flag('--only') ?? 'fuzz,kill,faults,tamper').split(','));
+const progress = (label: string) => (done: number, total?: number): void => {
+  process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
+};
+
+const started = performance.now();
+const sections: string[] = [];
+const summary: string[] = [];
+let bad = 0;
+
+if (only.has('fuzz')) {
+  const cases = Math.max(1000, Math.round(1_000_000 * size));
+  process.stderr.write(`fuzz: ${cases} cases + sparse files, ${jobs} jobs\n`);
+  const r: FuzzReport = await runFuzzCampaign({
+    cases,
+    seed,
+    jobs,
+    loadEvery: 8,
+    inspectEvery: 8,
+    sparse: parseSparse(flag('--sparse'), quick ? [0, 1] : [0, 1, 2, 3, 4, 5, 6, 7]),
+    onProgress: progress('fuzz'),
+  });
+  process.stderr.write('\n');
+  sections.push(formatFuzzReport(r));
+  const crashes = r.stats.failures.filter((f) => f.kind === 'crash').length;
+  const hangs = r.stats.failures.filter((f) => f.kind === 'hang').length;
+  const wrong = r.stats.failures.filter((f) => f.kind === 'wrong-outcome').length;
+  bad += r.stats.failures.length;
+  summary.push(`${r.stats.cases.toLocaleString('en-US')} fuzz cases: ${wrong} untyped/wrong, ${crashes} crashes, ${hangs} hangs`);
+}
+
+const shim = buildFaultShim();
+if ('skip' in shim && (only.has('kill') || only.has('faults') || only.has('tamper'))) {
+  sections.push(`kill loop, faults, tampering: skipped (${shim.skip})`);
+  summary.push('process campaigns skipped (no C compiler)');
+} else {
+  if (only.has('kill')) {
+    const killsPerChain = 8;
+    const chains = Math.max(2, Math.ceil((1000 * size) / (killsPerChain * 0.85)));
+    process.stderr.write(`kill loop: ${chains} chains × ${killsPerChain} kills, ${jobs} jobs\n`);
+    const r: KillLoopReport = await runKillLoop({ chains, killsPerChain, seed, jobs, onProgress: progress('kills') });
+    process.stderr.write('\n');
+    sections.push(formatKillLoopReport(r));
+    bad += r.failures.length;
+    summary.push(`${r.kills} kills → ${r.resumes} resumes → ${r.identical}/${r.chains} byte-identical, ${r.silentRestarts} silent restarts, ${r.untyped} untyped, ${r.hangs} hangs`);
+  }
+  if (only.has('faults')) {
+    process.stderr.write('faults: enumerating one publication\n');
+    const r: FaultReport = await runFaultCampaign({ ...(size < 1 ? { sample: Math.max(6, Math.round(200 * size)) } : {}), seed, onProgress: progress('faults') });
+    process.stderr.write('\n');
+    sections.push(formatFaultReport(r));
+    bad += r.failures.length;
+    summary.push(`${r.injections} faults at ${r.points} points: ${r.failures.length} not recovered`);
+  }
+  if (only.has('tamper')) {
+    const r: TamperReport = await runTamperCampaign({ ...(size < 1 ? { sample: Math.max(8, Math.round(150 * size)) } : {}), seed, onProgress: progress('tamper') });
+    process.stderr.write('\n');
+    sections.push(formatTamperReport(r));
+    bad += r.failures.length;
+    summary.push(`${r.cases} tamperings: ${r.failures.length} failures`);
+  }
+}
+
+console.log(sections.join('\n\n'));
+console.log(`\nsoak ${bad === 0 ? 'PASSED' : 'FAILED'} in ${((performance.now() - started) / 60_000).toFixed(1)} min: ${summary.join('; ')}`);
+process.exitCode = bad === 0 ? 0 : 1;
