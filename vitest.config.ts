@@ -59,6 +59,12 @@ export default defineConfig({
         test: { name: 'tools', root: path.join(root, 'tools'), include: ['**/*.test.ts'], exclude: ['**/node_modules/**'], environment: 'node' },
       },
       {
+        // The interop workspace (interop/, installed separately: `pnpm install --dir interop --frozen-lockfile`);
+        // its tests skip with a message when that install is missing.
+        extends: true,
+        test: { name: 'interop', root: path.join(root, 'interop'), include: ['test/**/*.test.ts'], exclude: ['**/node_modules/**'], environment: 'node' },
+      },
+      {
         extends: true,
         test: { name: 'apps', root: path.join(root, 'apps'), include: ['*/src/**/*.test.ts', '*/test/**/*.test.ts', '*/e2e/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**'], environment: 'node' },
       },

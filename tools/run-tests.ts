@@ -39,6 +39,9 @@ function step(label: string, cmd: string, args: string[], cwd = root): boolean {
 const vitestArgs = process.argv.slice(2);
 const built = step('build', 'pnpm', ['exec', 'turbo', 'run', 'build', '--output-logs=errors-only']);
 step('typecheck', 'pnpm', ['exec', 'turbo', 'run', 'typecheck', '--output-logs=errors-only']);
+// The interop workspace (interop/, llama.cpp through node-llama-cpp) is installed separately; its vitest project skips without it.
+if (existsSync(path.join(root, 'interop', 'node_modules'))) step('typecheck interop', 'pnpm', ['exec', 'tsc', '-p', 'interop/tsconfig.json', '--noEmit']);
+else console.log('\n▶ interop workspace not installed (pnpm install --dir interop --frozen-lockfile): its llama.cpp tests will skip');
 
 const resultsDir = path.join(root, '.vitest-results');
 rmSync(resultsDir, { recursive: true, force: true });
@@ -47,7 +50,7 @@ const resultsFile = path.join(resultsDir, 'results.json');
 const projectArgs: string[] = [];
 if (process.env.LLMCP_SKIP_BROWSER === '1' && !vitestArgs.some((a) => a.startsWith('--project'))) {
   const dirs = readdirSync(path.join(root, 'packages')).filter((d) => existsSync(path.join(root, 'packages', d, 'package.json')));
-  for (const p of [...dirs, 'tools', 'apps']) projectArgs.push('--project', p);
+  for (const p of [...dirs, 'tools', 'apps', 'interop']) projectArgs.push('--project', p);
 }
 console.log('\n▶ vitest');
 const v = spawnSync('pnpm', ['exec', 'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${resultsFile}`, ...projectArgs, ...vitestArgs], {

@@ -3,20 +3,23 @@
  * and audit them with `@llmcp/format` in the browser, render the result.
  */
 import { h } from './dom.ts';
-import { classify, type Opened, type OpenedCheckpoint, type OpenedJob, type OpenedLossLog } from './opened.ts';
+import { classify, type Opened, type OpenedCheckpoint, type OpenedForeign, type OpenedJob, type OpenedLossLog } from './opened.ts';
 import './style.css';
 import { checkpointView } from './views/checkpoint.ts';
 import { diffView } from './views/diff.ts';
+import { foreignView } from './views/foreign.ts';
 import { lossView } from './views/loss.ts';
 
 interface State {
   /** At most two: the last two opened. */
   checkpoints: OpenedCheckpoint[];
+  /** Safetensors and GGUF files: the last two opened. */
+  foreign: OpenedForeign[];
   loss: OpenedLossLog | null;
   job: OpenedJob | null;
 }
 
-const state: State = { checkpoints: [], loss: null, job: null };
+const state: State = { checkpoints: [], foreign: [], loss: null, job: null };
 
 function element<T extends HTMLElement>(id: string): T {
   const el = document.getElementById(id);
@@ -37,6 +40,7 @@ function render(): void {
   }
   const grid = h('div', { class: state.checkpoints.length === 2 ? 'two-up' : 'one-up' }, ...state.checkpoints.map(checkpointView));
   content.appendChild(grid);
+  if (state.foreign.length > 0) content.appendChild(h('div', { class: state.foreign.length === 2 ? 'two-up' : 'one-up' }, ...state.foreign.map(foreignView)));
   drawChart?.();
   document.body.dataset.ready = String(Date.now());
 }
@@ -50,11 +54,13 @@ async function open(files: readonly File[]): Promise<void> {
   }
   const newCheckpoints = opened.filter((o): o is OpenedCheckpoint => o.kind === 'checkpoint');
   if (newCheckpoints.length > 0) state.checkpoints = [...state.checkpoints, ...newCheckpoints].slice(-2);
+  const newForeign = opened.filter((o): o is OpenedForeign => o.kind === 'foreign');
+  if (newForeign.length > 0) state.foreign = [...state.foreign, ...newForeign].slice(-2);
   for (const o of opened) {
     if (o.kind === 'loss') state.loss = o;
     if (o.kind === 'job') state.job = o;
   }
-  status.textContent = `Opened ${opened.map((o) => `${o.name} (${o.kind})`).join(', ')}. Showing ${state.checkpoints.length} checkpoint(s)${state.checkpoints.length === 2 ? ' and their comparison' : ''}${state.loss !== null || state.job !== null ? ' and the loss curves' : ''}.`;
+  status.textContent = `Opened ${opened.map((o) => `${o.name} (${o.kind === 'foreign' ? `${o.format}, not an LLMCP35 checkpoint` : o.kind})`).join(', ')}. Showing ${state.checkpoints.length} checkpoint(s)${state.checkpoints.length === 2 ? ' and their comparison' : ''}${state.loss !== null || state.job !== null ? ' and the loss curves' : ''}.`;
   render();
 }
 

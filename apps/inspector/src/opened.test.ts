@@ -24,6 +24,37 @@ describe('classify', () => {
   });
 });
 
+/** A minimal safetensors file: u64 header length, JSON padded with spaces, data. */
+function safetensors(header: unknown, data: number): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const n = Math.ceil(json.length / 8) * 8;
+  const out = new Uint8Array(8 + n + data).fill(0x20, 8, 8 + n);
+  new DataView(out.buffer).setBigUint64(0, BigInt(n), true);
+  out.set(json, 8);
+  return out;
+}
+
+describe('classify (foreign files)', () => {
+  it('recognises a safetensors file whatever its name and shows its tensor table', () => {
+    const o = classify('weights.llmcp', safetensors({ __metadata__: { format: 'pt' }, w: { dtype: 'F32', shape: [2, 2], data_offsets: [0, 16] } }, 16));
+    expect(o.kind).toBe('foreign');
+    if (o.kind !== 'foreign') return;
+    expect(o.format).toBe('safetensors');
+    if (o.header?.kind !== 'safetensors') throw new Error('expected a safetensors header');
+    expect(o.header.tensors.map((t) => [t.name, t.dtype, t.shape])).toEqual([['w', 'F32', [2, 2]]]);
+  });
+
+  it('recognises a GGUF file and reports a damaged header with its code', () => {
+    const bytes = new Uint8Array(24);
+    bytes.set([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]);
+    const empty = classify('m.gguf', bytes);
+    expect(empty.kind === 'foreign' && empty.header?.kind).toBe('gguf');
+    new DataView(bytes.buffer).setBigUint64(8, 0xffffffffffffffffn, true);
+    const damaged = classify('m.gguf', bytes);
+    expect(damaged.kind === 'foreign' && damaged.error?.code).toBe('FOREIGN_LIMIT_EXCEEDED');
+  });
+});
+
 describe('parseLossLog', () => {
   it('reads step and loss, counts bad lines and reports the first gap', () => {
     const log = parseLossLog('loss.jsonl', '{"step":1,"loss":3}\nnot json\n{"step":2,"loss":2,"validationLoss":2.5}\n{"step":4,"loss":1}\n');

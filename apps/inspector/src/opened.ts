@@ -1,8 +1,11 @@
 /**
  * What the user opened: checkpoints (inspected with `@llmcp/format`, valid
- * or not), a run's `loss.jsonl`, or a `job.json` (for the validation curve).
+ * or not), safetensors and GGUF files (their headers, read with
+ * `@llmcp/format/foreign`), a run's `loss.jsonl`, or a `job.json` (for the
+ * validation curve).
  */
 import { inspectCheckpoint, type CheckpointInspection } from '@llmcp/format';
+import { detectFileKind, isForeignFileError, readForeignFile, type ForeignFile, type ForeignFileError } from '@llmcp/format/foreign';
 
 /** An opened checkpoint (any bytes named or shaped like one). */
 export interface OpenedCheckpoint {
@@ -10,6 +13,16 @@ export interface OpenedCheckpoint {
   readonly name: string;
   readonly bytes: Uint8Array;
   readonly inspection: CheckpointInspection;
+}
+
+/** An opened safetensors or GGUF file: its header, or why it does not parse. */
+export interface OpenedForeign {
+  readonly kind: 'foreign';
+  readonly name: string;
+  readonly format: 'safetensors' | 'gguf';
+  readonly fileLength: number;
+  readonly header: ForeignFile | null;
+  readonly error: ForeignFileError | null;
 }
 
 /** One point of a loss curve. */
@@ -38,7 +51,7 @@ export interface OpenedJob {
 }
 
 /** Anything that was opened. */
-export type Opened = OpenedCheckpoint | OpenedLossLog | OpenedJob;
+export type Opened = OpenedCheckpoint | OpenedForeign | OpenedLossLog | OpenedJob;
 
 const MAGIC = 'LLMCP35';
 
@@ -91,11 +104,21 @@ export function parseJob(name: string, value: unknown): OpenedJob | null {
 }
 
 /**
- * Decides what a file is: LLMCP35 magic or a `.llmcp` name → checkpoint;
+ * Decides what a file is: safetensors or GGUF by their first bytes → its
+ * header and tensor table; LLMCP35 magic or a `.llmcp` name → checkpoint;
  * `.jsonl` or JSON-lines content → loss log; JSON with `evaluations` → job;
  * anything else is inspected as a checkpoint (the audit says why it is not one).
  */
 export function classify(name: string, bytes: Uint8Array): Opened {
+  const format = detectFileKind(bytes);
+  if (format === 'safetensors' || format === 'gguf') {
+    try {
+      return { kind: 'foreign', name, format, fileLength: bytes.length, header: readForeignFile(bytes), error: null };
+    } catch (e) {
+      if (!isForeignFileError(e)) throw e;
+      return { kind: 'foreign', name, format, fileLength: bytes.length, header: null, error: e };
+    }
+  }
   const head = String.fromCharCode(...bytes.subarray(0, 7));
   const lower = name.toLowerCase();
   if (head !== MAGIC && !lower.endsWith('.llmcp')) {

@@ -19,19 +19,58 @@ export { diffCheckpoints } from './checkpoint-diff.ts';
 export type { CheckpointDiff, FieldDifference, TensorDifference, TensorKind } from './checkpoint-diff.ts';
 export {
   encodeSafetensors,
+  encodeSafetensorsTensors,
   safetensorsMetadata,
+  totalParameters,
   SAFETENSORS_FIRST_MOMENT_PREFIX,
   SAFETENSORS_SECOND_MOMENT_PREFIX,
   SAFETENSORS_METADATA_FORMAT,
 } from './safetensors.ts';
-export type { SafetensorsDType, SafetensorsOptions } from './safetensors.ts';
+export type { SafetensorsDType, SafetensorsOptions, SafetensorsTensor } from './safetensors.ts';
+export {
+  encodeGguf,
+  f64ToF16Bits,
+  ggufMetadata,
+  ggufTensorInfos,
+  ggufVocabulary,
+  gpt2ByteCharacters,
+  GGML_TYPE,
+  GGUF_ALIGNMENT,
+  GGUF_BOS_TEXT,
+  GGUF_EOS_TEXT,
+  GGUF_FILE_TYPE,
+  GGUF_MAGIC,
+  GGUF_TOKEN_TYPE,
+  GGUF_VERSION,
+} from './gguf.ts';
+export type { GgufDType, GgufMetadataEntry, GgufOptions, GgufTensorInfo, GgufValue, GgufVocabulary } from './gguf.ts';
+export { runGgufExport } from './commands/export-gguf.ts';
+export type { GgufExportOptions } from './commands/export-gguf.ts';
 export { encodeAndreaBin, decodeAndreaBin, checkpointFromAndreaBin, parameterCount, ANDREA_HEADER_BYTES, ANDREA_MAX_I32 } from './andrea-bin.ts';
 export type { AndreaBin, AndreaExportReport, AndreaImportConfig } from './andrea-bin.ts';
 export { parseAndreaImportConfig, andreaImportConfigJson, ANDREA_IMPORT_FORMAT } from './import-config.ts';
 export { VERIFY_SCHEMA_ID } from './commands/verify.ts';
-export type { VerifyFileJson, VerifyRunJson } from './commands/verify.ts';
+export type { VerifyFileJson, VerifyForeignJson, VerifyRunJson } from './commands/verify.ts';
+export { INSPECT_FOREIGN_SCHEMA_ID } from './commands/inspect.ts';
+export type { InspectForeignJson } from './commands/inspect.ts';
 export { DIFF_SCHEMA_ID } from './commands/diff.ts';
 export { SAMPLE_SCHEMA_ID } from './commands/sample.ts';
 export { STATUS_SCHEMA_ID, trainerExitCode } from './commands/run.ts';
 export type { StatusJson } from './commands/run.ts';
 export type { SampleJson } from './commands/sample.ts';
+export {
+  hfConfig,
+  hfExportFiles,
+  hfGenerationConfig,
+  hfModelCard,
+  hfTensors,
+  hfTokenizerConfig,
+  hfTokenizerJson,
+  resolveExportSource,
+  runHfExport,
+  HF_BOS_TOKEN,
+  HF_EOS_TOKEN,
+  HF_EXPORT_FORMAT,
+  HF_FILES,
+} from './hf-export.ts';
+export type { HfExportFile, HfExportOptions, HfExportSource, RunHfExportOptions } from './hf-export.ts';

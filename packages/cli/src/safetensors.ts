@@ -10,7 +10,9 @@
  * `adamw.m.<parameter>` and `adamw.v.<parameter>` (model order). Everything
  * else the checkpoint holds is in `__metadata__` (string values, JSON text
  * where structured): tokenizer, decoder and AdamW configuration, groups, step,
- * beta powers, sampling RNG state and the source checksum.
+ * beta powers, sampling RNG state, the source checksum and `total_parameters`
+ * (the model's scalar count as a decimal string, which Hugging Face's
+ * metadata parsers read as the parameter total).
  */
 import { checksumLabel, f64BitsHex, u64Hex, type CheckpointState } from '@llmcp/format';
 import { tokenizerFromState } from '@llmcp/tokenizer';
@@ -64,12 +66,25 @@ export function safetensorsMetadata(state: CheckpointState, options: Safetensors
     sampling_rng_state: u64Hex(state.samplingRngState),
     parameter_order: JSON.stringify(state.parameters.map((p) => p.name)),
     moments: options.moments === true ? (o.moments.length === 0 ? 'none at step 0' : `${SAFETENSORS_FIRST_MOMENT_PREFIX}<name>, ${SAFETENSORS_SECOND_MOMENT_PREFIX}<name>`) : 'not exported',
+    total_parameters: totalParameters(state).toString(),
   };
   if (options.sourceChecksum !== undefined) meta.source_checksum = checksumLabel(options.sourceChecksum);
   return meta;
 }
 
-interface Entry {
+/**
+ * The number of model parameters (scalars of every parameter tensor; AdamW
+ * moments are not parameters), as `__metadata__.total_parameters` records it.
+ *
+ * @param state - the checkpoint.
+ * @returns the count.
+ */
+export function totalParameters(state: Pick<CheckpointState, 'parameters'>): number {
+  return state.parameters.reduce((n, p) => n + p.data.length, 0);
+}
+
+/** One tensor to write: its name, row-major shape and f64 values. */
+export interface SafetensorsTensor {
   readonly name: string;
   readonly shape: readonly number[];
   readonly data: Float64Array;
@@ -89,8 +104,7 @@ interface Entry {
  */
 export function encodeSafetensors(state: CheckpointState, options: SafetensorsOptions = {}): Uint8Array {
   const dtype = options.dtype ?? 'F64';
-  const width = dtype === 'F64' ? 8 : 4;
-  const entries: Entry[] = state.parameters.map((p) => ({ name: p.name, shape: p.shape, data: p.data }));
+  const entries: SafetensorsTensor[] = state.parameters.map((p) => ({ name: p.name, shape: p.shape, data: p.data }));
   if (options.moments === true && state.optimizer.moments.length > 0) {
     const byName = new Map(state.optimizer.moments.map((m) => [m.name, m]));
     for (const p of state.parameters) {
@@ -102,7 +116,29 @@ export function encodeSafetensors(state: CheckpointState, options: SafetensorsOp
       if (m !== undefined) entries.push({ name: SAFETENSORS_SECOND_MOMENT_PREFIX + p.name, shape: m.shape, data: m.second });
     }
   }
-  const header: Record<string, unknown> = { __metadata__: safetensorsMetadata(state, options) };
+  return encodeSafetensorsTensors(entries, safetensorsMetadata(state, options), dtype);
+}
+
+/**
+ * Writes tensors as a safetensors file: the one safetensors writer of the CLI
+ * (the llmcp export and the Hugging Face directory export both use it). The
+ * header lists the tensors in the given order with contiguous
+ * `data_offsets`, is padded with spaces to a multiple of 8, and the data
+ * follows without holes.
+ *
+ * @param entries - tensors in file order (names unique, not `__metadata__`).
+ * @param metadata - `__metadata__` (string values).
+ * @param dtype - `F64` (exact) or `F32` (rounded to nearest).
+ * @returns the file's bytes.
+ * @throws CliError `CLI_INVALID_INPUT` when a value does not fit the chosen dtype (F32 overflow).
+ * @example
+ * ```ts
+ * const bytes = encodeSafetensorsTensors([{ name: 'w', shape: [2], data: new Float64Array([1, 2]) }], { format: 'pt' }, 'F32');
+ * ```
+ */
+export function encodeSafetensorsTensors(entries: readonly SafetensorsTensor[], metadata: Readonly<Record<string, string>>, dtype: SafetensorsDType): Uint8Array {
+  const width = dtype === 'F64' ? 8 : 4;
+  const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const e of entries) {
     const end = offset + e.data.length * width;

@@ -146,7 +146,7 @@ describe('usage errors (exit 2)', () => {
     [['sample', GOLDEN, '--seed', '-3'], "llmcp sample: error: option '--seed <u64>' argument '-3' is invalid. expected an unsigned 64-bit integer (decimal or 0x hex), found '-3'."],
     [['sample', GOLDEN, '--prompt-ids', '0,x'], "llmcp sample: error: option '--prompt-ids <ids>' argument '0,x' is invalid. expected comma-separated token ids like 0,4,2, found '0,x'."],
     [['export', GOLDEN], "llmcp export: error: required option '--to <format>' not specified"],
-    [['export', '--to', 'onnx', GOLDEN], "llmcp export: error: option '--to <format>' argument 'onnx' is invalid. Allowed choices are safetensors, andrea-bin."],
+    [['export', '--to', 'onnx', GOLDEN], "llmcp export: error: option '--to <format>' argument 'onnx' is invalid. Allowed choices are safetensors, andrea-bin, hf, gguf."],
     [['import', '--from', 'andrea-bin', 'x.bin'], "llmcp import: error: required option '--config <file>' not specified"],
   ])('%j', async (argv, message) => {
     const r = await llmcp(argv);

@@ -103,7 +103,7 @@ describe('llmcp train / fork: where the new run directory cannot be', () => {
     expect(r.signal).toBeNull();
     expect(r.status).toBe(4);
     expect(r.stderr.split('\n')[0]).toBe(
-      'llmcp train: error: cannot create run directory /proc/llmcp-no-such-dir/run: mkdir /proc/llmcp-no-such-dir failed with ENOENT although /proc exists (its file system does not allow new directories there)',
+      'llmcp train: error: train /proc/llmcp-no-such-dir/run: TRAINER_IO: cannot create the run directory /proc/llmcp-no-such-dir/run: mkdir /proc/llmcp-no-such-dir failed with ENOENT although /proc exists (its file system does not allow new directories there)',
     );
   });
 
@@ -111,7 +111,7 @@ describe('llmcp train / fork: where the new run directory cannot be', () => {
     const r = bin(['fork', run, '/proc/llmcp-no-such-dir']);
     expect(r.signal).toBeNull();
     expect(r.status).toBe(4);
-    expect(r.stderr.split('\n')[0]).toMatch(/^llmcp fork: error: cannot create fork target \/proc\/llmcp-no-such-dir: mkdir \/proc\/llmcp-no-such-dir failed with ENOENT/);
+    expect(r.stderr.split('\n')[0]).toMatch(/^llmcp fork: error: .*TRAINER_IO: cannot create the fork target \/proc\/llmcp-no-such-dir: mkdir \/proc\/llmcp-no-such-dir failed with ENOENT/);
   });
 });
 

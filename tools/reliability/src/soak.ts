@@ -8,10 +8,12 @@
  * Options:
  *   --quick            a few minutes: 100k fuzz cases, 60 kills, sampled faults and tampering
  *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, ≥ 1,000 SIGKILLs)
- *   --only <parts>     comma-separated subset of fuzz,kill,faults,tamper
+ *   --only <parts>     comma-separated subset of fuzz,kill,faults,tamper,large
  *   --jobs <n>         parallel children for the fuzzer and the kill loop (default 2)
  *   --seed <n>         campaign seed
  */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { runFaultCampaign, formatFaultReport, type FaultReport } from './fault-points.ts';
 import { formatFuzzReport, parseSparse, runFuzzCampaign, type FuzzReport } from './fuzz-llmcp.ts';
 import { formatKillLoopReport, runKillLoop, type KillLoopReport } from './kill-loop.ts';
@@ -27,7 +29,7 @@ const quick = process.argv.includes('--quick');
 const size = Number(flag('--size') ?? (quick ? 0.1 : 1));
 const jobs = Number(flag('--jobs') ?? 2);
 const seed = BigInt(flag('--seed') ?? 0x50a4);
-const only = new Set((flag('--only') ?? 'fuzz,kill,faults,tamper').split(','));
+const only = new Set((flag('--only') ?? 'fuzz,kill,faults,tamper,large').split(','));
 const progress = (label: string) => (done: number, total?: number): void => {
   process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
 };
@@ -88,6 +90,21 @@ if ('skip' in shim && (only.has('kill') || only.has('faults') || only.has('tampe
     bad += r.failures.length;
     summary.push(`${r.cases} tamperings: ${r.failures.length} failures`);
   }
+}
+
+if (only.has('large') && !quick) {
+  // Files beyond 2 GiB: the trainer's streamed save and load of a 2.4 GB state (packages/trainer/test/large-state.test.ts).
+  process.stderr.write('large: a state.llmcp over 2 GiB through the trainer\n');
+  const t = performance.now();
+  const r = spawnSync('pnpm', ['exec', 'vitest', 'run', '--project', 'trainer', 'test/large-state.test.ts'], {
+    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+    env: { ...process.env, LLMCP_SOAK: '1' },
+    encoding: 'utf8',
+  });
+  const ok = r.status === 0 && /1 passed/.test(r.stdout);
+  if (!ok) bad += 1;
+  sections.push(`large state: ${ok ? 'a 2.4 GB state.llmcp saved, published and verified through the streaming paths' : `FAILED\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+  summary.push(`>2 GiB state: ${ok ? 'ok' : 'FAILED'}`);
 }
 
 console.log(sections.join('\n\n'));

@@ -6,6 +6,8 @@
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { encodeAndreaBin } from '../andrea-bin.ts';
+import { runHfExport } from '../hf-export.ts';
+import { runGgufExport } from './export-gguf.ts';
 import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
@@ -16,10 +18,13 @@ import { encodeSafetensors, SAFETENSORS_FIRST_MOMENT_PREFIX, SAFETENSORS_SECOND_
 
 /** Options of `llmcp export`. */
 export interface ExportOptions {
-  readonly to: 'safetensors' | 'andrea-bin';
+  readonly to: 'safetensors' | 'andrea-bin' | 'hf' | 'gguf';
+  /** hf: the output directory (the second argument). */
+  readonly dir?: string;
   readonly out?: string;
   readonly moments?: boolean;
-  readonly dtype?: 'f64' | 'f32';
+  /** Element type; the default depends on the format (f64, or f32 for gguf). */
+  readonly dtype?: 'f64' | 'f32' | 'f16';
   readonly configOut?: string;
   readonly force?: boolean;
 }
@@ -40,6 +45,19 @@ function defaultOut(file: string, to: ExportOptions['to'], step: bigint): string
  * @throws CliError for options that do not apply to the format, an invalid input, an existing output without `--force`, or a failed write.
  */
 export async function runExport(ctx: CliContext, file: string, options: ExportOptions): Promise<number> {
+  if (options.to === 'gguf') {
+    const wrong = options.moments === true ? '--moments' : options.configOut !== undefined ? '--config-out' : options.dir !== undefined ? `a second argument (${options.dir})` : null;
+    if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to gguf (llmcp export --to gguf <checkpoint|run[:slot]> [-o file.gguf] [--dtype f32|f16])`, { option: '--to' });
+    return runGgufExport(ctx, file, options);
+  }
+  if (options.dtype === 'f16') throw new CliError('CLI_USAGE', '--dtype f16 applies to --to gguf only', { option: '--dtype' });
+  if (options.to === 'hf') {
+    const wrong = options.moments === true ? '--moments' : options.configOut !== undefined ? '--config-out' : options.out !== undefined ? '--out' : null;
+    if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to hf (it writes a directory: llmcp export --to hf <checkpoint|run[:slot]> <dir>)`, { option: wrong });
+    if (options.dir === undefined) throw new CliError('CLI_USAGE', '--to hf needs the output directory: llmcp export --to hf <checkpoint|run[:slot]> <dir>', { option: '--to' });
+    return runHfExport(ctx, file, options.dir, { ...(options.dtype === undefined ? {} : { dtype: options.dtype }), force: options.force === true });
+  }
+  if (options.dir !== undefined) throw new CliError('CLI_USAGE', `a second argument (${options.dir}) applies to --to hf only; use -o for the output file`, { option: '--out' });
   if (options.to === 'andrea-bin' && (options.moments === true || options.dtype === 'f32')) {
     throw new CliError('CLI_USAGE', `${options.moments === true ? '--moments' : '--dtype'} applies to --to safetensors only (an ANDREA .bin always holds f32 weights, m and v)`, { option: '--to' });
   }
@@ -83,7 +101,7 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
  */
 export function exportCommand(ctx: CliContext, setExit: SetExit): Command {
   return new Command('export')
-    .summary('write a checkpoint as safetensors or as a raw ANDREA .bin')
+    .summary('write a checkpoint as safetensors, a raw ANDREA .bin, a Hugging Face model directory, or GGUF for llama.cpp')
     .description(
       'Export a valid checkpoint.\n\n' +
         '--to safetensors: a standard safetensors file (8-byte little-endian header length, JSON header with dtype/shape/data_offsets, ' +
@@ -94,14 +112,27 @@ export function exportCommand(ctx: CliContext, setExit: SetExit): Command {
         '--to andrea-bin: the raw step_NNNNNN.bin layout [i32 step][i32 n_params][f32 weights][f32 m][f32 v], 8 + 12·n bytes, ' +
         'parameters in model order. LOSSY: every f64 is rounded to the nearest f32, and only step, weights and moments are kept; ' +
         '--config-out writes the rest as an import config.\n\n' +
+        '--to hf <checkpoint|run[:slot]> <dir>: a Hugging Face LlamaForCausalLM directory that transformers loads as it is: config.json, ' +
+        'model.safetensors (HF tensor names, projections [out, in], query/key rows permuted per head from adjacent-pair to rotate-half RoPE), ' +
+        'tokenizer.json + tokenizer_config.json (byte-level BPE with BOS/EOS, no regex pre-tokenization: the same ids as llmcp), ' +
+        'generation_config.json (the run\'s sampling settings) and a README.md model card. A run directory exports its best slot ' +
+        '(or the one a resume would use); run:slot names the slot. A non-empty directory is written only with --force.\n\n' +
+        '--to gguf <checkpoint|run[:slot]> [-o file.gguf]: a GGUF v3 file for llama.cpp (llama-cli, llama-server, ollama, LM Studio, ' +
+        'node-llama-cpp): architecture llama, the llama.* hyper-parameters, general.* metadata with the source checksum and step, ' +
+        'tensors under llama.cpp names (token_embd, blk.N.attn_q …, output_norm; the output head tied to token_embd), and the tokenizer ' +
+        '(a byte-level BPE as a gpt2 vocabulary with merges, BOS 0 and EOS 1; a literal tokenizer as a gpt2 vocabulary of its pieces ' +
+        'without merges). --dtype f32 (default) or f16 (matrices; norms stay f32); both round (lossy). llama.cpp splits text ' +
+        'with a regex before BPE and llmcp does not, so its text tokenization can differ from llmcp\'s: for the exact ids, tokenize with ' +
+        'llmcp and pass token ids. A run directory exports its best slot (or the one a resume would use); run:slot names the slot.\n\n' +
         'Outputs are written atomically; an existing output is replaced only with --force.\n' +
         'Exit status: 0 ok, 2 bad options, 3 invalid input, 4 write failed or output exists.',
     )
-    .addOption(new Option('--to <format>', 'target format').choices(['safetensors', 'andrea-bin']).makeOptionMandatory())
-    .argument('<checkpoint>', 'checkpoint file (.llmcp)')
-    .option('-o, --out <file>', 'output file (default: <name>.safetensors, or step_NNNNNN.bin)')
+    .addOption(new Option('--to <format>', 'target format').choices(['safetensors', 'andrea-bin', 'hf', 'gguf']).makeOptionMandatory())
+    .argument('<checkpoint>', 'checkpoint file (.llmcp); for --to hf and gguf also a run directory or run:slot')
+    .argument('[dir]', 'hf: output directory')
+    .option('-o, --out <file>', 'output file (default: <name>.safetensors, step_NNNNNN.bin, or <name>.gguf)')
     .option('--moments', 'safetensors: include AdamW first and second moments')
-    .addOption(new Option('--dtype <dtype>', 'safetensors: element type').choices(['f64', 'f32']).default('f64'))
+    .addOption(new Option('--dtype <dtype>', 'element type: safetensors, hf f64 (default) or f32; gguf f32 (default) or f16').choices(['f64', 'f32', 'f16']))
     .option('--config-out <file>', 'andrea-bin: also write the import config (tokenizer, configuration, groups, RNG state)')
     .option('-f, --force', 'replace existing output files')
     .addHelpText(
@@ -111,9 +142,14 @@ Examples:
   $ llmcp export --to safetensors state.llmcp -o model.safetensors
   $ llmcp export --to safetensors state.llmcp --moments -o with-adamw.safetensors
   $ llmcp export --to andrea-bin state.llmcp --config-out model.json      # writes step_000008.bin
+  $ llmcp export --to hf runs/a hf-model                                 # the best slot, f64
+  $ llmcp export --to hf runs/a:step_000400 hf-model --dtype f32 --force
+  $ llmcp export --to gguf runs/a -o stories.gguf                         # the best slot, f32
+  $ llmcp export --to gguf runs/a:latest --dtype f16                     # writes a-latest.gguf
+  $ llama-cli -m stories.gguf -p "One morning" -n 40 --temp 0            # llama.cpp (text goes through its own tokenizer)
 `,
     )
-    .action(async (file: string, options: ExportOptions) => {
-      setExit(await runExport(ctx, file, options));
+    .action(async (file: string, dir: string | undefined, options: ExportOptions) => {
+      setExit(await runExport(ctx, file, dir === undefined ? options : { ...options, dir }));
     });
 }

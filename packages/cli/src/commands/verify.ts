@@ -13,7 +13,9 @@ import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
+import { foreignFileJson, describeForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
 import { readInputFile, requirePath } from '../internal/files.ts';
+import { foreignKindName, readForeignInput, type ForeignInput } from '../internal/foreign.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
 /** Identifier of the JSON document (`schema` member). */
@@ -28,6 +30,16 @@ export interface VerifyFileJson {
   readonly checksum: string | null;
   readonly step: string | null;
   readonly error: InspectionError | null;
+}
+
+/** `llmcp verify --json` for a safetensors or GGUF file: its header and tensor table checked (it is not an LLMCP35 checkpoint). */
+export interface VerifyForeignJson {
+  readonly schema: typeof VERIFY_SCHEMA_ID;
+  readonly kind: 'safetensors' | 'gguf';
+  readonly path: string;
+  readonly ok: boolean;
+  readonly file: ForeignFileJson | null;
+  readonly error: { readonly code: string; readonly message: string; readonly offset: number | null } | null;
 }
 
 /** `llmcp verify --json` for a run directory. */
@@ -50,7 +62,32 @@ function describe(c: DecodedCheckpoint): string {
   return `step ${c.selectedStep}, ${plural(c.parameters.length, 'parameter tensor')} (${plural(values, 'value')}), ${tok}, ${plural(c.optimizer.moments.length, 'moment pair')}`;
 }
 
+function verifyForeign(ctx: CliContext, file: string, foreign: ForeignInput, options: VerifyOptions): number {
+  const { header, error } = foreign;
+  if (options.json === true) {
+    const doc: VerifyForeignJson = {
+      schema: VERIFY_SCHEMA_ID,
+      kind: foreign.kind,
+      path: file,
+      ok: header !== null,
+      file: header === null ? null : foreignFileJson(header),
+      error: error === null ? null : { code: error.code, message: error.message, offset: error.offset ?? null },
+    };
+    ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  } else {
+    const c = colorsFor(ctx.stdout, ctx.env);
+    if (header !== null) ctx.stdout.write(`${c.green('ok')}  ${file}  ${describeForeignFile(header)}: header and tensor table verify (not an LLMCP35 checkpoint)\n`);
+    else if (error !== null) {
+      const at = error.offset === undefined ? '' : ` at offset ${error.offset}`;
+      ctx.stdout.write(`${c.red('FAILED')}  ${file}  ${foreignKindName(foreign.kind)} whose header does not parse: ${error.code}${at}: ${error.message}\n`);
+    }
+  }
+  return header === null ? EXIT_CODES.FAILED : EXIT_CODES.OK;
+}
+
 function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): number {
+  const foreign = readForeignInput(ctx, file, 'checkpoint');
+  if (foreign !== null) return verifyForeign(ctx, file, foreign, options);
   const bytes = readInputFile(ctx, file, 'checkpoint');
   let checkpoint: DecodedCheckpoint | null = null;
   let error: InspectionError | null = null;
@@ -146,6 +183,8 @@ export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
         'state file, job/state pairing; loss.jsonl continuity and prefix hash; run.json).\n\n' +
         'A run that is being trained (run.lock names a live process) is verified at a moment when none of its slots changes; ' +
         'the report says which process uses it, and UNSETTLED if its slots kept changing during every attempt.\n\n' +
+        'A safetensors or GGUF file is recognised and its header and tensor table are checked (data ranges inside the file, ' +
+        'no overlaps; safetensors: no holes): ok says what it is, never a bad LLMCP35 magic.\n\n' +
         'Exit status: 0 everything verifies, 1 something does not (or UNSETTLED), 3 path missing or not a checkpoint/run.',
     )
     .argument('<path>', 'checkpoint file (.llmcp) or run directory')

@@ -4,9 +4,10 @@
  * already exists. Outputs are written atomically (temporary file, fsync,
  * rename) so a failed command never leaves a partial file behind.
  */
-import { lstatSync, mkdirSync, readFileSync, rmdirSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readFileSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { decodeCheckpoint, isFormatError, type DecodedCheckpoint } from '@llmcp/format';
+import { detectFileKind } from '@llmcp/format/foreign';
 import { writeFileAtomic } from '@llmcp/format/node';
 import type { CliContext } from '../context.ts';
 import { CliError } from '../errors.ts';
@@ -141,17 +142,8 @@ export function requireCreatableDirectory(ctx: CliContext, dir: string, what: st
       hint: 'give a path below an existing directory',
     });
   }
-  try {
-    mkdirSync(firstMissing);
-  } catch (e) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'EEXIST') return absolute; // made meanwhile by someone else: it exists now
-    const why =
-      code === 'ENOENT' ? `failed with ENOENT although ${existing} exists (its file system does not allow new directories there)` : `failed: ${(e as Error).message}`;
-    throw new CliError('CLI_WRITE_FAILED', `cannot create ${what} ${dir}: mkdir ${firstMissing} ${why}`, { path: absolute, hint: 'choose a directory on a writable file system', cause: e });
-  }
-  // Only a probe: whoever does the work creates the directory (and removes it again if the work fails early).
-  rmdirSync(firstMissing);
+  // No probe by creating anything: another process may be creating this very directory (a lost race must touch
+  // nothing), and the trainer creates it without Node's recursive mkdir, reporting a file system that refuses it.
   return absolute;
 }
 
@@ -192,6 +184,16 @@ export function readCheckpointFile(ctx: CliContext, file: string): { checkpoint:
   } catch (e) {
     if (!isFormatError(e)) throw e;
     const at = e.offset === undefined ? '' : ` at offset ${e.offset}`;
+    const foreign = e.code === 'FORMAT_BAD_MAGIC' ? detectFileKind(bytes) : 'unknown';
+    if (foreign === 'safetensors' || foreign === 'gguf') {
+      throw new CliError('CLI_INVALID_CHECKPOINT', `${file} is ${foreign === 'gguf' ? 'a GGUF' : 'a safetensors'} file, not an LLMCP35 v1 checkpoint`, {
+        path: resolvePath(ctx, file),
+        causeCode: e.code,
+        offset: 0,
+        hint: `run 'llmcp inspect ${file}' to see its tensor table; this command needs an LLMCP35 checkpoint`,
+        cause: e,
+      });
+    }
     throw new CliError('CLI_INVALID_CHECKPOINT', `${file} is not a valid LLMCP35 v1 checkpoint: ${e.code}${at}: ${e.message}`, {
       path: resolvePath(ctx, file),
       causeCode: e.code,
