@@ -13,6 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXIT_CODES, processOutput, trainerExitCode, type ExitCode } from '@llmcp/cli';
 import {
+  ch39Config,
   createProgressRenderer,
   isTrainerError,
   loadBestCheckpoint,
@@ -39,6 +40,9 @@ Options:
   --steps <n>         update steps (default: ${SIZES.small.steps} for the default size)
   --size <name>       model size: ${Object.keys(SIZES).join(', ')} (default: small)
   --config <file>     a full trainer config file (JSON); other options are ignored
+  --preset ch39       the reference's chapter-39 recipe on the bilingual corpus
+                      (32 updates, exactly as llmcp train --preset ch39); other
+                      options but --run-dir and --plain are ignored
   --no-timing         leave timing out of loss.jsonl (byte-reproducible logs)
   --plain             plain progress lines even on a terminal
   -h, --help          show this help
@@ -47,6 +51,7 @@ Examples:
   pnpm start
   pnpm start -- --steps 300 --size tiny --run-dir runs/quick
   pnpm start -- --corpus bilingual --run-dir runs/bilingual
+  pnpm start -- --preset ch39 --run-dir runs/ch39   (then: llmcp report runs/ch39)
 
 Exit status (as llmcp): 0 finished, 130 stopped by Ctrl-C or SIGTERM after writing
 its checkpoint (run again to resume), 2 bad options, 3 bad input or a run trained
@@ -91,6 +96,7 @@ function parseOptions(argv: readonly string[]): Options {
         steps: { type: 'string' },
         size: { type: 'string' },
         config: { type: 'string' },
+        preset: { type: 'string' },
         'no-timing': { type: 'boolean' },
         plain: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -108,9 +114,18 @@ function parseOptions(argv: readonly string[]): Options {
   // pnpm runs scripts inside the package; resolve paths against where `pnpm start` was typed.
   const base = process.env.INIT_CWD ?? process.cwd();
   const runDir = path.resolve(base, values['run-dir'] ?? path.join('runs', 'default'));
-  if (values.config !== undefined) {
+  if (values.config !== undefined && values.preset === undefined) {
     try {
       return { runDir, config: loadConfig(path.resolve(base, values.config)), plain: values.plain === true };
+    } catch (e) {
+      failWith(e);
+    }
+  }
+  if (values.preset !== undefined) {
+    if (values.preset !== 'ch39') fail(`--preset must be ch39, got ${JSON.stringify(values.preset)}`);
+    if (values.config !== undefined) fail('give either --config or --preset, not both');
+    try {
+      return { runDir, config: ch39Config(), plain: values.plain === true };
     } catch (e) {
       failWith(e);
     }

@@ -95,6 +95,19 @@ describe('the trainer app (pnpm start)', () => {
     const manifest = JSON.parse(readFileSync(path.join(runDir, 'run.json'), 'utf8')) as { events: { event: string }[] };
     expect(manifest.events.map((e) => e.event)).toEqual(['created', 'stopped', 'resumed', 'completed']);
   });
+
+  it('runs the chapter-39 recipe with --preset ch39: step 32 selected, the 30994-byte checkpoint', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'llmcp-app-ch39-'));
+    try {
+      const runDir = path.join(dir, 'run');
+      const app = startApp(['--preset', 'ch39', '--run-dir', runDir, '--plain']);
+      expect(await app.exited).toBe(EXIT_CODES.OK);
+      expect(app.output()).toMatch(/step 32, validation loss 3\.8895/);
+      expect(readFileSync(path.join(runDir, 'checkpoints', 'best', 'state.llmcp')).length).toBe(30994);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 /** Resolves once `condition` holds (checked on a short poll), or rejects when `gone` settles first. */

@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import manifest from '../package.json' with { type: 'json' };
 import { diffCommand } from './commands/diff.ts';
+import { evalCommand, reportCommand } from './commands/eval.ts';
 import { exportCommand } from './commands/export.ts';
 import { importCommand } from './commands/import.ts';
 import { inspectCommand } from './commands/inspect.ts';
@@ -31,7 +32,7 @@ Exit codes:
   4    runtime error: an output could not be written, or a training run failed
   130  a training run was interrupted (its checkpoint was written first)
 
-With --json (inspect, verify, diff, sample, status), a failure prints one JSON document
+With --json (inspect, verify, diff, sample, status, eval, report), a failure prints one JSON document
 {"schema": "llmcp-error/1", "error": {"code", "message", "exit", …}} on stdout instead of the
 error line on stderr, with the same exit code.
 
@@ -80,6 +81,8 @@ function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErro
     pivotCommand(ctx, setExit),
     forkCommand(ctx, setExit),
     statusCommand(ctx, setExit),
+    evalCommand(ctx, setExit),
+    reportCommand(ctx, setExit),
   ]) {
     program.addCommand(cmd);
   }

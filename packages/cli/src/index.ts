@@ -1,6 +1,6 @@
 /**
  * `@llmcp/cli`: the `llmcp` command line (inspect, verify, diff, sample,
- * export/import, train/resume/pivot/fork/status) and the building blocks it
+ * export/import, train/resume/pivot/fork/status, eval/report) and the building blocks it
  * is made of, usable as a library.
  */
 export { runCli, createProgram, CLI_VERSION } from './cli.ts';
@@ -55,6 +55,9 @@ export { INSPECT_FOREIGN_SCHEMA_ID } from './commands/inspect.ts';
 export type { InspectForeignJson } from './commands/inspect.ts';
 export { DIFF_SCHEMA_ID } from './commands/diff.ts';
 export { SAMPLE_SCHEMA_ID } from './commands/sample.ts';
+export { EVAL_SCHEMA_ID, REPORT_SCHEMA_ID } from './commands/eval.ts';
+export { evaluationLines, runReportLines, slotMetricLine, debugQuote } from './evaluation-report.ts';
+export type { EvaluationProvenance } from './evaluation-report.ts';
 export { STATUS_SCHEMA_ID, trainerExitCode } from './commands/run.ts';
 export type { StatusJson } from './commands/run.ts';
 export type { SampleJson } from './commands/sample.ts';

@@ -23,7 +23,7 @@ describe('llmcp (global)', () => {
   it('prints help with the exit codes and exits 0 for --help', async () => {
     const r = await llmcp(['--help']);
     expect(r.code).toBe(0);
-    for (const cmd of ['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
+    for (const cmd of ['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status', 'eval', 'report']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
     expect(r.stdout).toContain('2    usage error');
     expect(r.stdout).toContain('NO_COLOR');
   });
@@ -47,7 +47,7 @@ describe('llmcp (global)', () => {
     expect(r.stderr).toBe("llmcp: error: unknown command 'inspekt'\n(Did you mean inspect?)\nhint: run 'llmcp --help' for usage and examples\n");
   });
 
-  it.each(['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status'])('%s --help shows examples and exits 0', async (cmd) => {
+  it.each(['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status', 'eval', 'report'])('%s --help shows examples and exits 0', async (cmd) => {
     const r = await llmcp([cmd, '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Usage: llmcp ${cmd}`);
@@ -254,6 +254,18 @@ describe('llmcp sample', () => {
     expect(r.stdout.split('\n')[0]).toBe('"0" 44');
     expect(r.stdout).toContain('tokens [4, 4], stopped: context-limit');
     expect(r.stdout).toMatch(/sampling RNG 0x9e3779b97f4a7c38 \(from the checkpoint\) → 0x[0-9a-f]{16}/);
+  });
+
+  it('sample --no-cache gives the cached tokens, text and RNG state', async () => {
+    const args = ['sample', GOLDEN, '--prompt-ids', '0', '--top-k', '3', '--max-tokens', '4', '--seed', '36', '--count', '3', '--json'];
+    const cached = JSON.parse((await llmcp(args)).stdout) as { cached: boolean; rngStateAfter: string; samples: unknown[] };
+    const plain = JSON.parse((await llmcp([...args, '--no-cache'])).stdout) as { cached: boolean; rngStateAfter: string; samples: unknown[] };
+    expect([cached.cached, plain.cached]).toEqual([true, false]);
+    expect(plain.samples).toEqual(cached.samples);
+    expect(plain.rngStateAfter).toBe(cached.rngStateAfter);
+    const help = await llmcp(['sample', '--help']);
+    expect(help.stdout).toContain('--no-cache');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('Generation uses a key/value cache');
   });
 
   it('--seed replaces the stored state; greedy consumes no draw', async () => {

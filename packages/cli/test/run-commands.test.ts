@@ -131,7 +131,7 @@ describe('run commands: bad inputs', () => {
   it.each([
     [['train', path.join(tmp.dir, 'x')], 2, 'llmcp train: error: a new run needs --config <file> or --preset <name>'],
     [['train', path.join(tmp.dir, 'x'), '--preset', 'ch33', '--config', 'c.json'], 2, 'llmcp train: error: give either --config or --preset, not both'],
-    [['train', path.join(tmp.dir, 'x'), '--preset', 'gpt5'], 2, "llmcp train: error: option '--preset <name>' argument 'gpt5' is invalid. Allowed choices are ch33."],
+    [['train', path.join(tmp.dir, 'x'), '--preset', 'gpt5'], 2, "llmcp train: error: option '--preset <name>' argument 'gpt5' is invalid. Allowed choices are ch33, ch34, ch39."],
     [['train', path.join(tmp.dir, 'x'), '--config', path.join(tmp.dir, 'none.json')], 3, `llmcp train: error: config not found: ${path.join(tmp.dir, 'none.json')}`],
     [['train', path.join(tmp.dir, 'x'), '--config', tmp.dir], 3, `llmcp train: error: ${tmp.dir} is a directory, expected a config file`],
     [['resume', path.join(tmp.dir, 'nowhere')], 3, `llmcp resume: error: run directory not found: ${path.join(tmp.dir, 'nowhere')}`],

@@ -19,8 +19,17 @@ export const FIXTURE_DECODER_CONFIG: DecoderConfig = Object.freeze({
   rmsEpsilon: 1e-6,
 });
 
-function positiveInteger(config: DecoderConfig, field: keyof DecoderConfig, minimum: number): number {
+function positiveInteger(config: DecoderConfig, field: Exclude<keyof DecoderConfig, 'exact'>, minimum: number): number {
   const v = config[field];
+  const exact = field === 'feedForwardWidth' || field === 'maxPositions' ? config.exact?.[field] : undefined;
+  if (exact !== undefined || (typeof v === 'number' && Number.isInteger(v) && v > Number.MAX_SAFE_INTEGER)) {
+    // A checkpoint may store any u64 here (format SPEC §15.2); a model cannot index or allocate that many.
+    throw new ModelError(
+      'MODEL_INVALID_CONFIG',
+      `decoder config ${field}: ${exact ?? String(v)} exceeds 2^53 − 1 = ${Number.MAX_SAFE_INTEGER}, the largest size a model can represent (the checkpoint is valid; building a model from it is not possible)`,
+      { field },
+    );
+  }
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < minimum) {
     throw new ModelError('MODEL_INVALID_CONFIG', `decoder config ${field}: expected an integer ≥ ${minimum}, found ${String(v)}`, { field });
   }
@@ -34,11 +43,13 @@ function positiveInteger(config: DecoderConfig, field: keyof DecoderConfig, mini
  * integers ≥ 1, layers an integer ≥ 0, modelWidth divisible by heads with an
  * even head width (RoPE rotates pairs), ropeBase finite and > 0, rmsEpsilon
  * finite and ≥ 0, and a total parameter count of at most
- * {@link MAX_PARAMETER_COUNT}.
+ * {@link MAX_PARAMETER_COUNT}. Sizes must be safe integers: a decoded
+ * checkpoint whose `maxPositions` or `feedForwardWidth` exceeds 2^53 − 1
+ * (`config.exact` set; format SPEC §15.2) is valid, but is refused here.
  *
  * @param config - the configuration.
  * @returns the head width `modelWidth / heads`.
- * @throws ModelError `MODEL_INVALID_CONFIG` naming the offending field.
+ * @throws ModelError `MODEL_INVALID_CONFIG` naming the offending field (also for a size above 2^53 − 1).
  * @example
  * ```ts
  * validateDecoderConfig(FIXTURE_DECODER_CONFIG); // 2

@@ -14,6 +14,7 @@ import {
   reduceGainsAndEmbedding,
 } from './internal/batch-reduce.ts';
 import { SequenceEngine } from './internal/sequence-engine.ts';
+import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { parameterLayout, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { COMMAND, CTRL, CTRL_LENGTH, runPhase, type PhaseContext } from './parallel/protocol.ts';
@@ -431,6 +432,79 @@ export class Decoder {
     this.#engine.forward(this.parameters, tokens, null, 0, T, T - 1);
     const V = this.config.vocabularySize;
     return this.#engine.logits.slice((T - 1) * V, T * V);
+  }
+
+  /**
+   * A key/value cache for this decoder (use it with {@link prefill} and
+   * {@link decodeNext}, or pass it to `generate`).
+   *
+   * @param options - capacity in positions (default maxPositions; storage grows on demand).
+   * @returns an empty cache.
+   * @throws ModelError `MODEL_INVALID_CONFIG` for a capacity outside [1, maxPositions].
+   */
+  createKvCache(options: KvCacheOptions = {}): KvCache {
+    return new KvCache(this, options);
+  }
+
+  /**
+   * Runs a prompt into an empty cache: one no-grad forward on the prompt (the
+   * same pass as {@link nextTokenLogits}), whose rotated keys and values of
+   * every layer are kept. Nothing is written to the cache on failure.
+   *
+   * @param cache - an empty cache built by this decoder.
+   * @param tokens - 1 … capacity token ids.
+   * @returns (V) the last position's logits (a fresh array; the bits of `nextTokenLogits(tokens)`).
+   * @throws ModelError `MODEL_CACHE_MISMATCH`, `MODEL_CACHE_STATE` (not empty), `MODEL_CACHE_OVERFLOW`, `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`, `MODEL_NON_FINITE`.
+   */
+  prefill(cache: KvCache, tokens: ArrayLike<number>): Float64Array {
+    this.#checkOpen();
+    const s = checkCacheOwner(cache, this);
+    if (s.length !== 0) {
+      throw new ModelError('MODEL_CACHE_STATE', `prefill: the cache already holds ${s.length} positions; reset it first or continue with decodeNext`, { field: 'cache' });
+    }
+    const T = this.#prefix(tokens);
+    checkRoom(s, T);
+    const engine = this.#engine;
+    engine.forward(this.parameters, tokens, null, 0, T, T - 1);
+    const D = this.config.modelWidth;
+    const V = this.config.vocabularySize;
+    const n = T * D;
+    for (let l = 0; l < this.config.layers; l++) {
+      const a = engine.blocks[l]!;
+      checkProjection('query', l, a.q, n);
+      checkProjection('key', l, a.k, n);
+      checkProjection('value', l, a.v, n);
+    }
+    const logits = engine.logits.slice((T - 1) * V, T * V);
+    checkProjection('logit', -1, logits, V);
+    ensureCacheRows(s, T);
+    for (let l = 0; l < this.config.layers; l++) {
+      const a = engine.blocks[l]!;
+      s.keys[l]!.set(a.kr.subarray(0, n));
+      s.values[l]!.set(a.v.subarray(0, n));
+    }
+    recordWork(s, 0, T, true);
+    return logits;
+  }
+
+  /**
+   * One cached decode step: appends `token` at the next position of every
+   * layer cache and returns its logits, projecting only the new row. The bits
+   * equal `nextTokenLogits(prefix + token)`. Nothing is written to the cache
+   * on failure.
+   *
+   * @param cache - a prefilled cache built by this decoder.
+   * @param token - a token id in [0, V).
+   * @returns (V) the new position's logits (a fresh array).
+   * @throws ModelError `MODEL_CACHE_MISMATCH`, `MODEL_CACHE_STATE` (before a prefill), `MODEL_CACHE_OVERFLOW`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_NON_FINITE`.
+   */
+  decodeNext(cache: KvCache, token: number): Float64Array {
+    this.#checkOpen();
+    const s = checkCacheOwner(cache, this);
+    if (s.length === 0) throw new ModelError('MODEL_CACHE_STATE', 'decodeNext: the cache is empty; prefill it with the prompt first', { field: 'cache' });
+    checkRoom(s, 1);
+    checkTokens([token], 1, this.config.vocabularySize, 1, 'input');
+    return decodeRow(s, this.parameters, token);
   }
 
   #locate(index: number): ParameterEntry {

@@ -24,6 +24,12 @@ export const MODEL_ERROR_CODES = {
   MODEL_WORKER_FAILED: 'MODEL_WORKER_FAILED',
   /** The decoder was closed and can no longer run. */
   MODEL_CLOSED: 'MODEL_CLOSED',
+  /** A key/value cache is used out of order: a decode step before any prefill, or a prefill into a non-empty cache. */
+  MODEL_CACHE_STATE: 'MODEL_CACHE_STATE',
+  /** A key/value cache is full: one more position would exceed its capacity (at most maxPositions). */
+  MODEL_CACHE_OVERFLOW: 'MODEL_CACHE_OVERFLOW',
+  /** A key/value cache was built for another decoder (instance, configuration, head layout or RoPE table). */
+  MODEL_CACHE_MISMATCH: 'MODEL_CACHE_MISMATCH',
 } as const;
 
 /** One of the {@link MODEL_ERROR_CODES}. */

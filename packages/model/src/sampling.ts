@@ -1,10 +1,12 @@
 /**
  * Greedy and temperature/top-k sampling with the reference's ranking,
  * compensated normalization and interval selection (training.md §9), and
- * uncached generation.
+ * generation — cached (a key/value cache, the default) or uncached, with
+ * identical bits.
  */
 import type { DecoderConfig, SplitMix64 } from '@llmcp/format';
 import { ModelError } from './errors.ts';
+import type { KvCache, KvCacheOptions } from './kv-cache.ts';
 import { exp } from './math/index.ts';
 
 /** How to pick the next token. */
@@ -202,6 +204,14 @@ export interface GenerateOptions {
   readonly maxNewTokens: number;
   /** Stop after emitting this id, if given. */
   readonly endOfSequence?: number;
+  /**
+   * Key/value caching (default true when the model supports it): `false`
+   * recomputes the whole prefix for every token (the uncached path, for
+   * comparison); a {@link KvCache} of the model is reset and reused (its
+   * storage kept). Tokens, evidence and the generator state are the same
+   * either way.
+   */
+  readonly cache?: boolean | KvCache;
 }
 
 /** One generation step. */
@@ -222,6 +232,8 @@ export interface Generation {
   readonly steps: GenerationStep[];
   /** Why it stopped. */
   readonly stopReason: StopReason;
+  /** Whether a key/value cache was used. */
+  readonly cached: boolean;
 }
 
 /** What generation needs from a model. */
@@ -231,16 +243,34 @@ export interface LogitsSource {
   nextTokenLogits(tokens: ArrayLike<number>): Float64Array;
 }
 
+/** A model that can also generate with a key/value cache (the decoder). */
+export interface CachedLogitsSource extends LogitsSource {
+  /** An empty cache for this model. */
+  createKvCache(options?: KvCacheOptions): KvCache;
+  /** Fills an empty cache with `tokens`; returns the last position's logits. */
+  prefill(cache: KvCache, tokens: ArrayLike<number>): Float64Array;
+  /** Appends one token; returns its logits. */
+  decodeNext(cache: KvCache, token: number): Float64Array;
+}
+
+function supportsCache(model: LogitsSource): model is CachedLogitsSource {
+  const m = model as Partial<CachedLogitsSource>;
+  return typeof m.createKvCache === 'function' && typeof m.prefill === 'function' && typeof m.decodeNext === 'function';
+}
+
 /**
- * Uncached generation (training.md §9): repeatedly run a no-grad forward on
- * the whole prefix, sample from the last position, append; stop after the
- * end-of-sequence id, after `maxNewTokens`, or when the prefix is longer than
- * maxPositions.
+ * Generation (training.md §9): sample from the last position's logits,
+ * append, repeat; stop after the end-of-sequence id, after `maxNewTokens`, or
+ * when the prefix is longer than maxPositions. By default the model's
+ * key/value cache supplies the logits (a prefill of the prompt, then one
+ * decode step per appended token that is fed back); with `cache: false` every
+ * step runs a no-grad forward on the whole prefix. Both paths give the same
+ * logit bits, tokens, evidence and generator state.
  *
- * @param model - the decoder.
- * @param options - prompt, mode, generator, limits.
+ * @param model - the decoder (or any {@link LogitsSource}; caching needs a {@link CachedLogitsSource}).
+ * @param options - prompt, mode, generator, limits, caching.
  * @returns the new tokens, per-step evidence and the stop reason.
- * @throws ModelError `MODEL_INVALID_SAMPLING`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`, `MODEL_NON_FINITE`.
+ * @throws ModelError `MODEL_INVALID_SAMPLING`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`, `MODEL_NON_FINITE`, `MODEL_CACHE_MISMATCH`, `MODEL_CACHE_OVERFLOW` (a given cache too small).
  * @example
  * ```ts
  * const out = generate(model, { prompt: [0], mode: { kind: 'temperature', temperature: 1, topK: 3 }, rng, maxNewTokens: 4 });
@@ -261,18 +291,33 @@ export function generate(model: LogitsSource, options: GenerateOptions): Generat
   if (!(prompt?.length >= 1) || prompt.length > P) {
     throw new ModelError('MODEL_CONTEXT_TOO_LONG', `prompt: expected 1 … ${P} tokens, found ${String(prompt?.length)}`, { field: 'prompt' });
   }
+  const wanted = options.cache ?? true;
+  let cache: KvCache | null = null;
+  if (wanted !== false) {
+    if (!supportsCache(model)) {
+      if (wanted !== true) throw new TypeError('generate: a cache was given but the model has no cached path');
+    } else {
+      cache = wanted === true ? model.createKvCache() : wanted;
+      if (wanted !== true) cache.reset();
+    }
+  }
+  const cachedModel = cache === null ? null : (model as CachedLogitsSource);
   const prefix = Array.from(prompt);
   const tokens: number[] = [];
   const steps: GenerationStep[] = [];
+  const cached = cache !== null;
   for (;;) {
-    const logits = model.nextTokenLogits(prefix);
+    let logits: Float64Array;
+    if (cachedModel === null || cache === null) logits = model.nextTokenLogits(prefix);
+    else if (steps.length === 0) logits = cachedModel.prefill(cache, prefix);
+    else logits = cachedModel.decodeNext(cache, prefix[prefix.length - 1] as number);
     const rngStateBefore = rng.state;
     const sampled = sampleToken(logits, mode, rng);
     steps.push({ ...sampled, prefix: prefix.slice(), logits, rngStateBefore });
     prefix.push(sampled.token);
     tokens.push(sampled.token);
-    if (endOfSequence !== undefined && sampled.token === endOfSequence) return { tokens, steps, stopReason: 'end-of-sequence' };
-    if (tokens.length >= maxNewTokens) return { tokens, steps, stopReason: 'max-new-tokens' };
-    if (prefix.length > P) return { tokens, steps, stopReason: 'context-limit' };
+    if (endOfSequence !== undefined && sampled.token === endOfSequence) return { tokens, steps, stopReason: 'end-of-sequence', cached };
+    if (tokens.length >= maxNewTokens) return { tokens, steps, stopReason: 'max-new-tokens', cached };
+    if (prefix.length > P) return { tokens, steps, stopReason: 'context-limit', cached };
   }
 }

@@ -176,6 +176,17 @@ export class CheckpointSaver {
     if (this.mode === 'inline') await this.flush();
   }
 
+  /**
+   * Stops the worker without waiting for the save in flight (a second Ctrl-C).
+   * Resolves once the worker thread has ended; a worker blocked in a system call
+   * never ends, so callers bound the wait.
+   */
+  async abandon(): Promise<void> {
+    const worker = this.#worker;
+    this.#worker = null;
+    if (worker !== null) await worker.terminate();
+  }
+
   /** Waits for the save in flight, then stops the worker. */
   async close(): Promise<void> {
     try {

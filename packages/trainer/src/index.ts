@@ -26,7 +26,13 @@ export {
   scheduleOf,
 } from './config.ts';
 export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig } from './config.ts';
-export { CH33_CONFIG_INPUT, ch33Config } from './presets.ts';
+export { CH33_CONFIG_INPUT, ch33Config, CH34_TEST_DOCUMENTS, ch34Config, CH39_CONFIG_INPUT, ch39Config } from './presets.ts';
+export { evaluateFinal, FINAL_EVALUATION_VERSION } from './final-evaluation.ts';
+export type { FinalEvaluation, FinalEvaluationOptions, EvaluationDocument, SlotScore } from './final-evaluation.ts';
+export { evaluateRun, evaluateCheckpointFile, loadSelectedSlot, recordedInputs } from './run-evaluation.ts';
+export type { RunEvaluation, CheckpointEvaluationOptions } from './run-evaluation.ts';
+export { reportRun } from './run-report.ts';
+export type { RunReport, RunReportOptions } from './run-report.ts';
 export { JOB_FORMAT, LEGACY_JOB_FORMAT, sealJob, encodeJob, decodeJob } from './job.ts';
 export type { Job, JobBody, InputIdentity, EvaluationRecord } from './job.ts';
 export {

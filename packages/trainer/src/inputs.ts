@@ -44,6 +44,8 @@ export interface EncodedPartitions {
 export interface PreparedInputs {
   readonly tokenizer: AnyTokenizer;
   readonly partitions: EncodedPartitions;
+  /** Document ids of each partition, in the order of `partitions`. */
+  readonly documentIds: { readonly train: readonly string[]; readonly validation: readonly string[]; readonly test: readonly string[] };
   readonly identity: InputIdentity;
 }
 
@@ -204,6 +206,7 @@ export async function prepareInputs(config: TrainerConfig, options: { readonly t
   return {
     tokenizer,
     partitions: encoded,
+    documentIds: { train: partitions.train.map((d) => d.id), validation: partitions.validation.map((d) => d.id), test: partitions.test.map((d) => d.id) },
     identity: {
       corpus: source.corpus,
       split: { sha256: source.splitSha256, train: partitions.train.length, validation: partitions.validation.length, test: partitions.test.length },

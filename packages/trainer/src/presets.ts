@@ -3,6 +3,7 @@
  * (the reference's ch33 run): trained to step 8 it selects step 8, whose state
  * is the golden 6330-byte LLMCP35 file.
  */
+import { bundledCorpusFiles } from '@llmcp/data/node';
 import { parseConfig, type TrainerConfig } from './config.ts';
 
 /**
@@ -49,4 +50,76 @@ export const CH33_CONFIG_INPUT = {
  */
 export function ch33Config(): TrainerConfig {
   return parseConfig(JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)));
+}
+
+/**
+ * The chapter-39 end-to-end recipe (tokenizer-and-data.md §6) as a trainer
+ * config input, without the corpus location: byte-level BPE with exactly 8
+ * merges learned on the train partition, D4/H1/F4/L1 at context 4 (stride 1),
+ * update batches of 16 train windows shuffled with seed 39 (32 updates use
+ * the first 32 batches of one order), init seed 39, AdamW 0.04 with no decay
+ * and no groups, constant rate 0.04, clip 1.0, validation at steps 0 and 32
+ * with sequential evaluation batches of 128 (training loss too), one
+ * checkpoint at step 32, and the sampling stream of state 38 with the
+ * chapter's generation (prompt "A", τ = 0.8, top-k 4, at most 3 new tokens).
+ */
+export const CH39_CONFIG_INPUT = {
+  steps: 32,
+  data: {
+    contextLength: 4,
+    stride: 1,
+    batchSize: 16,
+    shuffle: { seed: 39, epochs: 'repeat' },
+  },
+  tokenizer: { kind: 'bpe', merges: 8, requireAll: true },
+  model: { width: 4, heads: 1, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6, initSeed: 39 },
+  optimizer: { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0, groups: 'none', clipNorm: 1 },
+  schedule: { kind: 'constant', rate: 0.04 },
+  evaluation: { validateEvery: 32, batchSize: 128, stride: 1, trainingLoss: true, trainingBatchSize: 128, maxBatches: null },
+  checkpoint: { every: 32, keepSteps: 1 },
+  sampling: { seed: 38, discard: 0, prompt: 'A', count: 1, maxNewTokens: 3, temperature: 0.8, topK: 4 },
+  log: { timing: false },
+  threads: 1,
+} as const;
+
+/**
+ * The validated ch39 recipe config on a JSON corpus and split manifest.
+ *
+ * @param source - absolute paths of the corpus file and its split manifest; default: the reference's
+ *   tiny bilingual corpus shipped with `@llmcp/data` (`bundledCorpusFiles('tiny-bilingual')`).
+ * @returns a fresh copy of the config.
+ * @example
+ * ```ts
+ * await trainRun({ runDir: 'runs/ch39', config: ch39Config() });
+ * ```
+ */
+export function ch39Config(source?: { readonly corpus: string; readonly split: string }): TrainerConfig {
+  const [corpus, split] = source === undefined ? bundledCorpusFiles('tiny-bilingual') : [source.corpus, source.split];
+  const input = JSON.parse(JSON.stringify(CH39_CONFIG_INPUT)) as { data: Record<string, unknown> };
+  input.data.source = { kind: 'corpus', corpus, split };
+  return parseConfig(input);
+}
+
+/**
+ * The two held-out test documents of the reference's chapter-34 fixture
+ * (token ids 4 3 2 1 0 4 3 2 1 and 3 2 1 0 4 3 2, written as literal pieces).
+ */
+export const CH34_TEST_DOCUMENTS = [
+  { id: 'test-a', partition: 'test', text: '432104321' },
+  { id: 'test-b', partition: 'test', text: '3210432' },
+] as const;
+
+/**
+ * The reference's chapter-34 fixture: the ch33 run plus
+ * {@link CH34_TEST_DOCUMENTS}. Training never reads them, so the run selects
+ * the same step-8 state as ch33 (the golden 6330-byte file); its final
+ * evaluation (`evaluateRun`) scores them once, in test batches of 4 (the
+ * evaluation batch size).
+ *
+ * @returns a fresh copy of the validated config.
+ */
+export function ch34Config(): TrainerConfig {
+  const input = JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)) as { data: { source: { documents: unknown[] } } };
+  input.data.source.documents.push(...(JSON.parse(JSON.stringify(CH34_TEST_DOCUMENTS)) as unknown[]));
+  return parseConfig(input);
 }

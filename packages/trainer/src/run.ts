@@ -352,7 +352,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
   control.onRequest = (what) => emit({ type: 'signal', signal: what });
   if (options.signal !== undefined) control.followAbortSignal(options.signal);
   let saver: CheckpointSaver | null = null;
-  if (options.handleSignals === true) control.installProcessHandlers((code) => exitAtOnce(code, saver?.busy === true));
+  if (options.handleSignals === true) control.installProcessHandlers((code) => exitAtOnce(code, saver?.busy === true ? () => (saver as CheckpointSaver).abandon() : null));
   const ctx: JobContext = {
     runDir: setup.runDir,
     config: setup.config,

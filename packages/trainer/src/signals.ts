@@ -8,9 +8,9 @@
  * - SIGUSR1: write a checkpoint at the end of the current step and continue.
  *   (Node reserves SIGUSR1 for its inspector; installing this handler is intended.)
  * - A second SIGINT exits at once with status 130; atomic publication makes
- *   that safe (an unfinished save leaves only a `.tmp-` directory). While a
- *   save is in flight the process ends by SIGINT's default action instead
- *   (see {@link exitAtOnce}): shells report that as 130 too.
+ *   that safe (an unfinished save leaves only a `.tmp-` directory). If the
+ *   save worker is stuck in a system call, the process ends by SIGINT's
+ *   default action instead (see {@link exitAtOnce}): shells report 130 too.
  */
 
 /** Why a run was asked to stop. */
@@ -95,24 +95,35 @@ export class RunControl {
   }
 }
 
+/** How long a second Ctrl-C waits for the save worker to stop before ending the process by SIGINT itself. */
+const WORKER_STOP_MS = 250;
+
 /**
- * Ends the process now, for a second Ctrl-C. `process.exit` joins worker
- * threads first, and a save worker blocked in a file-system call (a hung
- * disk, a network mount) never returns, so with a save in flight the process
- * restores SIGINT's default action and re-raises it: the kernel ends every
- * thread at once, and the parent sees death by SIGINT (status 130 in a
- * shell). Otherwise it exits with `code`.
+ * Ends the process now, for a second Ctrl-C, with status `code`.
+ * `process.exit` joins worker threads, and a save worker blocked in a
+ * file-system call (a hung disk, a network mount) never returns to be joined.
+ * So with a save in flight the worker is terminated first; if it has not
+ * stopped within a quarter second, the process restores SIGINT's default
+ * action and re-raises it: the kernel ends every thread at once, and the
+ * parent sees death by SIGINT (status 130 in a shell).
  *
  * @param code - the exit status (130).
- * @param saveInFlight - whether a worker may be blocked in a system call.
+ * @param stopWorker - stops the save worker (resolves when it has stopped), or null when no save is in flight.
  */
-export function exitAtOnce(code: number, saveInFlight: boolean): void {
-  if (saveInFlight) {
-    process.removeAllListeners('SIGINT');
-    process.kill(process.pid, 'SIGINT');
+export function exitAtOnce(code: number, stopWorker: (() => Promise<void>) | null): void {
+  if (stopWorker === null) {
+    process.exit(code);
     return;
   }
-  process.exit(code);
+  const byDefaultAction = setTimeout(() => {
+    process.removeAllListeners('SIGINT');
+    process.kill(process.pid, 'SIGINT');
+  }, WORKER_STOP_MS);
+  const exit = (): void => {
+    clearTimeout(byDefaultAction);
+    process.exit(code);
+  };
+  stopWorker().then(exit, exit);
 }
 
 /**

@@ -18,7 +18,7 @@ import { alignTable, plural } from '../internal/text.ts';
 export const STATUS_SCHEMA_ID = 'llmcp-status/1';
 
 /** Built-in configs for `train --preset`. */
-const PRESETS: readonly string[] = ['ch33'];
+const PRESETS: readonly string[] = ['ch33', 'ch34', 'ch39'];
 
 /** The trainer, loaded when a run command runs (keeps the other commands' start-up fast). */
 type Trainer = typeof import('@llmcp/trainer');
@@ -72,7 +72,15 @@ const TRAINER_HINT: Readonly<Record<string, string>> = {
   TRAINER_LOSS_LOG_INVALID: "run 'llmcp verify <run-dir>' for details on loss.jsonl",
 };
 
-async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string): Promise<T> {
+/**
+ * Runs `work` with the trainer loaded, turning a `TrainerError` into `CLI_RUN_FAILED` (exit code by its code, with a hint).
+ *
+ * @param work - what to do with the trainer.
+ * @param what - what failed, for the message.
+ * @returns the result of `work`.
+ * @throws CliError `CLI_RUN_FAILED` for a trainer failure.
+ */
+export async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string): Promise<T> {
   const t = await loadTrainer();
   try {
     return await work(t);
@@ -93,6 +101,8 @@ interface TrainFlags {
 async function readConfig(ctx: CliContext, flags: TrainFlags): Promise<TrainerConfig | undefined> {
   if (flags.config !== undefined && flags.preset !== undefined) throw new CliError('CLI_USAGE', 'give either --config or --preset, not both', { option: '--preset' });
   if (flags.preset === 'ch33') return (await loadTrainer()).ch33Config();
+  if (flags.preset === 'ch34') return (await loadTrainer()).ch34Config();
+  if (flags.preset === 'ch39') return trainer((t) => t.ch39Config(), 'preset ch39');
   if (flags.config === undefined) return undefined;
   const file = flags.config;
   requirePath(ctx, file, 'file', 'config');
@@ -354,7 +364,7 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
     )
     .argument('<run-dir>', 'new run directory (created)')
     .option('-c, --config <file>', 'trainer config (JSON)')
-    .addOption(new Option('--preset <name>', 'built-in config instead of --config (ch33: the 8-step reference fixture)').choices(PRESETS))
+    .addOption(new Option('--preset <name>', 'built-in config instead of --config (ch33: the 8-step reference fixture; ch34: ch33 plus its two test documents, for llmcp eval; ch39: the end-to-end recipe on the bundled bilingual corpus, for llmcp report)').choices(PRESETS))
     .option('--plain', 'plain progress lines even on a terminal')
     .addHelpText(
       'after',
@@ -362,6 +372,8 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
 Examples:
   $ llmcp train runs/a --config train.json
   $ llmcp train runs/ch33 --preset ch33 && llmcp diff runs/ch33/checkpoints/best/state.llmcp golden-6330.llmcp
+  $ llmcp train runs/ch34 --preset ch34 && llmcp eval runs/ch34
+  $ llmcp train runs/ch39 --preset ch39 && llmcp report runs/ch39 --replay
 `,
     )
     .action(async (runDir: string, flags: TrainFlags) => {

@@ -1,8 +1,9 @@
 /**
  * `llmcp sample <checkpoint>`: generation with the ch36 rules (training.md
  * §9: ranking with ties to the smaller id, temperature/top-k weights, Kahan
- * normalization, one 53-bit draw per token, interval selection in id order,
- * uncached generation), continuing the checkpoint's stored sampling RNG
+ * normalization, one 53-bit draw per token, interval selection in id order),
+ * with the decoder's key/value cache unless `--no-cache` (identical tokens
+ * and RNG state either way), continuing the checkpoint's stored sampling RNG
  * state unless `--seed` gives a new one.
  */
 import { Command } from 'commander';
@@ -30,6 +31,8 @@ export interface SampleOptions {
   readonly seed?: bigint;
   readonly count?: number;
   readonly json?: boolean;
+  /** false with `--no-cache`: recompute the whole prefix for every token. */
+  readonly cache?: boolean;
 }
 
 /** One generated sample in the JSON document. */
@@ -94,6 +97,8 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   const rngState = rng.state;
   const { Decoder, generate, isModelError } = await import('@llmcp/model');
   const model = Decoder.fromCheckpoint(checkpoint);
+  // One cache for every sample (reset by generate, its storage reused).
+  const cache = options.cache === false ? false : model.createKvCache();
   const eos = tokenizer.eosId;
   const samples: SampleJson[] = [];
   /** The new tokens' bytes of each sample (what `bytesHex` spells). */
@@ -101,7 +106,7 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   for (let i = 0; i < (options.count ?? 1); i++) {
     let out;
     try {
-      out = generate(model, { prompt, mode, rng, maxNewTokens: options.maxTokens ?? 32, ...(eos === null ? {} : { endOfSequence: eos }) });
+      out = generate(model, { prompt, mode, rng, maxNewTokens: options.maxTokens ?? 32, cache, ...(eos === null ? {} : { endOfSequence: eos }) });
     } catch (e) {
       if (!isModelError(e)) throw e;
       throw new CliError('CLI_SAMPLE_FAILED', `sampling failed: ${e.code}: ${e.message}`, { causeCode: e.code, cause: e });
@@ -126,6 +131,7 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
       rngState: u64Hex(rngState),
       rngStateAfter: u64Hex(rng.state),
       seeded: options.seed !== undefined,
+      cached: cache !== false,
       samples,
     };
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
@@ -144,7 +150,7 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
     ctx.stdout.write(c.dim(`  tokens [${s.tokens.join(', ')}], stopped: ${s.stopReason}\n`));
   });
   const how = mode.kind === 'greedy' ? 'greedy' : `temperature ${temperature}, top-k ${topK}`;
-  ctx.stdout.write(c.dim(`${how}; sampling RNG ${u64Hex(rngState)} (${options.seed === undefined ? 'from the checkpoint' : '--seed'}) → ${u64Hex(rng.state)}\n`));
+  ctx.stdout.write(c.dim(`${how}; ${cache === false ? 'uncached (--no-cache)' : 'key/value cache'}; sampling RNG ${u64Hex(rngState)} (${options.seed === undefined ? 'from the checkpoint' : '--seed'}) → ${u64Hex(rng.state)}\n`));
   return EXIT_CODES.OK;
 }
 
@@ -158,8 +164,10 @@ export function sampleCommand(ctx: CliContext, setExit: SetExit): Command {
     .summary('generate text from a checkpoint (ch36 sampling rules)')
     .description(
       'Generate from a checkpoint with the ch36 rules (training.md §9): temperature/top-k weights with Kahan normalization, one 53-bit ' +
-        'SplitMix64 draw per token, interval selection in token-id order, uncached generation that stops at end-of-document, ' +
-        '--max-tokens or the context limit. The draws continue the checkpoint\'s stored sampling RNG state unless --seed is given ' +
+        'SplitMix64 draw per token, interval selection in token-id order; generation stops at end-of-document, ' +
+        '--max-tokens or the context limit. Generation uses a key/value cache (the prompt is run once, then each new token is ' +
+        'one single-row step; the logits have the same bits as recomputing the whole prefix); --no-cache recomputes the whole ' +
+        'prefix for every token instead, for comparison — tokens, text and RNG state are identical. The draws continue the checkpoint\'s stored sampling RNG state unless --seed is given ' +
         '(the seed is the raw SplitMix64 state). An empty prompt starts from the begin-of-document token (BPE).\n\n' +
         'Exit status: 0 ok, 2 bad options, 3 invalid checkpoint or prompt.',
     )
@@ -171,6 +179,7 @@ export function sampleCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('--max-tokens <n>', 'stop after n new tokens', parsePositiveInteger, 32)
     .option('--seed <u64>', 'start the sampling RNG from this raw state instead of the checkpoint\'s (decimal or 0x hex)', parseU64)
     .option('--count <n>', 'number of samples (the RNG stream continues between them)', parsePositiveInteger, 1)
+    .option('--no-cache', 'recompute the whole prefix for every token instead of using the key/value cache (same output, slower)')
     .option('--json', `print a JSON document (schema "${SAMPLE_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
@@ -180,6 +189,7 @@ Examples:
   $ llmcp sample state.llmcp --prompt-ids 0 --temperature 1 --top-k 3 --max-tokens 4
   $ llmcp sample state.llmcp --prompt "The" --temperature 0            # greedy, no draws
   $ llmcp sample state.llmcp --prompt "The" --seed 42 --count 3 --json
+  $ llmcp sample state.llmcp --prompt "The" --seed 42 --no-cache      # uncached: same tokens, slower
 `,
     )
     .action(async (file: string, options: SampleOptions) => {

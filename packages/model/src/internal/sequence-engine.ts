@@ -244,6 +244,8 @@ export class SequenceEngine {
 
   #allocate(T: number): void {
     const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H, layers: L } = this.config;
+    // A 0-layer model never uses F (which a valid checkpoint may set to any size): no (T, F) buffers then.
+    const hiddenWidth = L === 0 ? 0 : F;
     this.hs = [];
     this.dhs = [];
     for (let l = 0; l <= L; l++) {
@@ -252,7 +254,7 @@ export class SequenceEngine {
     }
     this.blocks = [];
     this.blockAdjoints = [];
-    const shared = blockAdjoints(T, D, F);
+    const shared = blockAdjoints(T, D, hiddenWidth);
     for (let l = 0; l < L; l++) {
       this.blocks.push({
         attentionNorm: normActivations(T, D),
@@ -291,7 +293,7 @@ export class SequenceEngine {
     this.dlogits = new Float64Array(T * V);
     this.dnf = new Float64Array(T * D);
     this.#attention = attentionScratch(T, this.headWidth);
-    const widest = Math.max(D, F, V);
+    const widest = Math.max(D, hiddenWidth, V);
     this.#xT = new Float64Array(widest * T);
     this.rope = extendRopeTables(this.rope, T);
   }

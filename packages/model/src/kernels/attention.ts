@@ -203,3 +203,65 @@ export function attentionBackward(
     gemm(dkr, hd, D, drawT, 0, T, qr, hd, D, T, d, T, GEMM_UPPER_K);
   }
 }
+
+/**
+ * Attention of one new query row over `T` cached key/value rows (the last of
+ * which is the query's own position): the row `T−1` of {@link attentionForward}
+ * with every sum in the same order — each score `Σ_c qr[c]·kr[j, c]` over c
+ * ascending from +0.0, times the rounded scale, the same "skip one maximum"
+ * softmax in key order, and each output `Σ_j p[j]·v[j, c]` over j ascending
+ * from +0.0 (the full forward's extra masked terms are exact zeros and change
+ * no sum). So the bits equal the full-prefix computation's last row.
+ *
+ * @param merged - (D) head outputs of the row in merged layout (written).
+ * @param qr - (D) rotated query row.
+ * @param keys - (≥T, D) rotated keys of positions 0 … T−1, row-major.
+ * @param values - (≥T, D) values of positions 0 … T−1.
+ * @param T - rows attended (the query's position + 1).
+ * @param D - width.
+ * @param H - heads.
+ * @param scale - `1 / sqrt(d)`.
+ * @param weights - (≥T) scratch; holds the last head's weights afterwards.
+ */
+export function attentionDecodeRow(
+  merged: Float64Array,
+  qr: Float64Array,
+  keys: Float64Array,
+  values: Float64Array,
+  T: number,
+  D: number,
+  H: number,
+  scale: number,
+  weights: Float64Array,
+): void {
+  const d = D / H;
+  for (let h = 0; h < H; h++) {
+    const hd = h * d;
+    let m = -Infinity;
+    for (let j = 0; j < T; j++) {
+      const kj = j * D + hd;
+      let raw = 0;
+      for (let c = 0; c < d; c++) raw += qr[hd + c] * keys[kj + c];
+      const s = raw * scale;
+      weights[j] = s;
+      if (s > m) m = s;
+    }
+    let tail = 0;
+    let skipped = false;
+    for (let j = 0; j < T; j++) {
+      const shifted = weights[j] - m;
+      const e = exp(shifted);
+      weights[j] = e;
+      if (!skipped && shifted === 0) skipped = true;
+      else tail += e;
+    }
+    const den = 1.0 + tail;
+    for (let j = 0; j < T; j++) weights[j] = weights[j] / den + 0;
+    for (let c = 0; c < d; c++) merged[hd + c] = 0;
+    for (let j = 0; j < T; j++) {
+      const p = weights[j];
+      const vj = j * D + hd;
+      for (let c = 0; c < d; c++) merged[hd + c] += p * values[vj + c];
+    }
+  }
+}

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
 
 /** The specification: every C[i, j] an in-order dot product from +0.0. */
 function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
@@ -121,6 +121,20 @@ describe('setGemmBackend', () => {
     expect(usesSimdGemm()).toBe(false);
     setGemmBackend('auto');
     expect(usesSimdGemm()).toBe(typeof (globalThis as { WebAssembly?: unknown }).WebAssembly === 'object');
+  });
+});
+
+describe('rowTimesMatrix', () => {
+  it('equals one row of the in-order dot products bit for bit (any width, with an offset)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 13 }), fc.integer({ min: 1, max: 13 }), fc.integer({ min: 0, max: 3 }), fc.integer(), (N, K, off, seed) => {
+        const x = Float64Array.from({ length: K }, (_, i) => Math.sin(seed + i) * 1e3);
+        const W = Float64Array.from({ length: off + K * N }, (_, i) => Math.cos(seed * 3 + i) / 7);
+        const y = new Float64Array(N);
+        rowTimesMatrix(y, x, W, off, N, K);
+        return sameBits(y, naive(x, W.subarray(off), 1, N, K));
+      }),
+    );
   });
 });
 

@@ -284,3 +284,45 @@ export function transpose(dst: Float64Array, dOff: number, ldd: number, src: Flo
     }
   }
 }
+
+/**
+ * One row times a matrix: `y[o] = Σ_i x[i]·W[i, o]` for o < N, each output
+ * accumulated from +0.0 in increasing i — the bits of a row of {@link gemm}
+ * (the single-row path of cached decoding; no copies).
+ *
+ * @param y - (N) output.
+ * @param x - (K) input row.
+ * @param W - right operand, row-major [K, N] from `wOff`.
+ * @param wOff - offset of W[0, 0].
+ * @param N - outputs.
+ * @param K - contracted length.
+ */
+export function rowTimesMatrix(y: Float64Array, x: Float64Array, W: Float64Array, wOff: number, N: number, K: number): void {
+  // Four outputs at a time, each its own register accumulator (the order inside each is i ascending).
+  let o = 0;
+  for (; o + 3 < N; o += 4) {
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    let w = wOff + o;
+    for (let i = 0; i < K; i++) {
+      const xi = x[i];
+      s0 += xi * W[w];
+      s1 += xi * W[w + 1];
+      s2 += xi * W[w + 2];
+      s3 += xi * W[w + 3];
+      w += N;
+    }
+    y[o] = s0;
+    y[o + 1] = s1;
+    y[o + 2] = s2;
+    y[o + 3] = s3;
+  }
+  for (; o < N; o++) {
+    let s = 0;
+    let w = wOff + o;
+    for (let i = 0; i < K; i++) {
+      s += x[i] * W[w];
+      w += N;
+    }
+    y[o] = s;
+  }
+}

@@ -126,3 +126,34 @@ export function ropeBackward(dst: Float64Array, src: Float64Array, tables: RopeT
     }
   }
 }
+
+/**
+ * Rotates one row of `src` at sequence position `position` into `dst` — the
+ * row `position` of {@link ropeForward}, with the same operations (the
+ * incremental path of a key/value cache).
+ *
+ * @param dst - (D) rotated output, written from `dOff`.
+ * @param dOff - offset of the output row in `dst`.
+ * @param src - (D) input row.
+ * @param tables - RoPE tables covering `position`.
+ * @param position - the row's position in the sequence.
+ * @param D - width.
+ * @param headWidth - d.
+ */
+export function ropeForwardRow(dst: Float64Array, dOff: number, src: Float64Array, tables: RopeTables, position: number, D: number, headWidth: number): void {
+  const half = headWidth / 2;
+  const C = tables.cosines;
+  const S = tables.sines;
+  const tab = position * half;
+  for (let h0 = 0; h0 < D; h0 += headWidth) {
+    for (let i = 0; i < half; i++) {
+      const c = C[tab + i];
+      const s = S[tab + i];
+      const o = h0 + 2 * i;
+      const l = src[o];
+      const r = src[o + 1];
+      dst[dOff + o] = l * c - r * s + 0;
+      dst[dOff + o + 1] = l * s + r * c + 0;
+    }
+  }
+}
