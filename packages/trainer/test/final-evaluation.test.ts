@@ -8,8 +8,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeCheckpoint, inspectCheckpoint, type CheckpointState } from '@llmcp/format';
-import { ln } from '@llmcp/model';
+import { decodeCheckpoint, inspectCheckpoint, SplitMix64, type CheckpointState } from '@llmcp/format';
+import { Decoder, generate, ln } from '@llmcp/model';
 import { bundledCorpusFiles } from '@llmcp/data/node';
 import { evaluateFinal } from '../src/final-evaluation.ts';
 import { ch34Config, ch39Config } from '../src/presets.ts';
@@ -120,6 +120,26 @@ describe('the ch39 preset', () => {
     const state = decodeCheckpoint(bytes);
     expect([state.selectedStep, state.optimizer.step, state.samplingRngState]).toEqual([32n, 32n, 38n]);
     expect(state.parameters.reduce((n, t) => n + t.data.length, 0)).toBe(1188);
+  });
+
+  it('generates from the ch39 model with the key/value cache to the bits of the uncached path (every prompt and logit row)', () => {
+    const state = decodeCheckpoint(new Uint8Array(readFileSync(path.join(runDir, 'checkpoints', 'best', 'state.llmcp'))));
+    const model = Decoder.fromCheckpoint(state);
+    const V = state.decoder.vocabularySize;
+    const bits = (a: Float64Array): string => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('hex');
+    let rows = 0;
+    for (let first = 0; first < V; first += 1) {
+      for (const mode of [{ kind: 'greedy' }, { kind: 'temperature', temperature: 0.8, topK: 4 }] as const) {
+        const run = (cache: boolean) => generate(model, { prompt: [first], mode, rng: new SplitMix64(38n), maxNewTokens: state.decoder.maxPositions - 1, cache });
+        const cached = run(true);
+        const uncached = run(false);
+        expect(cached.cached).toBe(true);
+        expect(cached.tokens).toEqual(uncached.tokens);
+        expect(cached.steps.map((st) => [bits(st.logits), String(st.rngStateBefore)])).toEqual(uncached.steps.map((st) => [bits(st.logits), String(st.rngStateBefore)]));
+        rows += cached.steps.length;
+      }
+    }
+    expect(rows).toBeGreaterThan(V);
   });
 
   it("reproduces chapter 39's test section", () => {
