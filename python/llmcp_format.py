@@ -1453,8 +1453,10 @@ def _validate_records(data: bytes, h: _Header, partition: Tuple[int, int, int]) 
                     expected=_shape_text(shapes[name]), found=_shape_text(d.shape),
                 )
 
-    # SPEC §15.2: decoder fields above 2^53 - 1 are refused (the TypeScript state holds them as numbers).
-    for name, value in zip(('vocabularySize', 'modelWidth', 'heads', 'feedForwardWidth', 'layers', 'maxPositions'), h.decoder[:6]):
+    # SPEC §15.2: feed_forward_width and max_positions may be any u64 (@llmcp/format keeps the exact value in
+    # `decoder.exact`). The other sizes are bounded by record shapes, so this mirrors a check of @llmcp/format
+    # that a valid file cannot reach.
+    for name, value in zip(('vocabularySize', 'modelWidth', 'heads', 'layers'), (h.decoder[0], h.decoder[1], h.decoder[2], h.decoder[4])):
         if value > MAX_SAFE_INTEGER:
             raise FormatError(
                 'FORMAT_LIMIT_EXCEEDED', f'decoder {name} {value} exceeds 2^53 - 1, the largest integer this runtime represents exactly',

@@ -138,6 +138,18 @@ class CorpusTest(unittest.TestCase):
         self.assertEqual(without, with_default)
 
 
+class U64DecoderFieldTest(unittest.TestCase):
+    def test_u64_max_positions_and_feed_forward_width_decode_and_reencode_exactly(self):
+        u64_max = (1 << 64) - 1
+        for name, ffn, positions in [('u64-max-positions-layers-0', 4, u64_max), ('u64-ffn-layers-0', u64_max, 1 << 53),
+                                     ('u64-max-positions-2p53-plus-1', 4, (1 << 53) + 1), ('max-positions-rotary-limit', 4, ((1 << 63) - 1) // 8)]:
+            with self.subTest(case=name):
+                data = read(os.path.join(FIXTURES, 'malformed', f'{name}.llmcp'))
+                ckpt = lf.decode(data)
+                self.assertEqual((ckpt.decoder.feed_forward_width, ckpt.decoder.max_positions), (ffn, positions))
+                self.assertEqual(lf.encode(ckpt), data)
+
+
 class ErrorTest(unittest.TestCase):
     def test_errors_carry_code_category_offset_and_field(self):
         golden = bytearray(read(GOLDEN_PATH))

@@ -438,6 +438,23 @@ export function buildCases(goldenBytes: Uint8Array): CaseDef[] {
     ),
     accept,
   );
+  // SPEC §15.2: feed_forward_width (0 layers) and max_positions may be any u64, as in the reference; with
+  // layers, max_positions is bounded only by the rotary table (§6.1: head width 2 here, so one pair per position).
+  const layersZero = (fields: Partial<Pick<RawCheckpoint, 'feedForwardWidth' | 'maxPositions'>>): RawCheckpoint =>
+    edit(g, (r) => {
+      toStepZero(r);
+      r.layers = 0n;
+      r.records = [...r.records.filter((x) => x.roleTag === 1), ...modelRecords(5, 4, 4, 0)];
+      r.modelParameterCount = 2;
+      Object.assign(r, fields);
+    });
+  const U64_MAX = (1n << 64n) - 1n;
+  const ROTARY_MAX = ((1n << 63n) - 1n) / 8n;
+  add('u64-max-positions-layers-0', 'SPEC §15.2', 'layers 0 with max_positions 2^64 - 1', fromRaw(layersZero({ maxPositions: U64_MAX })), accept);
+  add('u64-ffn-layers-0', 'SPEC §15.2', 'layers 0 with feed_forward_width 2^64 - 1 and max_positions 2^53', fromRaw(layersZero({ feedForwardWidth: U64_MAX, maxPositions: 1n << 53n })), accept);
+  add('u64-max-positions-2p53-plus-1', 'SPEC §15.2', 'max_positions 2^53 + 1 (one layer)', fromRaw(edit(g, (r) => (r.maxPositions = (1n << 53n) + 1n))), accept);
+  add('max-positions-rotary-limit', 'SPEC §6.1', 'max_positions (2^63 - 1) / 8 (one layer, one rotary pair: the largest table)', fromRaw(edit(g, (r) => (r.maxPositions = ROTARY_MAX))), accept);
+  add('max-positions-rotary-limit-plus-1', 'SPEC §6.1', 'max_positions (2^63 - 1) / 8 + 1 (one layer, one rotary pair)', fromRaw(edit(g, (r) => (r.maxPositions = ROTARY_MAX + 1n))), reject('Model', 'rotary-table'));
   const ffn6 = (downShape: number[]): RawCheckpoint =>
     edit(g, (r) => {
       toStepZero(r);

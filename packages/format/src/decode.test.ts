@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { goldenBytes } from '../test/fixtures/golden-6330.ts';
 import { buildFile, fixChecksum, openFile } from '../test/helpers/raw-file.ts';
+import fc from 'fast-check';
 import { decodeCheckpoint } from './decode.ts';
+import { encodeCheckpoint } from './encode.ts';
 import { isFormatError, type FormatError } from './errors.ts';
+import { inspectCheckpoint } from './inspect.ts';
+import { renderInspection } from './inspect-text.ts';
 
 const GOLDEN = goldenBytes();
 
@@ -64,19 +68,6 @@ describe('decodeCheckpoint', () => {
       expect([e.code, e.reason]).toEqual(['FORMAT_MODEL', 'rotary-table']);
     });
 
-    it('a valid file whose feed_forward_width exceeds 2^53 (layers 0) → LimitExceeded (not representable as a number)', () => {
-      const file = openFile(GOLDEN);
-      file.decoder = { ...file.decoder, layers: 0n, feedForwardWidth: 1n << 60n };
-      file.descriptors = [...file.descriptors.slice(0, 6), file.descriptors[15]!];
-      file.modelParameterCount = 2;
-      file.optimizerStateCount = 0;
-      file.optimizerStep = 0n;
-      file.selectedStep = 0n;
-      file.beta1Power = 1;
-      file.beta2Power = 1;
-      const e = failure(buildFile(file));
-      expect([e.code, e.category, e.reason]).toEqual(['FORMAT_LIMIT_EXCEEDED', 'Allocation', 'unsafe-integer']);
-    });
   });
 
   describe('error context', () => {
@@ -119,5 +110,91 @@ describe('decodeCheckpoint', () => {
     b[171] = 9;
     expect(failure(b).code).toBe('FORMAT_CHECKSUM_MISMATCH');
     expect(failure(fixChecksum(b)).code).toBe('FORMAT_NON_CANONICAL');
+  });
+});
+
+describe('decodeCheckpoint: u64 decoder fields (SPEC §15.2)', () => {
+  const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+  const U64_MAX = (1n << 64n) - 1n;
+  /** The largest max_positions the golden layer's rotary table (head width 2: one pair) admits (SPEC §6.1). */
+  const ROTARY_MAX = ((1n << 63n) - 1n) / 8n;
+  const BOUNDARIES = [SAFE, SAFE + 1n, SAFE + 2n, 1n << 63n, U64_MAX];
+
+  /** The golden file with layers 0 (embedding + final norm), step 0, and the given decoder fields. */
+  function layersZero(fields: { feedForwardWidth?: bigint; maxPositions?: bigint }): Uint8Array {
+    const file = openFile(GOLDEN);
+    file.decoder = { ...file.decoder, layers: 0n, ...fields };
+    file.descriptors = [...file.descriptors.slice(0, 6), file.descriptors[15]!];
+    file.modelParameterCount = 2;
+    file.optimizerStateCount = 0;
+    file.optimizerStep = 0n;
+    file.selectedStep = 0n;
+    file.beta1Power = 1;
+    file.beta2Power = 1;
+    return buildFile(file);
+  }
+
+  /** The golden file (one layer, step 8) with another max_positions. */
+  function goldenWithPositions(maxPositions: bigint): Uint8Array {
+    const file = openFile(GOLDEN);
+    file.decoder = { ...file.decoder, maxPositions };
+    return buildFile(file);
+  }
+
+  /** Decodes, checks the exact values, re-encodes to the identical bytes and renders the exact values. */
+  function roundTrip(bytes: Uint8Array, expected: { feedForwardWidth: bigint; maxPositions: bigint }): void {
+    const c = decodeCheckpoint(bytes);
+    expect(c.decoder.feedForwardWidth).toBe(Number(expected.feedForwardWidth));
+    expect(c.decoder.maxPositions).toBe(Number(expected.maxPositions));
+    const exact = { ...(expected.feedForwardWidth > SAFE ? { feedForwardWidth: expected.feedForwardWidth } : {}), ...(expected.maxPositions > SAFE ? { maxPositions: expected.maxPositions } : {}) };
+    if (Object.keys(exact).length === 0) expect(c.decoder).not.toHaveProperty('exact');
+    else expect(c.decoder.exact).toEqual(exact);
+    for (const field of ['feedForwardWidth', 'maxPositions'] as const) {
+      if (expected[field] > SAFE) expect(Number.isSafeInteger(c.decoder[field])).toBe(false);
+    }
+    expect(encodeCheckpoint(c)).toEqual(bytes);
+    const inspection = inspectCheckpoint(bytes);
+    expect(inspection.verdict.valid).toBe(true);
+    expect(inspection.decoder).toMatchObject(expected);
+    const text = renderInspection(bytes);
+    expect(text).toContain(`feed-forward ${expected.feedForwardWidth}, `);
+    expect(text).toContain(`max positions ${expected.maxPositions}, `);
+    expect(text).toContain('verdict: VALID');
+  }
+
+  it('accepts feed_forward_width and max_positions of a 0-layer model at 2^53 - 1, 2^53, 2^53 + 1, 2^63 and 2^64 - 1, exactly', () => {
+    for (const v of BOUNDARIES) {
+      roundTrip(layersZero({ feedForwardWidth: v }), { feedForwardWidth: v, maxPositions: 2n });
+      roundTrip(layersZero({ maxPositions: v }), { feedForwardWidth: 4n, maxPositions: v });
+      roundTrip(layersZero({ feedForwardWidth: v, maxPositions: U64_MAX - v + SAFE }), { feedForwardWidth: v, maxPositions: U64_MAX - v + SAFE });
+    }
+  });
+
+  it('accepts any generated u64 above 2^53 - 1 in both fields of a 0-layer model and re-encodes it to the identical bytes', () => {
+    const wide = fc.bigInt({ min: SAFE - 2n, max: U64_MAX });
+    fc.assert(
+      fc.property(wide, wide, (feedForwardWidth, maxPositions) => {
+        roundTrip(layersZero({ feedForwardWidth, maxPositions }), { feedForwardWidth, maxPositions });
+      }),
+      { numRuns: 60, seed: 0x64 },
+    );
+  });
+
+  it('accepts max_positions above 2^53 with layers while the rotary table is realisable, up to (2^63 - 1) / 8 entries', () => {
+    for (const v of [SAFE, SAFE + 1n, SAFE + 2n, ROTARY_MAX]) roundTrip(goldenWithPositions(v), { feedForwardWidth: 4n, maxPositions: v });
+  });
+
+  it('rejects max_positions beyond the rotary-table limit with layers (2^63, 2^64 - 1) as Model, like the reference', () => {
+    for (const v of [ROTARY_MAX + 1n, 1n << 63n, U64_MAX]) {
+      expect([failure(goldenWithPositions(v)).code, failure(goldenWithPositions(v)).reason]).toEqual(['FORMAT_MODEL', 'rotary-table']);
+    }
+  });
+
+  it('still requires max_positions >= 1 and feed_forward_width >= 1 with 0 layers, and F to match the blocks with layers', () => {
+    expect(failure(layersZero({ maxPositions: 0n })).reason).toBe('invalid-max-positions');
+    expect(failure(layersZero({ feedForwardWidth: 0n })).reason).toBe('invalid-feed-forward-width');
+    const file = openFile(GOLDEN);
+    file.decoder = { ...file.decoder, feedForwardWidth: SAFE + 1n };
+    expect([failure(buildFile(file)).code, failure(buildFile(file)).reason]).toEqual(['FORMAT_MODEL', 'hidden-width-mismatch']);
   });
 });

@@ -86,6 +86,51 @@ describe('encodeCheckpoint', () => {
   });
 });
 
+describe('encodeCheckpoint: u64 decoder fields (SPEC §15.2)', () => {
+  const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+  const U64_MAX = (1n << 64n) - 1n;
+  /** The golden state with 0 layers at step 0 (only the embedding and the final norm). */
+  const ZERO: CheckpointState = {
+    ...STATE,
+    decoder: { ...STATE.decoder, layers: 0 },
+    parameters: [STATE.parameters[0]!, STATE.parameters[STATE.parameters.length - 1]!],
+    optimizer: { ...STATE.optimizer, groups: null, step: 0n, beta1Power: 1, beta2Power: 1, moments: [] },
+    selectedStep: 0n,
+  };
+  const withExact = (exact: { feedForwardWidth?: bigint; maxPositions?: bigint }): CheckpointState => ({
+    ...ZERO,
+    decoder: {
+      ...ZERO.decoder,
+      ...(exact.feedForwardWidth === undefined ? {} : { feedForwardWidth: Number(exact.feedForwardWidth) }),
+      ...(exact.maxPositions === undefined ? {} : { maxPositions: Number(exact.maxPositions) }),
+      exact,
+    },
+  });
+  const u64At = (bytes: Uint8Array, offset: number): bigint => new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(offset, true);
+
+  it('writes the exact value of `exact` (offsets 91 and 107) and decodes it back', () => {
+    for (const v of [SAFE + 1n, SAFE + 2n, 1n << 63n, U64_MAX]) {
+      const bytes = encodeCheckpoint(withExact({ feedForwardWidth: v, maxPositions: U64_MAX - v + SAFE + 1n }));
+      expect([u64At(bytes, 91), u64At(bytes, 107)]).toEqual([v, U64_MAX - v + SAFE + 1n]);
+      expect(decodeCheckpoint(bytes).decoder.exact).toEqual({ feedForwardWidth: v, maxPositions: U64_MAX - v + SAFE + 1n });
+    }
+  });
+
+  it('refuses an `exact` that disagrees with its number field (a stale spread) or lies outside [2^53, 2^64 - 1] with RangeError', () => {
+    const stale = { ...ZERO, decoder: { ...withExact({ maxPositions: 1n << 60n }).decoder, maxPositions: 8 } };
+    expect(() => encodeCheckpoint(stale)).toThrow(RangeError);
+    expect(() => encodeCheckpoint({ ...ZERO, decoder: { ...ZERO.decoder, exact: { maxPositions: SAFE } } })).toThrow(RangeError);
+    expect(() => encodeCheckpoint({ ...ZERO, decoder: { ...ZERO.decoder, maxPositions: Number(U64_MAX + 1n), exact: { maxPositions: U64_MAX + 1n } } })).toThrow(RangeError);
+    expect(() => encodeCheckpoint({ ...ZERO, decoder: { ...ZERO.decoder, maxPositions: 2 ** 53 } })).toThrow(RangeError);
+    expect(() => encodeCheckpoint({ ...ZERO, decoder: { ...ZERO.decoder, exact: { maxPositions: 5 as unknown as bigint } } })).toThrow(TypeError);
+  });
+
+  it('validates an exact max_positions with the decoder rules (rotary table of a layer)', () => {
+    const wide = { ...STATE, decoder: { ...STATE.decoder, maxPositions: 2 ** 63, exact: { maxPositions: 1n << 63n } } };
+    expect(codeOf(wide)).toBe('FORMAT_MODEL/rotary-table');
+  });
+});
+
 describe('checkpointByteSize', () => {
   it('equals the encoded length without encoding', () => {
     expect(checkpointByteSize(STATE)).toBe(6330);

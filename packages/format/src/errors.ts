@@ -34,7 +34,7 @@ export const FORMAT_ERROR_CODES = {
   FORMAT_INVALID_UTF8: 'FORMAT_INVALID_UTF8',
   /** A size computation overflows u64, or (encoding) a count does not fit its field. */
   FORMAT_SIZE_OVERFLOW: 'FORMAT_SIZE_OVERFLOW',
-  /** A declared size cannot be allocated in this runtime (the reference's Allocation category), or exceeds a limit of this implementation (SPEC.md §15.2: `header_bytes` above 64 MiB, a decoder field above 2^53 − 1). */
+  /** A declared size cannot be allocated in this runtime (the reference's Allocation category), or exceeds a limit of this implementation (SPEC.md §15.2: `header_bytes` above 64 MiB). */
   FORMAT_LIMIT_EXCEEDED: 'FORMAT_LIMIT_EXCEEDED',
   /** Descriptor table or record layout invalid (names, roles, dtypes, shapes, lengths, contiguity, partition). */
   FORMAT_LAYOUT: 'FORMAT_LAYOUT',

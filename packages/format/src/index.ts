@@ -39,6 +39,7 @@ export type {
   BpeTokenizerState,
   CheckpointState,
   DecoderConfig,
+  ExactDecoderFields,
   LiteralTokenizerState,
   MomentState,
   NamedTensor,

@@ -66,6 +66,23 @@ function countField(value: unknown, field: string): bigint {
   return BigInt(value);
 }
 
+/**
+ * A decoder field that may exceed 2^53 − 1 (SPEC.md §15.2): the exact value
+ * from `exact` when given (it must lie in [2^53, 2^64 − 1] and agree with the
+ * number field), else the number field as a safe integer.
+ */
+function wideCountField(value: unknown, exact: unknown, field: string): bigint {
+  if (exact === undefined) return countField(value, field);
+  if (typeof exact !== 'bigint') throw typeError(`${field.replace('decoder.', 'decoder.exact.')} must be a bigint, got ${typeof exact}`);
+  if (exact <= BigInt(Number.MAX_SAFE_INTEGER) || exact > U64_MAX) {
+    throw new RangeError(`encodeCheckpoint: ${field.replace('decoder.', 'decoder.exact.')} must be in [2^53, 2^64 - 1] (smaller values belong in ${field}), got ${exact}`);
+  }
+  if (value !== Number(exact)) {
+    throw new RangeError(`encodeCheckpoint: ${field} is ${String(value)} but ${field.replace('decoder.', 'decoder.exact.')} is ${exact} (expected ${field} = ${Number(exact)}; drop a stale exact when changing the field)`);
+  }
+  return exact;
+}
+
 function f64Field(value: unknown, field: string): number {
   if (typeof value !== 'number') throw typeError(`${field} must be a number, got ${typeof value}`);
   return value;
@@ -154,13 +171,15 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
   const optimizerStep = u64Field(opt.step, 'optimizer.step');
   const dc = state.decoder;
   if (typeof dc !== 'object' || dc === null) throw typeError('decoder must be an object');
+  const exact: { readonly feedForwardWidth?: unknown; readonly maxPositions?: unknown } = dc.exact ?? {};
+  if (typeof exact !== 'object' || exact === null) throw typeError('decoder.exact must be an object when present');
   const decoder = {
     vocabularySize: countField(dc.vocabularySize, 'decoder.vocabularySize'),
     modelWidth: countField(dc.modelWidth, 'decoder.modelWidth'),
     heads: countField(dc.heads, 'decoder.heads'),
-    feedForwardWidth: countField(dc.feedForwardWidth, 'decoder.feedForwardWidth'),
+    feedForwardWidth: wideCountField(dc.feedForwardWidth, exact.feedForwardWidth, 'decoder.feedForwardWidth'),
     layers: countField(dc.layers, 'decoder.layers'),
-    maxPositions: countField(dc.maxPositions, 'decoder.maxPositions'),
+    maxPositions: wideCountField(dc.maxPositions, exact.maxPositions, 'decoder.maxPositions'),
     ropeBase: f64Field(dc.ropeBase, 'decoder.ropeBase'),
     rmsEpsilon: f64Field(dc.rmsEpsilon, 'decoder.rmsEpsilon'),
   };

@@ -399,15 +399,23 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
   }
 
   const c = header.decoder;
+  // SPEC §15.2: feed_forward_width (0 layers) and max_positions may be any
+  // u64; above 2^53 - 1 the exact value goes to `exact`. The other fields are
+  // bounded by record shapes, hence by the file size.
+  const safe = BigInt(Number.MAX_SAFE_INTEGER);
+  const exact: { feedForwardWidth?: bigint; maxPositions?: bigint } = {};
+  if (c.feedForwardWidth > safe) exact.feedForwardWidth = c.feedForwardWidth;
+  if (c.maxPositions > safe) exact.maxPositions = c.maxPositions;
   const decoder: DecoderConfig = {
     vocabularySize: safeNumber(c.vocabularySize, 'vocabularySize'),
     modelWidth: safeNumber(c.modelWidth, 'modelWidth'),
     heads: safeNumber(c.heads, 'heads'),
-    feedForwardWidth: safeNumber(c.feedForwardWidth, 'feedForwardWidth'),
+    feedForwardWidth: Number(c.feedForwardWidth),
     layers: safeNumber(c.layers, 'layers'),
-    maxPositions: safeNumber(c.maxPositions, 'maxPositions'),
+    maxPositions: Number(c.maxPositions),
     ropeBase: c.ropeBase,
     rmsEpsilon: c.rmsEpsilon,
+    ...(exact.feedForwardWidth === undefined && exact.maxPositions === undefined ? {} : { exact }),
   };
   const groups = header.groups === null ? null : { decay: header.groups.decay.map((n) => n.name), noDecay: header.groups.noDecay.map((n) => n.name) };
   return {

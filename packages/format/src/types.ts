@@ -3,7 +3,10 @@
  *
  * Conventions: every u64 that can legitimately exceed 2^53 (steps, the RNG
  * state, raw header fields in layout evidence) is a `bigint`; dimensions of a
- * valid checkpoint are bounded by the file size and are plain `number`s.
+ * valid checkpoint are bounded by the file size and are plain `number`s. The
+ * two decoder fields the file size does not bound (`maxPositions`, and
+ * `feedForwardWidth` of a 0-layer model) may hold any u64: above 2^53 − 1
+ * their exact value is in {@link DecoderConfig.exact} (SPEC.md §15.2).
  * Tensors are row-major `Float64Array`s whose element bit patterns are
  * preserved exactly (including −0).
  */
@@ -27,16 +30,39 @@ export interface BpeTokenizerState {
 /** The tokenizer stored in a checkpoint. */
 export type TokenizerState = LiteralTokenizerState | BpeTokenizerState;
 
+/**
+ * Exact values of the decoder fields that exceed 2^53 − 1 (SPEC.md §15.2).
+ * Each property is present only when its field is above
+ * `Number.MAX_SAFE_INTEGER`; it is then a `bigint` in [2^53, 2^64 − 1].
+ */
+export interface ExactDecoderFields {
+  readonly feedForwardWidth?: bigint;
+  readonly maxPositions?: bigint;
+}
+
 /** Decoder configuration (SPEC.md §4, §6.1). */
 export interface DecoderConfig {
   readonly vocabularySize: number;
   readonly modelWidth: number;
   readonly heads: number;
+  /** F; above 2^53 − 1 (possible only with 0 layers) `Number(exact.feedForwardWidth)`, never a safe integer. */
   readonly feedForwardWidth: number;
   readonly layers: number;
+  /** Context capacity; above 2^53 − 1 `Number(exact.maxPositions)`, never a safe integer. */
   readonly maxPositions: number;
   readonly ropeBase: number;
   readonly rmsEpsilon: number;
+  /**
+   * The exact u64 value of `feedForwardWidth` / `maxPositions` where it
+   * exceeds 2^53 − 1 (SPEC.md §15.2); absent otherwise (the decoder omits it
+   * when both fields are safe integers). The number field then holds the
+   * nearest double, which is never a safe integer, so code that requires
+   * safe integers (e.g. `@llmcp/model`) refuses such a configuration, while
+   * the encoder writes the exact value. The encoder requires the number field
+   * to equal `Number(exact.<field>)`, so a configuration spread with a new
+   * value and a stale `exact` is refused instead of written wrongly.
+   */
+  readonly exact?: ExactDecoderFields;
 }
 
 /** A named f64 tensor, row-major; `data.length` equals the product of `shape` (1 for rank 0). */

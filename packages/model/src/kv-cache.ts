@@ -150,7 +150,9 @@ export class KvCache {
     if (!Number.isSafeInteger(capacity) || capacity < 1 || capacity > config.maxPositions) {
       throw new ModelError('MODEL_INVALID_CONFIG', `cache capacity: expected an integer in [1, ${config.maxPositions}], found ${String(capacity)}`, { field: 'capacity' });
     }
-    const { modelWidth: D, feedForwardWidth: F, vocabularySize: V } = config;
+    const { modelWidth: D, vocabularySize: V } = config;
+    // A 0-layer model has no feed-forward block: its (possibly huge) width needs no scratch.
+    const F = config.layers === 0 ? 0 : config.feedForwardWidth;
     const f = (n: number): Float64Array => new Float64Array(n);
     STATES.set(this, {
       owner: model,

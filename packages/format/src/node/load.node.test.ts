@@ -57,6 +57,29 @@ describe('loadCheckpoint', () => {
     expect(encodeCheckpoint(loaded)).toEqual(GOLDEN);
   });
 
+  it('loads and saves u64 max_positions / feed_forward_width (SPEC §15.2) exactly like decodeCheckpoint', async () => {
+    const u64Max = (1n << 64n) - 1n;
+    for (const [layers, feedForwardWidth, maxPositions] of [[0n, u64Max, 1n << 63n], [0n, 4n, (1n << 53n) + 1n], [1n, 4n, ((1n << 63n) - 1n) / 8n]] as const) {
+      const file = openFile(GOLDEN);
+      file.decoder = { ...file.decoder, layers, feedForwardWidth, maxPositions };
+      if (layers === 0n) {
+        file.descriptors = [...file.descriptors.slice(0, 6), file.descriptors[15]!];
+        file.modelParameterCount = 2;
+        file.optimizerStateCount = 0;
+        file.optimizerStep = 0n;
+        file.selectedStep = 0n;
+        file.beta1Power = 1;
+        file.beta2Power = 1;
+      }
+      const bytes = buildFile(file);
+      const loaded = await loadCheckpoint(fileWith(bytes));
+      expect(loaded.decoder).toEqual(decodeCheckpoint(bytes).decoder);
+      const target = path.join(dir, `u64-${n++}.llmcp`);
+      await saveCheckpointAtomic(target, loaded);
+      expect(new Uint8Array(readFileSync(target))).toEqual(bytes);
+    }
+  });
+
   it('loads a multi-megabyte checkpoint spanning many staging buffers bit for bit', async () => {
     const base = randomState(11n, { kind: 'bpe', step: 5n, groups: true, layers: 1 });
     const d = 64;
