@@ -240,6 +240,7 @@ export interface LossLogScan {
  * @param prefixBytes - length of the prefix to hash, or null.
  * @param chunkBytes - read size (tests use tiny ones).
  * @returns the scan.
+ * @throws TrainerError `TRAINER_LOSS_LOG_INVALID` when the file cannot be read (e.g. it is a directory).
  */
 export function scanLossLog(file: string, prefixBytes: number | null = null, chunkBytes: number = READ_CHUNK): LossLogScan {
   let last: (LossRecord & { timing?: LossTiming }) | null = null;
@@ -249,14 +250,18 @@ export function scanLossLog(file: string, prefixBytes: number | null = null, chu
   const hash = createHash('sha256');
   let size = 0;
   if (existsSync(file)) {
-    size = streamFile(
-      file,
-      (chunk, offset) => {
-        scanner.push(chunk);
-        if (prefixBytes !== null && offset < prefixBytes) hash.update(chunk.subarray(0, Math.min(chunk.length, prefixBytes - offset)));
-      },
-      chunkBytes,
-    );
+    try {
+      size = streamFile(
+        file,
+        (chunk, offset) => {
+          scanner.push(chunk);
+          if (prefixBytes !== null && offset < prefixBytes) hash.update(chunk.subarray(0, Math.min(chunk.length, prefixBytes - offset)));
+        },
+        chunkBytes,
+      );
+    } catch (cause) {
+      throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss.jsonl cannot be read: ${(cause as Error).message}`, { path: file, cause });
+    }
   }
   const prefixSha256 = prefixBytes !== null && size >= prefixBytes ? `sha256:${hash.digest('hex')}` : null;
   return { bytes: size, records: scanner.records, last, trailingBytes: scanner.trailingBytes, problem: scanner.problem, prefixSha256 };

@@ -20,7 +20,7 @@ import { TrainerError, publicErrors } from './errors.ts';
 import { encodeJob, JOB_FORMAT, sealJob, type Job } from './job.ts';
 import { copyLossLogPrefix, LossLog, planLossLogResume } from './loss-log.ts';
 import { appendRunEvent, requireRunManifest } from './run-manifest.ts';
-import { checkpointEvidence, checkpointsDir, chooseCheckpoint, listSlots, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
+import { assertRunEntries, checkpointEvidence, checkpointsDir, chooseCheckpoint, listSlots, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
 import { canonicalDigest, canonicalJson, sha256Hex } from './internal/canonical-json.ts';
 import { fsyncDirectory, makeDirectories, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock } from './internal/run-lock.ts';
@@ -146,6 +146,7 @@ async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise
   const manifest = requireRunManifest(runDir);
   const release = acquireRunLock(runDir);
   try {
+    assertRunEntries(runDir);
     const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, manifest));
     const { changed, unchanged } = checkChanges(chosen.job.config, options.config, options.changes, 'pivot');
     if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});

@@ -14,7 +14,7 @@
  * missing or damaged falls back to `S.backup` and then to step snapshots.
  * `.tmp-*` and `.trash-*` entries are never read and are removed at start-up.
  */
-import { constants, copyFileSync, existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -86,6 +86,47 @@ export function listSlots(runDir: string): SlotName[] {
   return readdirSync(dir)
     .filter((n) => !n.startsWith('.'))
     .sort();
+}
+
+/**
+ * Refuses a run directory whose entries are of the wrong kind, before anything
+ * is changed: `run.json`, `loss.jsonl` and `samples.json` must be regular
+ * files where they exist, `checkpoints/` a directory, and every slot in it a
+ * real directory — not a symbolic link, whose publication would rename the
+ * link and discard what it points to.
+ *
+ * @param runDir - the run directory.
+ * @throws TrainerError `TRAINER_RUN_INVALID` naming the entry.
+ */
+export function assertRunEntries(runDir: string): void {
+  const kind = (file: string): string | null => {
+    try {
+      const st = lstatSync(file);
+      return st.isSymbolicLink() ? 'a symbolic link' : st.isDirectory() ? 'directory' : st.isFile() ? 'file' : 'a special file';
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new TrainerError('TRAINER_IO', `cannot examine ${file}: ${(e as Error).message}`, { path: file, cause: e });
+    }
+  };
+  const refuse = (file: string, found: string, expected: string): never => {
+    throw new TrainerError('TRAINER_RUN_INVALID', `${file} is ${found === 'directory' ? 'a directory' : found === 'file' ? 'a regular file' : found}, expected ${expected}; the run directory was altered by hand`, {
+      path: file,
+    });
+  };
+  for (const name of [RUN_FILES.manifest, RUN_FILES.lossLog, RUN_FILES.samples]) {
+    const file = path.join(runDir, name);
+    const k = kind(file);
+    if (k !== null && k !== 'file') refuse(file, k, 'a regular file');
+  }
+  const dir = checkpointsDir(runDir);
+  const k = kind(dir);
+  if (k === null) return;
+  if (k !== 'directory') refuse(dir, k, 'a directory');
+  for (const slot of listSlots(runDir)) {
+    const entry = path.join(dir, slot);
+    const e = kind(entry);
+    if (e !== null && e !== 'directory') refuse(entry, e, 'a checkpoint slot directory');
+  }
 }
 
 /** A slot that passed every check. */
@@ -187,6 +228,11 @@ export function verifyPairing(job: Job, state: CheckpointState, facts: StateFile
  */
 export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   const dir = path.join(checkpointsDir(runDir), slot);
+  try {
+    if (lstatSync(dir).isSymbolicLink()) throw new TrainerError('TRAINER_RUN_INVALID', `${slot} is a symbolic link, not a checkpoint slot directory`, { path: dir, slot });
+  } catch (e) {
+    if (isTrainerError(e)) throw e;
+  }
   const jobFile = path.join(dir, RUN_FILES.job);
   const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
   const stateFile = path.join(dir, RUN_FILES.state);

@@ -28,6 +28,7 @@ import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } fr
 import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
 import {
   applyRetention,
+  assertRunEntries,
   checkpointEvidence,
   checkpointsDir,
   chooseCheckpoint,
@@ -640,6 +641,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
   }
   const lock = acquireRunLock(runDir);
   try {
+    assertRunEntries(runDir);
     const manifest = readRunManifest(runDir);
     const evidence = checkpointEvidence(runDir, manifest);
     if (resumeCandidates(runDir).length === 0) {

@@ -8,9 +8,10 @@ import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isTrainerError } from './errors.ts';
 import { decodeJob, type Job } from './job.ts';
-import { scanLossLog } from './loss-log.ts';
+import { scanLossLog, type LossLogScan } from './loss-log.ts';
 import { readRunManifest, requireRunManifest } from './run-manifest.ts';
 import {
+  assertRunEntries,
   checkpointEvidence,
   checkpointsDir,
   chooseCheckpoint,
@@ -148,6 +149,8 @@ export interface RunVerification {
     readonly problem: string | null;
   };
   readonly manifest: { readonly ok: boolean; readonly events: number; readonly problem: string | null };
+  /** Whether every entry of the run directory is of its kind (files are regular files, slots real directories). */
+  readonly entries: { readonly ok: boolean; readonly problem: string | null };
   /**
    * The process training the run while it was verified (from `run.lock`), or
    * null. A live run rotates its slots; the verdict is taken from a moment
@@ -250,7 +253,12 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
     if (v !== undefined && (resume === null || v.job.step > resume.job.step)) resume = v;
   }
   const want = resume?.job.lossLog ?? null;
-  const scan = scanLossLog(path.join(runDir, RUN_FILES.lossLog), want?.bytes ?? null);
+  let scan: LossLogScan;
+  try {
+    scan = scanLossLog(path.join(runDir, RUN_FILES.lossLog), want?.bytes ?? null);
+  } catch (e) {
+    scan = { bytes: 0, records: 0, last: null, trailingBytes: 0, problem: (e as Error).message, prefixSha256: null };
+  }
   let prefixMatches: boolean | null = null;
   let orphaned = 0;
   // A live writer may be in the middle of appending a record: a partial last line is its, not damage.
@@ -269,18 +277,25 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
   } catch (e) {
     manifestProblem = (e as Error).message;
   }
+  let entriesProblem: string | null = null;
+  try {
+    assertRunEntries(runDir);
+  } catch (e) {
+    entriesProblem = (e as Error).message;
+  }
   const lossOk = problem === null && prefixMatches !== false;
   // Mid-publication a live run has no latest/ for an instant, while its replacement sits in a .tmp-latest directory.
   const publishing = live && !listSlots(runDir).includes('latest') && hiddenEntries(runDir).some((n) => n.startsWith('.tmp-latest'));
   // latest/ must be present and sound (best/ may legitimately be newer: a best-only save between cadence checkpoints).
   const resumeOk = resume !== null && (verified.has('latest') || publishing);
   return {
-    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null,
+    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null && entriesProblem === null,
     runDir,
     slots,
     resumeSlot: resume?.slot ?? null,
     lossLog: { ok: lossOk, records: scan.records, orphaned, prefixMatches, problem },
     manifest: { ok: manifestProblem === null, events, problem: manifestProblem },
+    entries: { ok: entriesProblem === null, problem: entriesProblem },
   };
 }
 

@@ -6,7 +6,7 @@
  * injected hooks and real child processes.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -252,6 +252,33 @@ describe('defect 12: errors of the right kind, never masked', () => {
     );
     expect(f.code).not.toBe('TRAINER_IO');
     expect(['TRAINER_SAVE_FAILED', 'TRAINER_RUN_LOCKED']).toContain(f.code);
+  });
+
+  it.each([
+    ['samples.json is a directory', (dir: string) => {
+      rmSync(path.join(dir, 'samples.json'), { force: true });
+      mkdirSync(path.join(dir, 'samples.json'));
+    }, /samples\.json is a directory, expected a regular file/],
+    ['loss.jsonl is a directory', (dir: string) => {
+      rmSync(path.join(dir, 'loss.jsonl'));
+      mkdirSync(path.join(dir, 'loss.jsonl'));
+    }, /loss\.jsonl is a directory, expected a regular file/],
+    ['best/ is a symbolic link to best.backup/', (dir: string) => {
+      rmSync(path.join(dir, 'checkpoints', 'best'), { recursive: true });
+      symlinkSync('best.backup', path.join(dir, 'checkpoints', 'best'));
+    }, /checkpoints\/best is a symbolic link, expected a checkpoint slot directory/],
+  ])('a run directory entry of the wrong kind (%s) is refused before anything changes', async (_what, tamper, message) => {
+    const dir = path.join(tempDir(), 'run');
+    await stoppedAt(dir, smallBpe(), 12);
+    tamper(dir);
+    const before = snapshotTree(dir);
+    const f = await failure(resumeRun(dir, { saveMode: 'inline' }));
+    expect(f.code).toBe('TRAINER_RUN_INVALID');
+    expect(f.message).toMatch(message);
+    expect(snapshotTree(dir)).toEqual(before);
+    // verify reports it as a typed finding instead of failing with an untyped error.
+    const v = await verifyRun(dir);
+    expect(v.ok).toBe(false);
   });
 
   it('fork --slot accepts only a slot the run has (no path traversal)', async () => {

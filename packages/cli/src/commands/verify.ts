@@ -152,6 +152,7 @@ async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, opti
     `  loss.jsonl: ${l.ok ? c.green('ok') : c.red('FAILED')}, ${plural(l.records, 'record')}${l.orphaned > 0 ? `, ${l.orphaned} beyond the checkpoint (a resume cuts them)` : ''}${l.prefixMatches === null ? '' : `, prefix hash ${l.prefixMatches ? 'matches' : c.red('differs')}`}${l.problem === null ? '' : ` — ${l.problem}`}`,
   );
   out.push(`  run.json: ${run.manifest.ok ? c.green('ok') : c.red('FAILED')}, ${plural(run.manifest.events, 'event')}${run.manifest.problem === null ? '' : ` — ${run.manifest.problem}`}`);
+  if (!run.entries.ok) out.push(`  layout: ${c.red('FAILED')} — ${run.entries.problem ?? ''}`);
   ctx.stdout.write(`${out.join('\n')}\n`);
   return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
 }
