@@ -127,6 +127,25 @@ describe('interrupt, resume, fork, pivot', () => {
   });
 });
 
+describe('llmcp resume says what it did', () => {
+  it('names the refused slot and the work a crash left undone at the resumed step', async () => {
+    const dir = path.join(tmp.dir, 'runs', 'ch33-repair');
+    const config = configFile('ch33-repair.json', (c) => {
+      c.checkpoint = { every: 4, keepSteps: 2 };
+    });
+    expect((await llmcp(['train', dir, '--config', config, '--plain'])).code).toBe(0);
+    // As a kill right after the final latest/ was published leaves it: no step_000008, no 'completed' event.
+    (await import('node:fs')).rmSync(path.join(dir, 'checkpoints', 'step_000008'), { recursive: true });
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'run.json'), 'utf8')) as { events: { event: string }[] };
+    writeFileSync(path.join(dir, 'run.json'), JSON.stringify({ ...manifest, events: manifest.events.filter((e) => e.event !== 'completed') }));
+    const r = await llmcp(['resume', dir, '--plain']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n')[0]).toBe('completed what the crash left undone at step 8 (latest): step_000008, completed event');
+    expect(r.stdout.split('\n')[1]).toMatch(/^already complete: .* at step 8\/8/);
+    expect(existsSync(path.join(dir, 'checkpoints', 'step_000008', 'state.llmcp'))).toBe(true);
+  });
+});
+
 describe('run commands: bad inputs', () => {
   it.each([
     [['train', path.join(tmp.dir, 'x')], 2, 'llmcp train: error: a new run needs --config <file> or --preset <name>'],

@@ -29,7 +29,7 @@ export const TRAINER_ERROR_CODES = {
    * older than what run.json or best/ prove the run had (slots missing, never silently skipped).
    */
   TRAINER_NO_CHECKPOINT: 'TRAINER_NO_CHECKPOINT',
-  /** A slot report's code (never thrown): the slot predates a pivot recorded in run.json, so resuming it would undo the pivot. */
+  /** A slot report's code (never thrown): the slot predates a pivot recorded in run.json and is passed over, since resuming it would undo the pivot. */
   TRAINER_SLOT_SUPERSEDED: 'TRAINER_SLOT_SUPERSEDED',
   /** The directory is not a run directory, or it already holds a run where a new one was asked for. */
   TRAINER_RUN_INVALID: 'TRAINER_RUN_INVALID',

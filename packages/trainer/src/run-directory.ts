@@ -261,7 +261,10 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
 /** The verdict on one slot considered by {@link chooseCheckpoint}. */
 export interface SlotReport {
   readonly slot: SlotName;
-  /** `used`: chosen; `refused`: failed verification; `older`: valid job but an older step than the chosen one; `not-checked`: not needed. */
+  /**
+   * `used`: chosen; `refused`: failed verification; `older`: passed over — a valid job of an older step than the
+   * chosen one, or one written before a pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
+   */
   readonly status: 'used' | 'refused' | 'older' | 'not-checked';
   /** The step its job.json claims, when readable. */
   readonly step: number | null;
@@ -409,13 +412,12 @@ export async function chooseCheckpoint(runDir: string, evidence: CheckpointEvide
   for (const c of candidates) {
     if (c.job === null) reports.set(c.slot, { slot: c.slot, status: 'refused', step: null, ...describe(c.error) });
     else if (c.job.run.pivots < pivots) {
-      // best/ keeps the pre-pivot best until a better one is found: passed over, not damage.
-      const passedOver = c.slot === 'best' || c.slot === 'best.backup';
+      // Passed over, not damage: after every pivot latest.backup (and best/ until a better one) predates it.
       reports.set(c.slot, {
         slot: c.slot,
-        status: passedOver ? 'older' : 'refused',
+        status: 'older',
         step: c.job.step,
-        code: passedOver ? null : 'TRAINER_SLOT_SUPERSEDED',
+        code: 'TRAINER_SLOT_SUPERSEDED',
         reason: `${c.slot} was written before pivot ${pivots} (step ${evidence?.pivotStep ?? '?'}) recorded in run.json; resuming it would silently undo the pivot`,
       });
     }

@@ -127,6 +127,9 @@ async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ op
 
 function summarize(ctx: CliContext, result: RunResult): number {
   const c = colorsFor(ctx.stdout, ctx.env);
+  // What the resume did beyond continuing: slots it refused, and work a crash had left undone at the resumed step.
+  for (const r of result.loadReport ?? []) if (r.status === 'refused') ctx.stdout.write(`${c.yellow('refused')} ${r.slot}: ${r.reason ?? r.code ?? ''}\n`);
+  if (result.repaired.length > 0) ctx.stdout.write(`${c.yellow('completed')} what the crash left undone at step ${result.resumedFrom === null ? result.step : `${result.step} (${result.resumedFrom})`}: ${result.repaired.join(', ')}\n`);
   const best = result.best === null ? 'no validation yet' : `best validation loss ${result.best.validationLoss.toFixed(6)} at step ${result.best.step}`;
   if (result.status === 'stopped') {
     ctx.stdout.write(`${c.yellow('stopped')} at step ${result.step}/${result.totalSteps} (${result.stopReason ?? 'stop requested'}); checkpoint in ${path.join(result.runDir, 'checkpoints', 'latest')}; ${best}\n`);
