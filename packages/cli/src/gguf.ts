@@ -38,7 +38,7 @@
  *   tokenizer probe aborts the process.
  */
 import { checksumLabel, type CheckpointState } from '@llmcp/format';
-import { tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
+import { BOS_ID, BYTE_TOKEN_OFFSET, EOS_ID, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
 import { CliError } from './errors.ts';
 
 /** `GGUF` as the first four bytes. */
@@ -180,12 +180,10 @@ export function ggufVocabulary(tokenizer: AnyTokenizer): GgufVocabulary {
   if (tokenizer.kind === 'bpe') {
     add(GGUF_BOS_TEXT, 'gpt2');
     add(GGUF_EOS_TEXT, 'gpt2');
-    for (let id = 2; id < tokenizer.vocabularySize; id++) add(spell(tokenizer.tokenBytes(id)), 'gpt2');
-    const json = tokenizer.toJSON();
-    const pairs = json.kind === 'bpe' ? json.pairs : [];
-    const merges = pairs.map(([l, r]) => `${tokens[l + 2] as string} ${tokens[r + 2] as string}`);
-    const types = tokens.map((_, id) => (id < 2 ? GGUF_TOKEN_TYPE.CONTROL : GGUF_TOKEN_TYPE.NORMAL));
-    return { model: 'gpt2', pre: 'default', tokens, types, merges, bosId: 0, eosId: 1 };
+    for (let id = BYTE_TOKEN_OFFSET; id < tokenizer.vocabularySize; id++) add(spell(tokenizer.tokenBytes(id)), 'gpt2');
+    const merges = tokenizer.pairs().map(([l, r]) => `${tokens[l + BYTE_TOKEN_OFFSET] as string} ${tokens[r + BYTE_TOKEN_OFFSET] as string}`);
+    const types = tokens.map((_, id) => (id < BYTE_TOKEN_OFFSET ? GGUF_TOKEN_TYPE.CONTROL : GGUF_TOKEN_TYPE.NORMAL));
+    return { model: 'gpt2', pre: 'default', tokens, types, merges, bosId: BOS_ID, eosId: EOS_ID };
   }
   // Literal: the pieces, no merges, no control tokens.
   for (let id = 0; id < tokenizer.vocabularySize; id++) add(spell(tokenizer.tokenBytes(id)), 'gpt2');

@@ -36,14 +36,14 @@ import { BOS_ID, BYTE_TOKEN_OFFSET, EOS_ID, FIRST_MERGE_TOKEN_ID, tokenizerFromS
 import type { Job } from '@llmcp/trainer';
 import type { CliContext } from './context.ts';
 import { CliError } from './errors.ts';
-import { gpt2ByteCharacters } from './gguf.ts';
+import { GGUF_BOS_TEXT, GGUF_EOS_TEXT, gpt2ByteCharacters } from './gguf.ts';
 import { readCheckpointFile, requireCreatableDirectory, requirePath, resolvePath } from './internal/files.ts';
 import { encodeSafetensorsTensors, totalParameters, type SafetensorsDType, type SafetensorsTensor } from './safetensors.ts';
 
-/** Text of the begin-of-document token (id 0) in `tokenizer.json`. */
-export const HF_BOS_TOKEN = '<|begin_of_text|>';
-/** Text of the end-of-document token (id 1) in `tokenizer.json`. */
-export const HF_EOS_TOKEN = '<|endoftext|>';
+/** Text of the begin-of-document token (id 0) in `tokenizer.json` (the same as in a GGUF export). */
+export const HF_BOS_TOKEN: string = GGUF_BOS_TEXT;
+/** Text of the end-of-document token (id 1) in `tokenizer.json` (the same as in a GGUF export). */
+export const HF_EOS_TOKEN: string = GGUF_EOS_TEXT;
 /** `__metadata__.llmcp_export` of `model.safetensors` in an HF export. */
 export const HF_EXPORT_FORMAT = 'llmcp-hf/1';
 
@@ -491,13 +491,15 @@ export async function resolveExportSource(ctx: CliContext, spec: string): Promis
       throw new CliError('CLI_USAGE', `${JSON.stringify(slot)} is not a slot name (latest, latest.backup, best, best.backup or step_NNNNNN); ${runPart} has: ${has}`, { path: absolute });
     }
     if (!slots.includes(slot)) throw new CliError('CLI_FILE_NOT_FOUND', `${runPart} has no slot ${slot}; it has: ${has}`, { path: path.join(absolute, 'checkpoints', slot) });
-  } else {
-    slot = slots.includes('best') ? 'best' : await trainerCall(`no checkpoint of ${runPart} verifies`, absolute, async (t) => (await t.loadRunCheckpoint(absolute)).slot);
   }
-  const chosen = slot;
-  const verified = await trainerCall(`slot ${chosen} of ${runPart} does not verify`, absolute, (t) => t.verifySlot(absolute, chosen));
+  const named = slot ?? (slots.includes('best') ? 'best' : null);
+  // Without a named slot, the checkpoint a resume would use (verified once, by the choice itself).
+  const verified =
+    named === null
+      ? await trainerCall(`no checkpoint of ${runPart} verifies`, absolute, async (t) => (await t.loadRunCheckpoint(absolute)).checkpoint)
+      : await trainerCall(`slot ${named} of ${runPart} does not verify`, absolute, (t) => t.verifySlot(absolute, named));
   const { checkpoint } = readCheckpointFile(ctx, verified.stateFile);
-  return { checkpoint, job: verified.job, description: `${runPart}:${chosen}` };
+  return { checkpoint, job: verified.job, description: `${runPart}:${verified.slot}` };
 }
 
 /** Options of {@link runHfExport}. */

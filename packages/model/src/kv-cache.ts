@@ -89,8 +89,6 @@ interface RowScratch {
   readonly silu: Float64Array;
   readonly up: Float64Array;
   readonly prod: Float64Array;
-  /** (V) logits. */
-  readonly logits: Float64Array;
 }
 
 /** The state behind a {@link KvCache} (internal to the package). */
@@ -150,7 +148,7 @@ export class KvCache {
     if (!Number.isSafeInteger(capacity) || capacity < 1 || capacity > config.maxPositions) {
       throw new ModelError('MODEL_INVALID_CONFIG', `cache capacity: expected an integer in [1, ${config.maxPositions}], found ${String(capacity)}`, { field: 'capacity' });
     }
-    const { modelWidth: D, vocabularySize: V } = config;
+    const { modelWidth: D } = config;
     // A 0-layer model has no feed-forward block: its (possibly huge) width needs no scratch.
     const F = config.layers === 0 ? 0 : config.feedForwardWidth;
     const f = (n: number): Float64Array => new Float64Array(n);
@@ -187,7 +185,6 @@ export class KvCache {
         silu: f(F),
         up: f(F),
         prod: f(F),
-        logits: f(V),
       },
       work: zeroWork(),
     });
@@ -309,8 +306,8 @@ export function ensureCacheRows(s: KvCacheState, positions: number): void {
   const D = s.config.modelWidth;
   const next = Math.min(s.capacity, Math.max(positions, 2 * s.allocated, 16));
   try {
-    const keys = s.keys.map(() => new Float64Array(0));
-    const values = s.values.map(() => new Float64Array(0));
+    const keys: Float64Array[] = [];
+    const values: Float64Array[] = [];
     const L = s.config.layers;
     for (let l = 0; l < L; l++) {
       const k = new Float64Array(next * D);
@@ -319,8 +316,8 @@ export function ensureCacheRows(s: KvCacheState, positions: number): void {
         k.set((s.keys[l] as Float64Array).subarray(0, s.length * D));
         v.set((s.values[l] as Float64Array).subarray(0, s.length * D));
       }
-      keys[l] = k;
-      values[l] = v;
+      keys.push(k);
+      values.push(v);
     }
     const weights = new Float64Array(next);
     const rope = extendRopeTables(s.rope, next);
@@ -436,7 +433,7 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
   }
   rmsNormForward(r.out, r.normalized, r.inv, r.st, r.ms, x, params, s.layout.finalNorm, 1, D, eps);
   // Tied head: logits[v] = Σ_c nf[c]·E[v, c] over c ascending (the full forward's Eᵀ product).
-  const logits = r.logits;
+  const logits = new Float64Array(V);
   for (let v = 0; v < V; v++) {
     const e = v * D;
     let sum = 0;
@@ -446,5 +443,5 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
   const bad = firstNonFiniteIn(logits, V);
   if (bad >= 0) throw nonFinite('logit', -1, bad, logits[bad] as number);
   recordWork(s, t, 1, false);
-  return logits.slice();
+  return logits;
 }

@@ -305,14 +305,17 @@ export function resumeCandidates(runDir: string): SlotName[] {
     .filter((n) => stepOfSlot(n) !== null)
     .sort((a, b) => (stepOfSlot(b) ?? 0) - (stepOfSlot(a) ?? 0));
   const rolling = [...['latest', 'latest.backup'].filter((n) => names.includes(n)), ...steps];
+  const bestSlots = ['best', 'best.backup'].filter((n) => names.includes(n));
+  if (bestSlots.length === 0) return rolling;
   // A best slot is a candidate only when it is newer than every rolling slot (an unreadable one counts as newest).
-  const newestRolling = rolling.reduce((max, slot) => Math.max(max, peekJob(runDir, slot).job?.step ?? Number.POSITIVE_INFINITY), Number.NEGATIVE_INFINITY);
-  const best = ['best', 'best.backup'].filter((n) => {
-    if (!names.includes(n)) return false;
-    const step = peekJob(runDir, n).job?.step ?? null;
-    return step === null ? rolling.length === 0 : step > newestRolling;
-  });
-  return [...rolling, ...best];
+  const newestRolling = rolling.reduce((max, slot) => Math.max(max, readSlotJob(runDir, slot)?.step ?? Number.POSITIVE_INFINITY), Number.NEGATIVE_INFINITY);
+  return [
+    ...rolling,
+    ...bestSlots.filter((n) => {
+      const step = readSlotJob(runDir, n)?.step ?? null;
+      return step === null ? rolling.length === 0 : step > newestRolling;
+    }),
+  ];
 }
 
 function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unknown } {
@@ -322,6 +325,18 @@ function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unkn
   } catch (error) {
     return { job: null, error };
   }
+}
+
+/**
+ * A slot's digest-verified `job.json` (its state file is not read), or null
+ * when it is missing or does not verify.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @returns the job, or null.
+ */
+export function readSlotJob(runDir: string, slot: SlotName): Job | null {
+  return peekJob(runDir, slot).job;
 }
 
 function describe(error: unknown): { reason: string; code: string } {

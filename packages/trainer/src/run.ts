@@ -23,7 +23,7 @@ import { diffConfig, isCheckpointStep, isValidationStep, learningRateAt, type Tr
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
-import { decodeJob, JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
+import { JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
 import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
 import {
@@ -35,6 +35,7 @@ import {
   copyCheckpointDirectory,
   listSlots,
   publishSlot,
+  readSlotJob,
   resumeCandidates,
   RUN_FILES,
   stepSlotName,
@@ -573,11 +574,17 @@ export interface ResumePlan {
  * @param runDir - the run directory.
  * @param requested - the config the caller wants to continue with (default: the recorded one).
  * @param allowedChanges - config keys that may differ (pivot); default none.
+ * @param evidence - what run.json and best/ prove about the run's checkpoints (default: read them).
  * @returns the plan.
  * @throws TrainerError naming every changed field or input.
  */
-export async function planResume(runDir: string, requested: TrainerConfig | undefined, allowedChanges: (key: string) => boolean = () => false): Promise<ResumePlan> {
-  const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, readRunManifest(runDir)));
+export async function planResume(
+  runDir: string,
+  requested: TrainerConfig | undefined,
+  allowedChanges: (key: string) => boolean = () => false,
+  evidence: CheckpointEvidence = checkpointEvidence(runDir, readRunManifest(runDir)),
+): Promise<ResumePlan> {
+  const { chosen, report } = await chooseCheckpoint(runDir, evidence);
   const job: Job = chosen.job;
   const implementation = implementationIdentity();
   if (implementation.id !== job.inputs.implementation.id) {
@@ -655,7 +662,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       }
       return await restartRun(runDir, options, lock);
     }
-    const plan = await planResume(runDir, options.config);
+    const plan = await planResume(runDir, options.config, undefined, evidence);
     const faults = options.faults ?? {};
     const job = plan.chosen.job;
     const engine = await createEngine(plan.config, plan.inputs, { state: plan.chosen.state, data: job.data }, faults);
@@ -752,15 +759,6 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
   }
 }
 
-/** The job recorded in a slot's job.json, or null when absent or unreadable. */
-function slotJob(runDir: string, slot: string): Job | null {
-  try {
-    return decodeJob(new Uint8Array(readFileSync(path.join(checkpointsDir(runDir), slot, RUN_FILES.job))), `${slot}/job.json`);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Completes what the chosen checkpoint's save was due to write at its step but
  * a crash cut short. Each piece is rebuilt from the verified checkpoint
@@ -779,14 +777,14 @@ async function completeDueWork(runDir: string, plan: ResumePlan, evidence: Check
   // A cadence checkpoint publishes a step snapshot with latest/.
   if (isCheckpointStep(config, job.step) && audited && config.checkpoint.keepSteps > 0) {
     const slot = stepSlotName(job.step);
-    if (chosen.slot !== slot && slotJob(runDir, slot)?.digest !== job.digest) await publishCopy(slot, false, false);
+    if (chosen.slot !== slot && readSlotJob(runDir, slot)?.digest !== job.digest) await publishCopy(slot, false, false);
   }
   // Retention runs after the snapshot it follows; a crash in between leaves one snapshot too many.
   if (config.checkpoint.keepSteps > 0) {
     const retention = await applyRetention(runDir, config.checkpoint.keepSteps, chosen.slot);
     if (retention.removed.length > 0) repaired.push(`retention (${retention.removed.join(', ')})`);
   }
-  if (job.best !== null && job.best.step === job.step && chosen.slot !== 'best' && slotJob(runDir, 'best')?.step !== job.step) {
+  if (job.best !== null && job.best.step === job.step && chosen.slot !== 'best' && readSlotJob(runDir, 'best')?.step !== job.step) {
     await publishCopy('best', true, await slotVerifies(runDir, 'best'));
   }
   if (complete && chosen.slot !== 'latest') {

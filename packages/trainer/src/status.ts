@@ -4,10 +4,10 @@
  * checkpoint a resume would use with the report on every candidate
  * (`loadRunCheckpoint`).
  */
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { isTrainerError } from './errors.ts';
-import { decodeJob, type Job } from './job.ts';
+import type { Job } from './job.ts';
 import { scanLossLog, type LossLogScan } from './loss-log.ts';
 import { readRunManifest, requireRunManifest } from './run-manifest.ts';
 import {
@@ -16,6 +16,7 @@ import {
   checkpointsDir,
   chooseCheckpoint,
   listSlots,
+  readSlotJob,
   resumeCandidates,
   RUN_FILES,
   stepOfSlot,
@@ -74,14 +75,6 @@ export interface RunStatus {
   readonly events: number;
 }
 
-function readJob(runDir: string, slot: string): Job | null {
-  try {
-    return decodeJob(new Uint8Array(readFileSync(path.join(checkpointsDir(runDir), slot, RUN_FILES.job))), `${slot}/job.json`);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * A quick status from the newest job file whose digest verifies (the state
  * file is not decoded; use {@link verifyRun} for that).
@@ -95,7 +88,7 @@ export function runStatus(runDir: string): RunStatus {
   let job: Job | null = null;
   let slot: string | null = null;
   for (const candidate of resumeCandidates(runDir)) {
-    const j = readJob(runDir, candidate);
+    const j = readSlotJob(runDir, candidate);
     if (j !== null && (job === null || j.step > job.step)) {
       job = j;
       slot = candidate;
@@ -241,7 +234,7 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
       slots.push({
         slot,
         ok: false,
-        step: readJob(runDir, slot)?.step ?? null,
+        step: readSlotJob(runDir, slot)?.step ?? null,
         code: isTrainerError(e) ? e.code : 'TRAINER_IO',
         message: e instanceof Error ? e.message : String(e),
       });

@@ -13,7 +13,7 @@ import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { inspectReportJson } from '../inspect-report.ts';
 import { parsePositiveInteger } from '../internal/arguments.ts';
 import { readInputFile } from '../internal/files.ts';
-import { foreignKindName, readForeignInput, type ForeignInput } from '../internal/foreign.ts';
+import { foreignErrorJson, foreignErrorText, foreignKindName, readForeignInput, type ForeignErrorJson, type ForeignInput } from '../internal/foreign.ts';
 
 /** Identifier of the `inspect --json` document for a safetensors or GGUF file (`schema` member). */
 export const INSPECT_FOREIGN_SCHEMA_ID = 'llmcp-inspect-foreign/1';
@@ -25,7 +25,7 @@ export interface InspectForeignJson {
   readonly kind: 'safetensors' | 'gguf';
   readonly ok: boolean;
   readonly file: ForeignFileJson | null;
-  readonly error: { readonly code: string; readonly message: string; readonly offset: number | null } | null;
+  readonly error: ForeignErrorJson | null;
 }
 
 function inspectForeign(ctx: CliContext, file: string, foreign: ForeignInput, options: InspectOptions): number {
@@ -37,15 +37,14 @@ function inspectForeign(ctx: CliContext, file: string, foreign: ForeignInput, op
       kind: foreign.kind,
       ok: header !== null,
       file: header === null ? null : foreignFileJson(header),
-      error: error === null ? null : { code: error.code, message: error.message, offset: error.offset ?? null },
+      error: foreignErrorJson(error),
     };
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
   } else {
     const c = colorsFor(ctx.stdout, ctx.env);
     if (header !== null) ctx.stdout.write(renderForeignFile(header, { file, style: { ok: c.green, bad: c.red, dim: c.dim, bold: c.bold } }));
     else if (error !== null) {
-      const at = error.offset === undefined ? '' : ` at offset ${error.offset}`;
-      ctx.stdout.write(`${c.bold(`${file}: ${foreign.size} bytes, ${foreignKindName(foreign.kind)} — not an LLMCP35 checkpoint`)}\n${c.red('header does not parse')}: ${error.code}${at}: ${error.message}\n`);
+      ctx.stdout.write(`${c.bold(`${file}: ${foreign.size} bytes, ${foreignKindName(foreign.kind)} — not an LLMCP35 checkpoint`)}\n${c.red('header does not parse')}: ${foreignErrorText(error)}\n`);
     }
   }
   return header === null ? EXIT_CODES.FAILED : EXIT_CODES.OK;

@@ -15,7 +15,7 @@ import { CliError, EXIT_CODES } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { foreignFileJson, describeForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
 import { readInputFile, requirePath } from '../internal/files.ts';
-import { foreignKindName, readForeignInput, type ForeignInput } from '../internal/foreign.ts';
+import { foreignErrorJson, foreignErrorText, foreignKindName, readForeignInput, type ForeignErrorJson, type ForeignInput } from '../internal/foreign.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
 /** Identifier of the JSON document (`schema` member). */
@@ -39,7 +39,7 @@ export interface VerifyForeignJson {
   readonly path: string;
   readonly ok: boolean;
   readonly file: ForeignFileJson | null;
-  readonly error: { readonly code: string; readonly message: string; readonly offset: number | null } | null;
+  readonly error: ForeignErrorJson | null;
 }
 
 /** `llmcp verify --json` for a run directory. */
@@ -71,15 +71,14 @@ function verifyForeign(ctx: CliContext, file: string, foreign: ForeignInput, opt
       path: file,
       ok: header !== null,
       file: header === null ? null : foreignFileJson(header),
-      error: error === null ? null : { code: error.code, message: error.message, offset: error.offset ?? null },
+      error: foreignErrorJson(error),
     };
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
   } else {
     const c = colorsFor(ctx.stdout, ctx.env);
     if (header !== null) ctx.stdout.write(`${c.green('ok')}  ${file}  ${describeForeignFile(header)}: header and tensor table verify (not an LLMCP35 checkpoint)\n`);
     else if (error !== null) {
-      const at = error.offset === undefined ? '' : ` at offset ${error.offset}`;
-      ctx.stdout.write(`${c.red('FAILED')}  ${file}  ${foreignKindName(foreign.kind)} whose header does not parse: ${error.code}${at}: ${error.message}\n`);
+      ctx.stdout.write(`${c.red('FAILED')}  ${file}  ${foreignKindName(foreign.kind)} whose header does not parse: ${foreignErrorText(error)}\n`);
     }
   }
   return header === null ? EXIT_CODES.FAILED : EXIT_CODES.OK;

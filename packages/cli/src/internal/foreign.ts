@@ -75,3 +75,30 @@ export function readForeignInput(ctx: CliContext, file: string, what: string): F
 export function foreignKindName(kind: 'safetensors' | 'gguf'): string {
   return kind === 'safetensors' ? 'a safetensors file' : 'a GGUF file';
 }
+
+/** A foreign file's header error as JSON (`inspect --json`, `verify --json`). */
+export interface ForeignErrorJson {
+  readonly code: string;
+  readonly message: string;
+  readonly offset: number | null;
+}
+
+/**
+ * The JSON form of a foreign file's header error.
+ *
+ * @param error - the error, or null.
+ * @returns the JSON object, or null.
+ */
+export function foreignErrorJson(error: ForeignFileError | null): ForeignErrorJson | null {
+  return error === null ? null : { code: error.code, message: error.message, offset: error.offset ?? null };
+}
+
+/**
+ * The text form of a foreign file's header error: `CODE at offset N: message`.
+ *
+ * @param error - the error.
+ * @returns the text.
+ */
+export function foreignErrorText(error: ForeignFileError): string {
+  return `${error.code}${error.offset === undefined ? '' : ` at offset ${error.offset}`}: ${error.message}`;
+}

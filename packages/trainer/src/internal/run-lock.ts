@@ -22,12 +22,13 @@
  * The owner can check at any time that `run.lock` still carries its token
  * ({@link RunLock.assertHeld}); release removes the lock only if it does.
  */
-import { closeSync, fsyncSync, linkSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, constants } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, lstatSync, openSync, readFileSync, renameSync, unlinkSync, constants } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { TrainerError } from '../errors.ts';
 import { RUN_FILES } from '../run-directory.ts';
+import { writeAllSync } from './durable-fs.ts';
 
 /** The content of `run.lock`. */
 export interface LockOwner {
@@ -162,9 +163,7 @@ function linkNew(file: string, record: LockOwner): boolean {
   const tmp = `${file}.tmp-${process.pid}-${record.token}`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
   try {
-    const bytes = Buffer.from(`${JSON.stringify(record)}\n`);
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+    writeAllSync(fd, Buffer.from(`${JSON.stringify(record)}\n`));
     fsyncSync(fd);
   } finally {
     closeSync(fd);
