@@ -18,25 +18,9 @@ import { createHash, type Hash } from 'node:crypto';
 import { TrainerError } from './errors.ts';
 import { sha256Hex } from './internal/canonical-json.ts';
 import { writeAllSync } from './internal/durable-fs.ts';
+import { formatLossRecord as formatRecordLine, type LossRecord, type LossTiming } from './loss-records.ts';
 
-/** The deterministic part of one loss record. */
-export interface LossRecord {
-  readonly step: number;
-  readonly loss: number;
-  readonly learningRate: number;
-  readonly gradientNorm: number;
-  readonly clipped: boolean;
-  /** Target tokens in the batch. */
-  readonly tokens: number;
-}
-
-/** Wall-clock measurements of one step (not reproducible, kept apart). */
-export interface LossTiming {
-  readonly tokensPerSecond: number;
-  readonly stepMs: number;
-  /** ISO-8601 UTC time the step finished. */
-  readonly time: string;
-}
+export type { LossRecord, LossTiming } from './loss-records.ts';
 
 /** Position of the log after a given record. */
 export interface LossLogPosition {
@@ -50,24 +34,21 @@ export const EMPTY_LOSS_LOG: LossLogPosition = { records: 0, bytes: 0, sha256: `
 
 const ENCODER = new TextEncoder();
 
-function num(x: number): string {
-  if (!Number.isFinite(x)) throw new TrainerError('TRAINER_NON_FINITE', `loss record holds a non-finite number ${x}`);
-  return JSON.stringify(x);
-}
-
 /**
- * Formats one record as a line (with the final newline).
+ * Formats one training record as a line; a non-finite number is a typed error.
  *
  * @param record - deterministic fields.
  * @param timing - optional timing.
  * @returns the JSON line.
+ * @throws TrainerError `TRAINER_NON_FINITE` when a number is not finite.
  */
 export function formatLossRecord(record: LossRecord, timing: LossTiming | null): string {
-  let line = `{"step":${record.step},"loss":${num(record.loss)},"learningRate":${num(record.learningRate)},"gradientNorm":${num(record.gradientNorm)},"clipped":${record.clipped},"tokens":${record.tokens}`;
-  if (timing !== null) {
-    line += `,"timing":{"tokensPerSecond":${num(timing.tokensPerSecond)},"stepMs":${num(timing.stepMs)},"time":${JSON.stringify(timing.time)}}`;
+  try {
+    return formatRecordLine(record, timing);
+  } catch (e) {
+    if (e instanceof RangeError) throw new TrainerError('TRAINER_NON_FINITE', e.message, { step: record.step });
+    throw e;
   }
-  return `${line}}\n`;
 }
 
 /** Parsed view of `loss.jsonl`. */
