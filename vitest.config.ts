@@ -49,6 +49,8 @@ const chromium = process.env.LLMCP_CHROMIUM ?? '/usr/bin/chromium';
 
 export default defineConfig({
   resolve: { alias: sourceAliases() },
+  // Checkpoint fixtures import as base64 data URLs (`golden-6330.llmcp?inline`), the same in Node and in the browser.
+  assetsInclude: ['**/*.llmcp'],
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,

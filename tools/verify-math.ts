@@ -302,7 +302,7 @@ function main(argv: string[]): number {
     else if (arg === '--only') only = (argv[++i] ?? '').split(',') as MathFunctionName[];
     else if (arg === '--write-log1p-fixture') {
       const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-      writeLog1pFixture(path.join(root, 'packages/model/test/fixtures/math-log1p-fdlibm.json'));
+      writeLog1pFixture(path.join(root, 'packages/conformance/fixtures/vectors/log1p-fdlibm.json'));
       return 0;
     } else {
       console.error(`unknown option ${arg}`);

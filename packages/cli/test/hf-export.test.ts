@@ -24,8 +24,8 @@ afterAll(() => tmp.cleanup());
 
 const STORIES = path.join(REPO_ROOT, 'apps/trainer/corpus/stories.json');
 const STORIES_SPLIT = path.join(REPO_ROOT, 'apps/trainer/corpus/stories-split.json');
-const BILINGUAL = path.join(REPO_ROOT, 'packages/trainer/test/fixtures/bilingual/tiny-bilingual-corpus.json');
-const BILINGUAL_SPLIT = path.join(REPO_ROOT, 'packages/trainer/test/fixtures/bilingual/splits.json');
+const BILINGUAL = path.join(REPO_ROOT, 'packages/data/corpora/tiny-bilingual/tiny-bilingual-corpus.json');
+const BILINGUAL_SPLIT = path.join(REPO_ROOT, 'packages/data/corpora/tiny-bilingual/splits.json');
 
 function partitions(corpus: string, split: string): CorpusPartitions {
   return partitionCorpus(parseCorpus(new Uint8Array(readFileSync(corpus))), parseSplitManifest(new Uint8Array(readFileSync(split))));

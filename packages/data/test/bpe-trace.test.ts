@@ -3,6 +3,7 @@
  * the reference's bpe-trace.json, reproduced exactly from the bundled corpus.
  */
 import { readFileSync } from 'node:fs';
+import { vectorJson } from '../../../tools/fixtures.ts';
 import { SplitMix64 } from '@llmcp/format';
 import { BpeTokenizer } from '@llmcp/tokenizer';
 import { describe, expect, it } from 'vitest';
@@ -90,7 +91,7 @@ interface Ch05 {
   incomplete_tail: { start: number; tokens: number[] };
 }
 
-const trace = JSON.parse(readFileSync(new URL('./fixtures/bpe-trace.json', import.meta.url), 'utf8')) as Trace;
+const trace = vectorJson<Trace>('bpe-trace.json');
 const [corpusFile, manifestFile] = bundledCorpusFiles('tiny-bilingual');
 const corpusBytes = new Uint8Array(readFileSync(corpusFile));
 const manifestBytes = new Uint8Array(readFileSync(manifestFile));

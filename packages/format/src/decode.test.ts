@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { goldenBytes } from '../test/fixtures/golden-6330.ts';
+import { goldenBytes } from '../test/golden.ts';
 import { buildFile, fixChecksum, openFile } from '../test/helpers/raw-file.ts';
 import fc from 'fast-check';
 import { decodeCheckpoint } from './decode.ts';

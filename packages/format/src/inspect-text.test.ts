@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { goldenBytes } from '../test/fixtures/golden-6330.ts';
+import { goldenBytes } from '../test/golden.ts';
 import { buildFile, openFile } from '../test/helpers/raw-file.ts';
 import { encodeCheckpoint } from './encode.ts';
 import { inspectCheckpoint } from './inspect.ts';

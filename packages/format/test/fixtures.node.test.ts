@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { goldenBytes } from './fixtures/golden-6330.ts';
-import golden from './fixtures/golden-6330.json';
+import { goldenCheckpoint, GOLDEN_PATH } from '../../../tools/fixtures.ts';
+import { golden, goldenBytes } from './golden.ts';
 
 describe('test fixtures', () => {
-  it('golden-6330.ts holds exactly the bytes of golden-6330.llmcp (SHA-256 from golden-6330.json)', () => {
-    const file = readFileSync(new URL('./fixtures/golden-6330.llmcp', import.meta.url));
-    expect(Buffer.from(goldenBytes()).equals(file)).toBe(true);
-    expect(createHash('sha256').update(file).digest('hex')).toBe(golden.sha256);
+  it('the inlined golden bytes are exactly golden-6330.llmcp of the fixture home (its SHA-256 checked by the manifest)', () => {
+    expect(Buffer.from(goldenBytes()).equals(readFileSync(GOLDEN_PATH))).toBe(true);
+    expect(Buffer.from(goldenCheckpoint()).equals(Buffer.from(goldenBytes()))).toBe(true);
+    expect(golden.size).toBe(6330);
   });
 });

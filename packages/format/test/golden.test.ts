@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checksumLabel, decodeCheckpoint, encodeCheckpoint, fnv1a64, inspectCheckpoint } from '../src/index.ts';
-import golden from './fixtures/golden-6330.json';
-import { goldenBytes } from './fixtures/golden-6330.ts';
+import { golden, goldenBytes } from './golden.ts';
 
 const ROLE_NAMES: Record<string, number> = { LiteralToken: 1, ModelParameter: 3, OptimizerFirstMoment: 4, OptimizerSecondMoment: 5 };
 

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeCheckpoint, encodeCheckpoint, inspectCheckpoint, isFormatError } from '../src/index.ts';
-import { goldenBytes } from './fixtures/golden-6330.ts';
+import { goldenBytes } from './golden.ts';
 import { expectSameBytes } from './helpers/bytes.ts';
 import { fixChecksum } from './helpers/raw-file.ts';
 

@@ -15,7 +15,7 @@ import {
 } from '../src/index.ts';
 import { expectSameBytes } from './helpers/bytes.ts';
 import { buildFile, f64Bytes, fixChecksum, openFile, withF64 } from './helpers/raw-file.ts';
-import { goldenBytes } from './fixtures/golden-6330.ts';
+import { goldenBytes } from './golden.ts';
 
 const GOLDEN = goldenBytes();
 const STATE = decodeCheckpoint(GOLDEN);

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { checksumLabel, decodeCheckpoint, SplitMix64, type CheckpointState } from '@llmcp/format';
 import { Decoder, logitsFingerprint } from '@llmcp/model';
 import { describe, expect, it } from 'vitest';
 import { AdamW } from '../src/index.ts';
+import { goldenCheckpoint } from '../../../tools/fixtures.ts';
 import { firstMismatch, fixture } from './helpers/bits.ts';
 
 interface NamedBits {
@@ -29,7 +29,7 @@ interface Replay {
 }
 
 const replay = fixture<{ ch35_component_replay: Replay }>('ch33-trace.json').ch35_component_replay;
-const golden = (): CheckpointState => decodeCheckpoint(new Uint8Array(readFileSync(new URL('./fixtures/golden-6330.llmcp', import.meta.url))));
+const golden = (): CheckpointState => decodeCheckpoint(goldenCheckpoint());
 
 function tensors(label: string, flat: Float64Array, expected: NamedBits[]): string | null {
   let off = 0;

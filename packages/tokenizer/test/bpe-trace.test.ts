@@ -7,7 +7,7 @@ import { BpeTokenizer } from '../src/bpe-tokenizer.ts';
 import { traceBpeTraining, trainBpe } from '../src/bpe-training.ts';
 import { TOKENIZER_ERROR_CODES, type TokenizerErrorCode } from '../src/errors.ts';
 import { BOS_ID, EOS_ID } from '../src/tokenizer.ts';
-import rawTrace from './fixtures/bpe-trace.json';
+import { vectorJson } from '../../../tools/fixtures.ts';
 import { bytesToHex, hexToBytes, tokenizerErrorOf } from './helpers.ts';
 
 interface TraceMerge {
@@ -69,7 +69,7 @@ interface Trace {
   }[];
 }
 
-const trace = rawTrace as unknown as Trace;
+const trace = vectorJson<Trace>('bpe-trace.json');
 const enc = new TextEncoder();
 
 const ERROR_KINDS: Record<string, TokenizerErrorCode> = {

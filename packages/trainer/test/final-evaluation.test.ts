@@ -16,6 +16,7 @@ import { ch34Config, ch39Config } from '../src/presets.ts';
 import { evaluateCheckpointFile, evaluateRun, type RunEvaluation } from '../src/run-evaluation.ts';
 import { trainRun } from '../src/run.ts';
 import { isTrainerError } from '../src/errors.ts';
+import { goldenCheckpoint } from '../../../tools/fixtures.ts';
 import { tempDir } from './helpers/fake-checkpoint.ts';
 
 const bits = (a: Float64Array): string => Array.from(new BigUint64Array(new Float64Array(a).buffer), (b) => b.toString(16)).join(',');
@@ -75,7 +76,7 @@ describe('evaluateRun on the ch34 fixture', () => {
 
 describe('evaluateFinal', () => {
   const state: Pick<CheckpointState, 'decoder' | 'parameters'> = (() => {
-    const golden = decodeCheckpoint(new Uint8Array(readFileSync(path.join(import.meta.dirname, 'fixtures/golden-6330.llmcp'))));
+    const golden = decodeCheckpoint(goldenCheckpoint());
     return { decoder: golden.decoder, parameters: golden.parameters };
   })();
 

@@ -14,7 +14,7 @@ import type { TrainerConfig } from '../src/config.ts';
 import { isTrainerError } from '../src/errors.ts';
 import { decodeJob, encodeJob, sealJob } from '../src/job.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
-import { ch33, fixture, smallBpe } from './helpers/configs.ts';
+import { BILINGUAL_CORPUS, BILINGUAL_SPLIT, ch33, smallBpe } from './helpers/configs.ts';
 import { tempDir } from './helpers/fake-checkpoint.ts';
 import { snapshotTree } from './helpers/run-files.ts';
 
@@ -97,8 +97,8 @@ describe('resumeRun refuses changed inputs that keep their sizes', () => {
     const data = tempDir();
     const corpus = path.join(data, 'corpus.json');
     const split = path.join(data, 'splits.json');
-    copyFileSync(fixture('bilingual/tiny-bilingual-corpus.json'), corpus);
-    copyFileSync(fixture('bilingual/splits.json'), split);
+    copyFileSync(BILINGUAL_CORPUS, corpus);
+    copyFileSync(BILINGUAL_SPLIT, split);
     const config = smallBpe({ data: { source: { kind: 'corpus', corpus, split } }, checkpoint: { keepSteps: 0 } });
     const dir = await stoppedRun(config, 12);
     const text = readFileSync(corpus, 'utf8');

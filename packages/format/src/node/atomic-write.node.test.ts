@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { goldenBytes } from '../../test/fixtures/golden-6330.ts';
+import { goldenBytes } from '../../test/golden.ts';
 import { decodeCheckpoint } from '../decode.ts';
 import { encodeCheckpoint } from '../encode.ts';
 import { expectedParameterShapes } from '../parameter-layout.ts';

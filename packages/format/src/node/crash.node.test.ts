@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { goldenBytes } from '../../test/fixtures/golden-6330.ts';
+import { GOLDEN_PATH } from '../../../../tools/fixtures.ts';
+import { goldenBytes } from '../../test/golden.ts';
 import { loadCheckpoint } from './load.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -25,7 +26,8 @@ describe('saveCheckpointAtomic killed mid-write', () => {
     writeFileSync(
       child,
       `import { decodeCheckpoint } from ${JSON.stringify(path.join(here, '..', 'decode.ts'))};
-import { goldenBytes } from ${JSON.stringify(path.join(here, '..', '..', 'test', 'fixtures', 'golden-6330.ts'))};
+import { readFileSync } from 'node:fs';
+const goldenBytes = () => new Uint8Array(readFileSync(${JSON.stringify(GOLDEN_PATH)}));
 import { nodeFileSystem, saveCheckpointAtomic } from ${JSON.stringify(path.join(here, '..', 'node.ts'))};
 const state = decodeCheckpoint(goldenBytes());
 const next = { ...state, selectedStep: 0n, optimizer: { ...state.optimizer, step: 0n, beta1Power: 1, beta2Power: 1, moments: [] } };

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { goldenBytes } from '../../test/fixtures/golden-6330.ts';
+import { goldenBytes } from '../../test/golden.ts';
 import { buildFile, fixChecksum, openFile } from '../../test/helpers/raw-file.ts';
 import { randomState } from '../../test/helpers/random-state.ts';
 import { decodeCheckpoint } from '../decode.ts';

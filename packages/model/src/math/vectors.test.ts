@@ -35,7 +35,7 @@ function mismatches(cases: readonly { name: string; args: string[]; expected: st
 }
 
 describe('libm-calls.json (every transcendental argument of the reference run)', () => {
-  const data = fixture<{ summary: Record<string, { unique_args_all: number }>; calls: LibmCall[] }>('math-libm-calls.json');
+  const data = fixture<{ summary: Record<string, { unique_args_all: number }>; calls: LibmCall[] }>('libm-calls.json');
 
   for (const fn of Object.keys(FUNCTIONS) as LibmCall['fn'][]) {
     it(`reproduces the reference bits of every ${fn} argument`, () => {
@@ -56,7 +56,7 @@ describe('libm-calls.json (every transcendental argument of the reference run)',
 });
 
 describe('cr-exp-ln.json (correctly rounded results by 80-digit decimal arithmetic)', () => {
-  const data = fixture<{ exp: [string, string][]; ln: [string, string][] }>('math-cr-exp-ln.json');
+  const data = fixture<{ exp: [string, string][]; ln: [string, string][] }>('cr-exp-ln.json');
 
   it('exp gives the correctly rounded bits for all 20,000 arguments', () => {
     expect(data.exp.length).toBe(20000);
@@ -72,7 +72,7 @@ describe('cr-exp-ln.json (correctly rounded results by 80-digit decimal arithmet
 });
 
 describe('math-log1p-fdlibm.json (fdlibm log1p over all of its branches)', () => {
-  const data = fixture<{ cases: [string, string][] }>('math-log1p-fdlibm.json');
+  const data = fixture<{ cases: [string, string][] }>('log1p-fdlibm.json');
 
   it('log1p reproduces every fdlibm result bit for bit', () => {
     expect(data.cases.length).toBe(4096);

@@ -2,7 +2,7 @@
  * Bit-pattern helpers for golden-vector tests: f64 values in the vectors are
  * 16-hex-digit IEEE-754 patterns, most significant first.
  */
-import { readFileSync } from 'node:fs';
+import { vectorJson } from '../../../../tools/fixtures.ts';
 
 const view = new DataView(new ArrayBuffer(8));
 
@@ -39,7 +39,5 @@ export function firstMismatch(name: string, actual: ArrayLike<number>, expected:
   return null;
 }
 
-/** Reads a JSON fixture next to the tests. */
-export function fixture<T>(name: string): T {
-  return JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8')) as T;
-}
+/** Reads a golden vector from the one fixture home (SHA-256 checked). */
+export const fixture: <T>(name: string) => T = vectorJson;

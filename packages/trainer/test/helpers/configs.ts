@@ -3,18 +3,16 @@
  * reference bilingual corpus (ch39-like model, larger batches so that epochs
  * roll over within a short run).
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { bundledCorpusFiles } from '@llmcp/data/node';
+import { goldenCheckpoint } from '../../../../tools/fixtures.ts';
 import { parseConfig, type TrainerConfig } from '../../src/config.ts';
 import { CH33_CONFIG_INPUT } from '../../src/presets.ts';
 
-/** Absolute path of a fixture file. */
-export function fixture(name: string): string {
-  return fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
-}
+/** The golden 6330-byte checkpoint (from the one fixture home, SHA-256 checked). */
+export const GOLDEN: Uint8Array = goldenCheckpoint();
 
-/** The golden 6330-byte checkpoint. */
-export const GOLDEN: Uint8Array = new Uint8Array(readFileSync(fixture('golden-6330.llmcp')));
+/** The reference's tiny bilingual corpus and split manifest, as shipped by `@llmcp/data`. */
+export const [BILINGUAL_CORPUS, BILINGUAL_SPLIT]: [string, string] = bundledCorpusFiles('tiny-bilingual');
 
 type Patch = Record<string, unknown>;
 
@@ -43,7 +41,7 @@ export function smallBpe(patch: Patch = {}): TrainerConfig {
   const base = {
     steps: 40,
     data: {
-      source: { kind: 'corpus', corpus: fixture('bilingual/tiny-bilingual-corpus.json'), split: fixture('bilingual/splits.json') },
+      source: { kind: 'corpus', corpus: BILINGUAL_CORPUS, split: BILINGUAL_SPLIT },
       contextLength: 4,
       stride: 1,
       batchSize: 128,

@@ -1,0 +1,79 @@
+/**
+ * The one reader of the golden fixtures for every package's tests. The files
+ * live once, in `packages/conformance/fixtures/` (published with
+ * `@llmcp/conformance`): the golden checkpoint beside the conformance
+ * manifest, and the reference's traces and math vectors in `vectors/` with a
+ * SHA-256 manifest. Every read is checked against its recorded SHA-256, so a
+ * test can never run against a changed copy.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The fixtures directory of `@llmcp/conformance`. */
+export const FIXTURES_DIR: string = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'packages', 'conformance', 'fixtures');
+
+/** The golden vectors directory. */
+export const VECTORS_DIR: string = path.join(FIXTURES_DIR, 'vectors');
+
+/** The golden checkpoint's path. */
+export const GOLDEN_PATH: string = path.join(FIXTURES_DIR, 'golden-6330.llmcp');
+
+interface VectorManifest {
+  readonly files: Readonly<Record<string, { readonly sha256: string; readonly bytes: number }>>;
+}
+
+let manifest: VectorManifest | undefined;
+const cache = new Map<string, Uint8Array>();
+
+function checked(file: string, expected: string): Uint8Array {
+  const bytes = new Uint8Array(readFileSync(file));
+  const actual = createHash('sha256').update(bytes).digest('hex');
+  if (actual !== expected) throw new Error(`fixture ${file} changed: SHA-256 ${actual}, the manifest records ${expected}`);
+  return bytes;
+}
+
+/**
+ * The bytes of a golden vector (a file of `vectors/`), checked against the manifest.
+ *
+ * @param name - file name, e.g. `ch33-trace.json`.
+ * @returns the bytes (shared: do not modify).
+ * @throws Error when the file is not in the manifest or its SHA-256 differs.
+ */
+export function vectorBytes(name: string): Uint8Array {
+  let bytes = cache.get(name);
+  if (bytes === undefined) {
+    manifest ??= JSON.parse(readFileSync(path.join(VECTORS_DIR, 'manifest.json'), 'utf8')) as VectorManifest;
+    const entry = manifest.files[name];
+    if (entry === undefined) throw new Error(`no golden vector ${name} in ${path.join(VECTORS_DIR, 'manifest.json')}`);
+    bytes = checked(path.join(VECTORS_DIR, name), entry.sha256);
+    cache.set(name, bytes);
+  }
+  return bytes;
+}
+
+/**
+ * A golden vector parsed as JSON.
+ *
+ * @param name - file name, e.g. `forward-trace.json`.
+ * @returns the parsed value.
+ */
+export function vectorJson<T>(name: string): T {
+  return JSON.parse(new TextDecoder().decode(vectorBytes(name))) as T;
+}
+
+/**
+ * The golden 6330-byte checkpoint, checked against the conformance manifest.
+ *
+ * @returns a fresh copy of its bytes.
+ */
+export function goldenCheckpoint(): Uint8Array {
+  let bytes = cache.get(GOLDEN_PATH);
+  if (bytes === undefined) {
+    const m = JSON.parse(readFileSync(path.join(FIXTURES_DIR, 'manifest.json'), 'utf8')) as { golden: { sha256: string } };
+    bytes = checked(GOLDEN_PATH, m.golden.sha256);
+    cache.set(GOLDEN_PATH, bytes);
+  }
+  return bytes.slice();
+}
