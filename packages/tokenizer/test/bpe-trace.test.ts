@@ -7,7 +7,8 @@ import { BpeTokenizer } from '../src/bpe-tokenizer.ts';
 import { traceBpeTraining, trainBpe } from '../src/bpe-training.ts';
 import { TOKENIZER_ERROR_CODES, type TokenizerErrorCode } from '../src/errors.ts';
 import { BOS_ID, EOS_ID } from '../src/tokenizer.ts';
-import { vectorJson } from '../../../tools/fixtures.ts';
+// Browser-safe tests read the vector as a JSON module from the fixture home (tools/fixtures.test.ts checks its SHA-256).
+import rawTrace from '../../conformance/fixtures/vectors/bpe-trace.json';
 import { bytesToHex, hexToBytes, tokenizerErrorOf } from './helpers.ts';
 
 interface TraceMerge {
@@ -69,7 +70,7 @@ interface Trace {
   }[];
 }
 
-const trace = vectorJson<Trace>('bpe-trace.json');
+const trace = rawTrace as unknown as Trace;
 const enc = new TextEncoder();
 
 const ERROR_KINDS: Record<string, TokenizerErrorCode> = {
