@@ -21,28 +21,79 @@ function adamwError(reason: string, field: keyof typeof ADAMW_FIELD_OFFSETS, rul
   });
 }
 
+/** The five AdamW hyper-parameters' names. */
+export type AdamWField = keyof typeof ADAMW_FIELD_OFFSETS;
+
+/** What is wrong with an AdamW configuration (SPEC.md §6.2): the first broken rule. */
+export interface AdamWConfigProblem {
+  readonly field: AdamWField;
+  /** Stable reason, e.g. `invalid-beta1` (the `reason` of a `FORMAT_ADAMW_CONFIG` error). */
+  readonly reason: string;
+  /** The rule, e.g. `a finite value in [0, 1)`. */
+  readonly expected: string;
+  /** The offending value (for the decay product: the product). */
+  readonly found: number;
+}
+
+const isFinite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * The decay-product rule of SPEC.md §6.2: with weight decay on, the factor
+ * `1 − learning_rate × weight_decay` must stay in (0, 1). The optimizer
+ * checks it again for every scheduled learning rate.
+ *
+ * @param learningRate - the learning rate in use.
+ * @param weightDecay - the weight decay (0 disables the rule).
+ * @returns the problem, or null.
+ */
+export function decayProductProblem(learningRate: number, weightDecay: number): AdamWConfigProblem | null {
+  if (weightDecay === 0) return null;
+  const product = learningRate * weightDecay;
+  return Number.isFinite(product) && product > 0 && product < 1
+    ? null
+    : { field: 'weightDecay', reason: 'invalid-decay-product', expected: 'learning_rate × weight_decay in (0, 1)', found: product };
+}
+
+/**
+ * The AdamW configuration rules of SPEC.md §6.2, in its order — the one home
+ * of these rules: the format's validation, `@llmcp/optim` and the trainer's
+ * config schema call this and wrap the problem in their own error class.
+ *
+ * @param config - the five hyper-parameters (any values).
+ * @returns the first problem, or null when the configuration is valid.
+ * @example
+ * ```ts
+ * adamwConfigProblem({ learningRate: 0.01, beta1: 0.9, beta2: 1, epsilon: 1e-8, weightDecay: 0 })?.reason; // 'invalid-beta2'
+ * ```
+ */
+export function adamwConfigProblem(config: AdamWConfig): AdamWConfigProblem | null {
+  const { learningRate: lr, beta1, beta2, epsilon, weightDecay: wd } = config;
+  if (!(isFinite(lr) && lr > 0)) return { field: 'learningRate', reason: 'invalid-learning-rate', expected: 'a finite value > 0', found: lr };
+  if (!(isFinite(beta1) && beta1 >= 0 && beta1 < 1)) return { field: 'beta1', reason: 'invalid-beta1', expected: 'a finite value in [0, 1)', found: beta1 };
+  if (!(isFinite(beta2) && beta2 >= 0 && beta2 < 1)) return { field: 'beta2', reason: 'invalid-beta2', expected: 'a finite value in [0, 1)', found: beta2 };
+  if (!(isFinite(epsilon) && epsilon > 0)) return { field: 'epsilon', reason: 'invalid-epsilon', expected: 'a finite value > 0', found: epsilon };
+  if (!(isFinite(wd) && wd >= 0)) return { field: 'weightDecay', reason: 'invalid-weight-decay', expected: 'a finite value >= 0', found: wd };
+  return decayProductProblem(lr, wd);
+}
+
 /**
  * Validates the AdamW configuration in the order of SPEC.md §6.2.
  * @param config - the five hyper-parameters.
  * @throws FormatError FORMAT_ADAMW_CONFIG on the first violated rule.
  */
 export function validateAdamWConfig(config: AdamWConfig): void {
-  const { learningRate: lr, beta1, beta2, epsilon, weightDecay: wd } = config;
-  if (!(Number.isFinite(lr) && lr > 0)) throw adamwError('invalid-learning-rate', 'learningRate', 'a finite value > 0', lr);
-  if (!(Number.isFinite(beta1) && beta1 >= 0 && beta1 < 1)) throw adamwError('invalid-beta1', 'beta1', 'a finite value in [0, 1)', beta1);
-  if (!(Number.isFinite(beta2) && beta2 >= 0 && beta2 < 1)) throw adamwError('invalid-beta2', 'beta2', 'a finite value in [0, 1)', beta2);
-  if (!(Number.isFinite(epsilon) && epsilon > 0)) throw adamwError('invalid-epsilon', 'epsilon', 'a finite value > 0', epsilon);
-  if (!(Number.isFinite(wd) && wd >= 0)) throw adamwError('invalid-weight-decay', 'weightDecay', 'a finite value >= 0', wd);
-  if (wd !== 0) {
-    const product = lr * wd;
-    if (!(Number.isFinite(product) && product > 0 && product < 1)) {
-      throw new FormatError(
-        'FORMAT_ADAMW_CONFIG',
-        `invalid AdamW decay product learning_rate × weight_decay = ${product}: expected a finite value in (0, 1)`,
-        { reason: 'invalid-decay-product', offset: ADAMW_FIELD_OFFSETS.weightDecay, field: 'weightDecay', expected: 'learning_rate × weight_decay in (0, 1)', found: String(product) },
-      );
-    }
+  const p = adamwConfigProblem(config);
+  if (p === null) return;
+  if (p.reason === 'invalid-decay-product') {
+    throw new FormatError('FORMAT_ADAMW_CONFIG', `invalid AdamW decay product learning_rate × weight_decay = ${p.found}: expected a finite value in (0, 1)`, {
+      reason: p.reason,
+      offset: ADAMW_FIELD_OFFSETS.weightDecay,
+      field: 'weightDecay',
+      expected: p.expected,
+      found: String(p.found),
+    });
   }
+  throw adamwError(p.reason, p.field, p.expected, p.found);
 }
 
 /** A group name with the offset of its `string` field (0 when not from a file). */
@@ -51,15 +102,31 @@ export interface LocatedName {
   readonly offset: number;
 }
 
+/** What is wrong with a pair of parameter-group lists (SPEC.md §6.3). */
+export interface GroupsProblem {
+  /** Stable reason: `empty-group-name`, `duplicate-group-name`, `empty-groups` or `name-in-both-groups`. */
+  readonly reason: string;
+  /** One sentence saying what is wrong (with file offsets when the names carry them). */
+  readonly message: string;
+  /** Which list entry, e.g. `decay group[2]`, or `parameter groups`. */
+  readonly field: string;
+  readonly offset?: number;
+  readonly name?: string;
+  readonly index?: number;
+}
+
 /**
- * Validates parameter-group lists per SPEC.md §6.3 (file order; decay list
- * first): non-empty names, no duplicate within a list, not both empty, no
- * name in both.
- * @param decay - decay names in file order.
- * @param noDecay - no-decay names in file order.
- * @throws FormatError FORMAT_ADAMW_CONFIG on the first violation.
+ * The parameter-group rules of SPEC.md §6.3 (file order; decay list first):
+ * non-empty names, no duplicate within a list, not both lists empty, no name
+ * in both — the one home of these rules (the format's validation and
+ * `@llmcp/optim` call it).
+ *
+ * @param decay - decay names in order (`offset` 0 when not from a file).
+ * @param noDecay - no-decay names in order.
+ * @returns the first problem, or null.
  */
-export function validateGroups(decay: readonly LocatedName[], noDecay: readonly LocatedName[]): void {
+export function groupsProblem(decay: readonly LocatedName[], noDecay: readonly LocatedName[]): GroupsProblem | null {
+  const at = (offset: number): string => (offset > 0 ? ` (offset ${offset})` : '');
   const lists: [string, readonly LocatedName[]][] = [
     ['decay', decay],
     ['no-decay', noDecay],
@@ -68,46 +135,38 @@ export function validateGroups(decay: readonly LocatedName[], noDecay: readonly 
     const seen = new Set<string>();
     for (let i = 0; i < list.length; i++) {
       const { name, offset } = list[i] as LocatedName;
-      if (name.length === 0) {
-        throw new FormatError('FORMAT_ADAMW_CONFIG', `empty name at index ${i} of the ${label} group (offset ${offset}): expected a non-empty parameter name`, {
-          reason: 'empty-group-name',
-          offset,
-          field: `${label} group[${i}]`,
-          elementIndex: i,
-          expected: 'non-empty name',
-          found: '""',
-        });
-      }
-      if (seen.has(name)) {
-        throw new FormatError('FORMAT_ADAMW_CONFIG', `duplicate name "${name}" at index ${i} of the ${label} group (offset ${offset}): expected each name once`, {
-          reason: 'duplicate-group-name',
-          offset,
-          field: `${label} group[${i}]`,
-          recordName: name,
-          elementIndex: i,
-        });
-      }
+      const field = `${label} group[${i}]`;
+      if (name.length === 0) return { reason: 'empty-group-name', message: `empty name at index ${i} of the ${label} group${at(offset)}: expected a non-empty parameter name`, field, offset, index: i };
+      if (seen.has(name)) return { reason: 'duplicate-group-name', message: `duplicate name "${name}" at index ${i} of the ${label} group${at(offset)}: expected each name once`, field, offset, name, index: i };
       seen.add(name);
     }
   }
-  if (decay.length === 0 && noDecay.length === 0) {
-    throw new FormatError('FORMAT_ADAMW_CONFIG', 'parameter groups present but both lists are empty: expected at least one name', {
-      reason: 'empty-groups',
-      field: 'parameter groups',
-    });
-  }
+  if (decay.length === 0 && noDecay.length === 0) return { reason: 'empty-groups', message: 'parameter groups present but both lists are empty: expected at least one name', field: 'parameter groups' };
   const noDecaySet = new Set(noDecay.map((n) => n.name));
   for (let i = 0; i < decay.length; i++) {
     const { name, offset } = decay[i] as LocatedName;
-    if (noDecaySet.has(name)) {
-      throw new FormatError('FORMAT_ADAMW_CONFIG', `name "${name}" is in both the decay and the no-decay group (decay entry at offset ${offset})`, {
-        reason: 'name-in-both-groups',
-        offset,
-        field: `decay group[${i}]`,
-        recordName: name,
-      });
-    }
+    if (noDecaySet.has(name)) return { reason: 'name-in-both-groups', message: `name "${name}" is in both the decay and the no-decay group${offset > 0 ? ` (decay entry at offset ${offset})` : ''}`, field: `decay group[${i}]`, offset, name };
   }
+  return null;
+}
+
+/**
+ * Validates parameter-group lists per SPEC.md §6.3.
+ * @param decay - decay names in file order.
+ * @param noDecay - no-decay names in file order.
+ * @throws FormatError FORMAT_ADAMW_CONFIG on the first violation.
+ */
+export function validateGroups(decay: readonly LocatedName[], noDecay: readonly LocatedName[]): void {
+  const p = groupsProblem(decay, noDecay);
+  if (p === null) return;
+  throw new FormatError('FORMAT_ADAMW_CONFIG', p.message, {
+    reason: p.reason,
+    field: p.field,
+    ...(p.offset !== undefined ? { offset: p.offset } : {}),
+    ...(p.name !== undefined ? { recordName: p.name } : {}),
+    ...(p.index !== undefined ? { elementIndex: p.index } : {}),
+    ...(p.reason === 'empty-group-name' ? { expected: 'non-empty name', found: '""' } : {}),
+  });
 }
 
 const ONE_BITS_CHECK = 1;

@@ -9,38 +9,87 @@ function modelError(reason: string, message: string, extra: { recordName?: strin
   return new FormatError('FORMAT_MODEL', message, { reason, ...extra });
 }
 
+/** The size fields of a decoder configuration. */
+type SizeField = 'vocabularySize' | 'modelWidth' | 'heads' | 'feedForwardWidth' | 'layers' | 'maxPositions';
+
 /**
- * SPEC.md §6.1, first bullet, in the order listed there.
+ * A decoder configuration as any layer holds it: sizes as the header's raw
+ * `bigint`s (any u64) or as numbers (a model's or a config file's), the two
+ * reals as numbers.
+ */
+export type DecoderConfigValues = { readonly [K in SizeField]: bigint | number } & { readonly ropeBase: number; readonly rmsEpsilon: number };
+
+/** What is wrong with a decoder configuration (SPEC.md §6.1): the first broken rule. */
+export interface DecoderConfigProblem {
+  /** The offending field. */
+  readonly field: SizeField | 'ropeBase' | 'rmsEpsilon';
+  /** Stable reason, e.g. `odd-head-width` (the `reason` of a `FORMAT_MODEL` error). */
+  readonly reason: string;
+  /** One sentence saying what is wrong. */
+  readonly message: string;
+  readonly expected: string;
+  readonly found: string;
+}
+
+const SIZE_RULES: readonly (readonly [SizeField, bigint, string, string])[] = [
+  ['vocabularySize', 1n, 'invalid-vocabulary-size', 'vocabulary_size'],
+  ['modelWidth', 1n, 'invalid-model-width', 'model_width'],
+  ['heads', 1n, 'invalid-heads', 'heads'],
+  ['feedForwardWidth', 1n, 'invalid-feed-forward-width', 'feed_forward_width'],
+  ['layers', 0n, 'invalid-layers', 'layers'],
+  ['maxPositions', 1n, 'invalid-max-positions', 'max_positions'],
+];
+
+/**
+ * The decoder-configuration rules of SPEC.md §6.1 — the one home of these
+ * rules: the format's validation, `@llmcp/model` and the trainer's config
+ * schema all call this and wrap the problem in their own error class.
+ * Sizes: integers, at least 1 (layers at least 0); model width divisible by
+ * heads with an even head width (RoPE rotates pairs); rope base finite and
+ * > 0; RMS epsilon finite and ≥ 0.
+ *
+ * @param c - the configuration (bigint or number sizes).
+ * @returns the first problem, or null when the configuration is valid.
+ * @example
+ * ```ts
+ * decoderConfigProblem({ vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 1e4, rmsEpsilon: 1e-6 }); // null
+ * ```
+ */
+export function decoderConfigProblem(c: DecoderConfigValues): DecoderConfigProblem | null {
+  const sizes = {} as Record<SizeField, bigint>;
+  for (const [field, minimum, reason, label] of SIZE_RULES) {
+    const v = c[field];
+    if (typeof v !== 'bigint' && !(typeof v === 'number' && Number.isInteger(v))) {
+      return { field, reason, message: `decoder ${label} is ${String(v)}: expected an integer >= ${minimum}`, expected: `integer >= ${minimum}`, found: String(v) };
+    }
+    const b = BigInt(v);
+    if (b < minimum) return { field, reason, message: `decoder ${label} is ${b}: expected >= ${minimum}`, expected: `>= ${minimum}`, found: String(b) };
+    sizes[field] = b;
+  }
+  const { modelWidth: D, heads: H } = sizes;
+  if (D % H !== 0n) {
+    return { field: 'heads', reason: 'width-not-divisible-by-heads', message: `decoder model_width ${D} is not divisible by heads ${H}`, expected: `a divisor of ${D}`, found: String(H) };
+  }
+  if ((D / H) % 2n !== 0n) {
+    return { field: 'heads', reason: 'odd-head-width', message: `head width ${D / H} (model_width ${D} / heads ${H}) is odd: expected an even head width for RoPE`, expected: 'even head width', found: String(D / H) };
+  }
+  if (!(typeof c.ropeBase === 'number' && Number.isFinite(c.ropeBase) && c.ropeBase > 0)) {
+    return { field: 'ropeBase', reason: 'invalid-rope-base', message: `decoder rope_base is ${String(c.ropeBase)}: expected a finite value > 0`, expected: 'finite > 0', found: String(c.ropeBase) };
+  }
+  if (!(typeof c.rmsEpsilon === 'number' && Number.isFinite(c.rmsEpsilon) && c.rmsEpsilon >= 0)) {
+    return { field: 'rmsEpsilon', reason: 'invalid-rms-epsilon', message: `decoder rms_epsilon is ${String(c.rmsEpsilon)}: expected a finite value >= 0`, expected: 'finite >= 0', found: String(c.rmsEpsilon) };
+  }
+  return null;
+}
+
+/**
+ * SPEC.md §6.1, first bullet, on the stored configuration.
  * @param c - the stored decoder configuration.
  * @throws FormatError FORMAT_MODEL.
  */
 export function validateDecoderConfig(c: RawDecoderConfig): void {
-  const atLeastOne: [keyof RawDecoderConfig, bigint, string][] = [
-    ['vocabularySize', c.vocabularySize, 'invalid-vocabulary-size'],
-    ['modelWidth', c.modelWidth, 'invalid-model-width'],
-    ['heads', c.heads, 'invalid-heads'],
-  ];
-  for (const [field, value, reason] of atLeastOne) {
-    if (value < 1n) throw modelError(reason, `decoder ${field} is ${value}: expected >= 1`, { field, expected: '>= 1', found: String(value) });
-  }
-  if (c.modelWidth % c.heads !== 0n) {
-    throw modelError('width-not-divisible-by-heads', `decoder model_width ${c.modelWidth} is not divisible by heads ${c.heads}`, {
-      field: 'heads',
-      expected: `a divisor of ${c.modelWidth}`,
-      found: String(c.heads),
-    });
-  }
-  if ((c.modelWidth / c.heads) % 2n !== 0n) {
-    throw modelError('odd-head-width', `head width ${c.modelWidth / c.heads} (model_width ${c.modelWidth} / heads ${c.heads}) is odd: expected an even head width for RoPE`, {
-      field: 'heads',
-      expected: 'even head width',
-      found: String(c.modelWidth / c.heads),
-    });
-  }
-  if (c.feedForwardWidth < 1n) throw modelError('invalid-feed-forward-width', `decoder feed_forward_width is ${c.feedForwardWidth}: expected >= 1`, { field: 'feedForwardWidth', expected: '>= 1', found: String(c.feedForwardWidth) });
-  if (c.maxPositions < 1n) throw modelError('invalid-max-positions', `decoder max_positions is ${c.maxPositions}: expected >= 1`, { field: 'maxPositions', expected: '>= 1', found: String(c.maxPositions) });
-  if (!(Number.isFinite(c.ropeBase) && c.ropeBase > 0)) throw modelError('invalid-rope-base', `decoder rope_base is ${c.ropeBase}: expected a finite value > 0`, { field: 'ropeBase', expected: 'finite > 0', found: String(c.ropeBase) });
-  if (!(Number.isFinite(c.rmsEpsilon) && c.rmsEpsilon >= 0)) throw modelError('invalid-rms-epsilon', `decoder rms_epsilon is ${c.rmsEpsilon}: expected a finite value >= 0`, { field: 'rmsEpsilon', expected: 'finite >= 0', found: String(c.rmsEpsilon) });
+  const p = decoderConfigProblem(c);
+  if (p !== null) throw modelError(p.reason, p.message, { field: p.field, expected: p.expected, found: p.found });
 }
 
 const ROTARY_ENTRY_LIMIT = ((1n << 63n) - 1n) / 8n;

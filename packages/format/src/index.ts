@@ -15,6 +15,10 @@ export type { SpelledMerge, SpelledMerges } from './bpe-merges.ts';
 export { f64ToBits, f64FromBits, f64BitsHex, f64Text, u64Hex, hexBytes, quotedBytes, f64Bytes } from './bits.ts';
 export { expectedParameterShapes, modelParameterName, parameterTensorCount, parameterNameProblem } from './parameter-layout.ts';
 export type { ParameterShape } from './parameter-layout.ts';
+export { decoderConfigProblem } from './decoder-rules.ts';
+export { adamwConfigProblem, decayProductProblem, groupsProblem } from './adamw-rules.ts';
+export type { AdamWConfigProblem, AdamWField, GroupsProblem, LocatedName } from './adamw-rules.ts';
+export type { DecoderConfigProblem, DecoderConfigValues } from './decoder-rules.ts';
 export { parameterByName, momentsByName, tokenizerVocabularySize } from './named-tensors.ts';
 export { compareByteWise, sortByteWise } from './utf8.ts';
 export {

@@ -1,7 +1,9 @@
 /**
- * Decoder configuration checks (model.md §2; format SPEC §6.1).
+ * Decoder configuration checks (model.md §2). The shape rules are the
+ * format's (`decoderConfigProblem`, format SPEC §6.1); a model adds its own
+ * limits: sizes a `number` can index, and one `Float64Array` of parameters.
  */
-import type { DecoderConfig } from '@llmcp/format';
+import { decoderConfigProblem, type DecoderConfig } from '@llmcp/format';
 import { ModelError } from './errors.ts';
 
 /** The largest parameter count a decoder accepts (one `Float64Array`; 2^31 − 1 elements = 16 GiB). */
@@ -19,21 +21,23 @@ export const FIXTURE_DECODER_CONFIG: DecoderConfig = Object.freeze({
   rmsEpsilon: 1e-6,
 });
 
-function positiveInteger(config: DecoderConfig, field: Exclude<keyof DecoderConfig, 'exact'>, minimum: number): number {
-  const v = config[field];
-  const exact = field === 'feedForwardWidth' || field === 'maxPositions' ? config.exact?.[field] : undefined;
-  if (exact !== undefined || (typeof v === 'number' && Number.isInteger(v) && v > Number.MAX_SAFE_INTEGER)) {
-    // A checkpoint may store any u64 here (format SPEC §15.2); a model cannot index or allocate that many.
-    throw new ModelError(
-      'MODEL_INVALID_CONFIG',
-      `decoder config ${field}: ${exact ?? String(v)} exceeds 2^53 − 1 = ${Number.MAX_SAFE_INTEGER}, the largest size a model can represent (the checkpoint is valid; building a model from it is not possible)`,
-      { field },
-    );
+const SIZE_FIELDS = ['vocabularySize', 'modelWidth', 'heads', 'feedForwardWidth', 'layers', 'maxPositions'] as const;
+
+/** A size a checkpoint may hold (any u64, format SPEC §15.2) but a model cannot index or allocate. */
+function unrepresentable(config: DecoderConfig): ModelError | null {
+  for (const field of SIZE_FIELDS) {
+    const v = config[field];
+    if (typeof v !== 'number') return new ModelError('MODEL_INVALID_CONFIG', `decoder config ${field}: expected an integer, found ${typeof v} ${String(v)}`, { field });
+    const exact = field === 'feedForwardWidth' || field === 'maxPositions' ? config.exact?.[field] : undefined;
+    if (exact !== undefined || (typeof v === 'number' && Number.isInteger(v) && v > Number.MAX_SAFE_INTEGER)) {
+      return new ModelError(
+        'MODEL_INVALID_CONFIG',
+        `decoder config ${field}: ${exact ?? String(v)} exceeds 2^53 − 1 = ${Number.MAX_SAFE_INTEGER}, the largest size a model can represent (the checkpoint is valid; building a model from it is not possible)`,
+        { field },
+      );
+    }
   }
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < minimum) {
-    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config ${field}: expected an integer ≥ ${minimum}, found ${String(v)}`, { field });
-  }
-  return v;
+  return null;
 }
 
 /**
@@ -57,27 +61,12 @@ function positiveInteger(config: DecoderConfig, field: Exclude<keyof DecoderConf
  */
 export function validateDecoderConfig(config: DecoderConfig): number {
   if (typeof config !== 'object' || config === null) throw new TypeError('decoder config must be an object');
-  const V = positiveInteger(config, 'vocabularySize', 1);
-  const D = positiveInteger(config, 'modelWidth', 1);
-  const H = positiveInteger(config, 'heads', 1);
-  const F = positiveInteger(config, 'feedForwardWidth', 1);
-  const L = positiveInteger(config, 'layers', 0);
-  positiveInteger(config, 'maxPositions', 1);
-  if (D % H !== 0) {
-    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config heads: modelWidth ${D} is not divisible by heads ${H}`, { field: 'heads' });
-  }
+  const tooLarge = unrepresentable(config);
+  if (tooLarge !== null) throw tooLarge;
+  const problem = decoderConfigProblem(config);
+  if (problem !== null) throw new ModelError('MODEL_INVALID_CONFIG', `decoder config ${problem.field}: ${problem.message}`, { field: problem.field });
+  const { vocabularySize: V, modelWidth: D, heads: H, feedForwardWidth: F, layers: L } = config;
   const d = D / H;
-  if (d % 2 !== 0) {
-    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config heads: head width ${d} must be even (RoPE rotates feature pairs)`, { field: 'heads' });
-  }
-  if (typeof config.ropeBase !== 'number' || !Number.isFinite(config.ropeBase) || !(config.ropeBase > 0)) {
-    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config ropeBase: expected a finite number > 0, found ${String(config.ropeBase)}`, { field: 'ropeBase' });
-  }
-  if (typeof config.rmsEpsilon !== 'number' || !Number.isFinite(config.rmsEpsilon) || !(config.rmsEpsilon >= 0)) {
-    throw new ModelError('MODEL_INVALID_CONFIG', `decoder config rmsEpsilon: expected a finite number ≥ 0, found ${String(config.rmsEpsilon)}`, {
-      field: 'rmsEpsilon',
-    });
-  }
   const count = V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D;
   if (!(count <= MAX_PARAMETER_COUNT)) {
     throw new ModelError('MODEL_INVALID_CONFIG', `decoder config: ${count} parameters exceed the limit of ${MAX_PARAMETER_COUNT}`, { field: 'layers' });

@@ -2,7 +2,7 @@
  * AdamW exactly as the reference computes it (training.md §6), over the
  * model's flat parameter array: one loop in model order.
  */
-import { f64ToBits, type AdamWConfig, type AdamWState, type MomentState, type ParameterGroups } from '@llmcp/format';
+import { adamwConfigProblem, decayProductProblem, f64ToBits, groupsProblem, type AdamWConfig, type AdamWState, type LocatedName, type MomentState, type ParameterGroups } from '@llmcp/format';
 import type { ParameterEntry, ParameterLayout } from '@llmcp/model';
 import type { ClipResult, GradientTransform } from './clip.ts';
 import { OptimError } from './errors.ts';
@@ -46,20 +46,9 @@ const ONE_BITS = 0x3ff0000000000000n;
 
 function checkConfig(config: AdamWConfig): AdamWConfig {
   if (typeof config !== 'object' || config === null) throw new TypeError('AdamW config must be an object');
-  const bad = (field: string, expected: string, found: unknown): never => {
-    throw new OptimError('OPTIM_INVALID_CONFIG', `AdamW ${field}: expected ${expected}, found ${String(found)}`, { field });
-  };
-  const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+  const p = adamwConfigProblem(config);
+  if (p !== null) throw new OptimError('OPTIM_INVALID_CONFIG', `AdamW ${p.field}: expected ${p.expected}, found ${String(p.found)}`, { field: p.field });
   const { learningRate, beta1, beta2, epsilon, weightDecay } = config;
-  if (!finite(learningRate) || !(learningRate > 0)) bad('learningRate', 'a finite number > 0', learningRate);
-  if (!finite(beta1) || !(beta1 >= 0 && beta1 < 1)) bad('beta1', 'a finite number in [0, 1)', beta1);
-  if (!finite(beta2) || !(beta2 >= 0 && beta2 < 1)) bad('beta2', 'a finite number in [0, 1)', beta2);
-  if (!finite(epsilon) || !(epsilon > 0)) bad('epsilon', 'a finite number > 0', epsilon);
-  if (!finite(weightDecay) || !(weightDecay >= 0)) bad('weightDecay', 'a finite number ≥ 0', weightDecay);
-  if (weightDecay !== 0) {
-    const p = learningRate * weightDecay;
-    if (!Number.isFinite(p) || !(p > 0 && p < 1)) bad('weightDecay', 'learningRate × weightDecay in (0, 1)', p);
-  }
   return Object.freeze({ learningRate, beta1, beta2, epsilon, weightDecay });
 }
 
@@ -77,16 +66,12 @@ function resolveGroups(groups: NoDecayRule | ParameterGroups | null, layout: Par
   };
   if (!Array.isArray(groups.decay) || !Array.isArray(groups.noDecay)) fail('expected { decay: string[], noDecay: string[] }');
   for (const [label, list] of [['decay', groups.decay], ['noDecay', groups.noDecay]] as const) {
-    const seen = new Set<string>();
-    for (const n of list) {
-      if (typeof n !== 'string' || n.length === 0) fail(`${label} list: empty or non-string name`);
-      if (seen.has(n)) fail(`${label} list: duplicate name ${JSON.stringify(n)}`);
-      seen.add(n);
-    }
+    if (list.some((n) => typeof n !== 'string')) fail(`${label} list: a name is not a string`);
   }
-  if (groups.decay.length === 0 && groups.noDecay.length === 0) fail('both lists are empty');
+  const located = (list: readonly string[]): LocatedName[] => list.map((name) => ({ name, offset: 0 }));
+  const problem = groupsProblem(located(groups.decay), located(groups.noDecay));
+  if (problem !== null) fail(problem.message);
   const decay = new Set(groups.decay);
-  for (const n of groups.noDecay) if (decay.has(n)) fail(`${JSON.stringify(n)} is in both lists`);
   const known = new Set(names);
   for (const n of [...groups.decay, ...groups.noDecay]) if (!known.has(n)) fail(`${JSON.stringify(n)} is not a parameter of the model`);
   for (const n of names) if (!decay.has(n) && !groups.noDecay.includes(n)) fail(`parameter ${JSON.stringify(n)} is in neither list`);
@@ -200,12 +185,9 @@ export class AdamW {
     if (typeof lr !== 'number' || !Number.isFinite(lr) || !(lr > 0)) {
       throw new OptimError('OPTIM_INVALID_LEARNING_RATE', `learning rate: expected a finite number > 0, found ${String(lr)}`, { field: 'learningRate', step: this.#step + 1 });
     }
-    const wd = this.config.weightDecay;
-    if (wd !== 0) {
-      const p = lr * wd;
-      if (!Number.isFinite(p) || !(p > 0 && p < 1)) {
-        throw new OptimError('OPTIM_INVALID_LEARNING_RATE', `learning rate × weight decay: expected a value in (0, 1), found ${p}`, { field: 'learningRate', step: this.#step + 1 });
-      }
+    const decay = decayProductProblem(lr, this.config.weightDecay);
+    if (decay !== null) {
+      throw new OptimError('OPTIM_INVALID_LEARNING_RATE', `learning rate × weight decay: expected a value in (0, 1), found ${decay.found}`, { field: 'learningRate', step: this.#step + 1 });
     }
     let transform: GradientTransform = options.clip?.transform ?? { kind: 'none' };
     if (options.clipMultiplier !== undefined) {
