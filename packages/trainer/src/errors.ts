@@ -120,12 +120,17 @@ export function isTrainerError(e: unknown): e is TrainerError {
  * (keeping the original as `cause`): file-system errors become `TRAINER_IO`,
  * non-finite numerics `TRAINER_NON_FINITE`, errors of the input packages
  * (corpus, split, tokenizer, model configuration) `TRAINER_INPUT_INVALID`.
+ * A programming error (`TypeError`, `RangeError`, `ReferenceError`,
+ * `SyntaxError`) is a bug, not an I/O or input problem: it is rethrown as it
+ * is, so it reaches the user (and the test) with its own stack.
  *
  * @param e - the thrown value.
  * @returns a trainer error.
+ * @throws the original error when it is a programming error.
  */
 export function toTrainerError(e: unknown): TrainerError {
   if (isTrainerError(e)) return e;
+  if (e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof SyntaxError) throw e;
   const err = e as { name?: unknown; code?: unknown; message?: unknown; path?: unknown };
   const message = typeof err?.message === 'string' ? err.message : String(e);
   const code = typeof err?.code === 'string' ? err.code : '';
