@@ -2,8 +2,8 @@
  * Regenerates the golden LLMCP35 checkpoint from first principles: the ch33
  * training fixture (training.md §1–7) run by `@llmcp/model` and
  * `@llmcp/optim`, encoded by `@llmcp/format`. Nothing is read from the golden
- * vectors: the documents and hyper-parameters below are the fixture's
- * definition, written as code constants. If the result equals the shipped
+ * vectors: the documents and hyper-parameters are the fixture's
+ * definition, written as code constants (`CH33_FIXTURE` of `@llmcp/optim`). If the result equals the shipped
  * 6330 bytes (`fnv1a64:2b8b6097eaed6a91`), the decoder, its backward pass,
  * AdamW, clipping, the data pipeline, sampling-state handling and the encoder
  * all agree with the reference bit for bit — the strongest check this
@@ -12,53 +12,13 @@
 import { encodeCheckpoint, SplitMix64, type AdamWConfig, type AdamWState, type CheckpointState, type DecoderConfig, type NamedTensor } from '@llmcp/format';
 import { causalWindows, evaluationBatches, gatherBatch, shuffleInPlace, type WindowRef } from '@llmcp/data';
 import { Decoder, FIXTURE_DECODER_CONFIG } from '@llmcp/model';
-import { AdamW, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS } from '@llmcp/optim';
+import { AdamW, CH33_FIXTURE, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type Ch33Fixture } from '@llmcp/optim';
 
-/** The fixture documents (training.md §1), in processing order. */
-export const FIXTURE_DOCUMENTS: {
-  readonly train: readonly { readonly id: string; readonly tokens: readonly number[] }[];
-  readonly validation: readonly { readonly id: string; readonly tokens: readonly number[] }[];
-} = Object.freeze({
-  train: [
-    { id: 'train-a', tokens: [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1] },
-    { id: 'train-b', tokens: [2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2, 3] },
-  ],
-  validation: [
-    { id: 'validation-a', tokens: [0, 1, 2, 3, 4, 0, 1, 2, 3] },
-    { id: 'validation-b', tokens: [0, 0, 0, 0, 0, 0, 0, 0, 0] },
-  ],
-});
+/** The fixture documents (training.md §1), in processing order: `CH33_FIXTURE.documents` of `@llmcp/optim`. */
+export const FIXTURE_DOCUMENTS: Ch33Fixture['documents'] = CH33_FIXTURE.documents;
 
-/** The fixture's run settings (training.md §2–7; model.md §2). */
-export const FIXTURE_RUN: {
-  readonly decoder: DecoderConfig;
-  readonly initSeed: bigint;
-  readonly shuffleSeed: bigint;
-  readonly samplingSeed: bigint;
-  readonly contextLength: number;
-  readonly updateBatchSize: number;
-  readonly trainEvaluationBatchSize: number;
-  readonly validationBatchSize: number;
-  readonly learningRates: readonly number[];
-  readonly maxGradientNorm: number;
-  readonly validationSteps: readonly number[];
-  readonly adamw: AdamWConfig;
-  readonly literalPieces: readonly string[];
-} = Object.freeze({
-  decoder: FIXTURE_DECODER_CONFIG,
-  initSeed: 33n,
-  shuffleSeed: 33n,
-  samplingSeed: 35n,
-  contextLength: 2,
-  updateBatchSize: 2,
-  trainEvaluationBatchSize: 5,
-  validationBatchSize: 4,
-  learningRates: [0.04, 0.04, 0.025, 0.025, 0.015, 0.015, 0.008, 0.008],
-  maxGradientNorm: 0.35,
-  validationSteps: [0, 2, 4, 6, 8],
-  adamw: { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
-  literalPieces: ['0', '1', '2', '3', '4'],
-});
+/** The fixture's run settings: `CH33_FIXTURE` of `@llmcp/optim`, the one definition. */
+export const FIXTURE_RUN: Ch33Fixture = CH33_FIXTURE;
 
 /** One evaluation checkpoint of the regenerated run. */
 export interface RegeneratedCheckpoint {
@@ -156,7 +116,7 @@ export function regenerateCh33Run(): RegeneratedRun {
 
   // The demo's sampling stream: seed 35 used as the raw state, one output drawn and discarded.
   const sampling = new SplitMix64(R.samplingSeed);
-  sampling.nextU64();
+  for (let i = 0; i < R.samplingDiscard; i++) sampling.nextU64();
   const encoder = new TextEncoder();
   const state: CheckpointState = {
     tokenizer: { kind: 'literal', pieces: R.literalPieces.map((p) => encoder.encode(p)) },

@@ -6,3 +6,5 @@ export { constantSchedule, createSchedule, listSchedule, warmupCosineSchedule } 
 export type { LearningRateSchedule, ScheduleSpec } from './schedule.ts';
 export { OPTIM_ERROR_CODES, OptimError, isOptimError } from './errors.ts';
 export type { OptimErrorCode, OptimErrorContext } from './errors.ts';
+export { CH33_FIXTURE } from './ch33-fixture.ts';
+export type { Ch33Fixture, FixtureDocument } from './ch33-fixture.ts';

@@ -5,25 +5,15 @@
  * golden trace records.
  */
 import { SplitMix64 } from '@llmcp/format';
-import { Decoder, FIXTURE_DECODER_CONFIG, type TokenBatch } from '@llmcp/model';
-import { AdamW, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type ClipResult } from '../../src/index.ts';
+import { Decoder, type TokenBatch } from '@llmcp/model';
+import { AdamW, CH33_FIXTURE, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type ClipResult } from '../../src/index.ts';
 
-export const DOCUMENTS = {
-  train: [
-    { id: 'train-a', tokens: [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1] },
-    { id: 'train-b', tokens: [2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2, 3] },
-  ],
-  validation: [
-    { id: 'validation-a', tokens: [0, 1, 2, 3, 4, 0, 1, 2, 3] },
-    { id: 'validation-b', tokens: [0, 0, 0, 0, 0, 0, 0, 0, 0] },
-  ],
-} as const;
-
-export const CONTEXT = 2;
-export const RATES: number[] = [0.04, 0.04, 0.025, 0.025, 0.015, 0.015, 0.008, 0.008];
-export const ADAMW_CONFIG = { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 } as const;
-export const MAX_NORM = 0.35;
-export const VALIDATION_STEPS: number[] = [0, 2, 4, 6, 8];
+export const DOCUMENTS = CH33_FIXTURE.documents;
+export const CONTEXT = CH33_FIXTURE.contextLength;
+export const RATES: readonly number[] = CH33_FIXTURE.learningRates;
+export const ADAMW_CONFIG = CH33_FIXTURE.adamw;
+export const MAX_NORM = CH33_FIXTURE.maxGradientNorm;
+export const VALIDATION_STEPS: readonly number[] = CH33_FIXTURE.validationSteps;
 
 interface Doc {
   readonly id: string;
@@ -109,19 +99,19 @@ export interface FixtureRun {
 export async function runFixture(threads = 1): Promise<FixtureRun> {
   const sequential = windows(DOCUMENTS.train);
   const order = sequential.slice();
-  const rng = new SplitMix64(33n);
+  const rng = new SplitMix64(CH33_FIXTURE.shuffleSeed);
   const shuffleSelections: number[] = [];
   for (let i = order.length - 1; i >= 1; i--) {
     const j = rng.nextBelow(i + 1);
     shuffleSelections.push(j);
     [order[i], order[j]] = [order[j]!, order[i]!];
   }
-  const updateBatches = batches(order, 2);
-  const trainEval = batches(sequential, 5);
-  const validation = batches(windows(DOCUMENTS.validation), 4);
+  const updateBatches = batches(order, CH33_FIXTURE.updateBatchSize);
+  const trainEval = batches(sequential, CH33_FIXTURE.trainEvaluationBatchSize);
+  const validation = batches(windows(DOCUMENTS.validation), CH33_FIXTURE.validationBatchSize);
 
-  const model = await Decoder.create(FIXTURE_DECODER_CONFIG, { threads });
-  model.initialize(33n);
+  const model = await Decoder.create(CH33_FIXTURE.decoder, { threads });
+  model.initialize(CH33_FIXTURE.initSeed);
   const initialParameters = model.parameters.slice();
   const optimizer = new AdamW(model, { config: ADAMW_CONFIG, groups: NO_DECAY_GAINS });
   const schedule = listSchedule(RATES);
