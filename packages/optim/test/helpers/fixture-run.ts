@@ -6,13 +6,13 @@
  */
 import { SplitMix64 } from '@llmcp/format';
 import { Decoder, type TokenBatch } from '@llmcp/model';
-import { AdamW, CH33_FIXTURE, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type ClipResult } from '../../src/index.ts';
+import { AdamW, CH33_FIXTURE, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type Ch33Fixture, type ClipResult } from '../../src/index.ts';
 
-export const DOCUMENTS = CH33_FIXTURE.documents;
-export const CONTEXT = CH33_FIXTURE.contextLength;
+export const DOCUMENTS: Ch33Fixture['documents'] = CH33_FIXTURE.documents;
+export const CONTEXT: number = CH33_FIXTURE.contextLength;
 export const RATES: readonly number[] = CH33_FIXTURE.learningRates;
-export const ADAMW_CONFIG = CH33_FIXTURE.adamw;
-export const MAX_NORM = CH33_FIXTURE.maxGradientNorm;
+export const ADAMW_CONFIG: Ch33Fixture['adamw'] = CH33_FIXTURE.adamw;
+export const MAX_NORM: number = CH33_FIXTURE.maxGradientNorm;
 export const VALIDATION_STEPS: readonly number[] = CH33_FIXTURE.validationSteps;
 
 interface Doc {
