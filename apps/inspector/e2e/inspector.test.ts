@@ -4,12 +4,15 @@
  * built by Vite (or the `dist/` that `pnpm test` has just built) and served
  * from an ephemeral localhost port.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inspectCheckpoint } from '@llmcp/format';
+import { CH33_CONFIG_INPUT, forkRun, parseConfig, resumeRun, trainRun } from '@llmcp/trainer';
+import { formatEvaluationRecord, formatLossRecord } from '@llmcp/trainer/loss-records';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +21,8 @@ const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const FIXTURES = path.resolve(APP_DIR, '../../packages/conformance/fixtures');
 const GOLDEN = path.join(FIXTURES, 'golden-6330.llmcp');
 const CHROMIUM = process.env.LLMCP_CHROMIUM ?? '/usr/bin/chromium';
+/** Screenshots kept for a look after the run (gitignored). */
+const ARTIFACTS = path.join(APP_DIR, 'test-artifacts');
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 const TYPES: Record<string, string> = {
@@ -36,23 +41,98 @@ let browser: Browser;
 let page: Page;
 const requests: string[] = [];
 
-/** A loss.jsonl in the trainer's record layout: a falling loss over 60 steps. */
+/**
+ * A loss.jsonl written with the trainer's own formatters: a falling loss over
+ * 60 steps, and an evaluation record after the training record of every 10th
+ * step (the validation curve comes from these alone — no job.json).
+ */
 function writeLossLog(): string {
-  const lines: string[] = [];
+  let text = formatEvaluationRecord({ step: 0, validationLoss: 2.2, trainingLoss: null });
   for (let step = 1; step <= 60; step++) {
     const loss = 1.6 * Math.exp(-step / 25) + 0.4 + 0.03 * Math.sin(step);
-    lines.push(JSON.stringify({ step, loss, learningRate: 0.01, gradientNorm: 0.5, clipped: false, tokens: 64 }));
+    text += formatLossRecord({ step, loss, learningRate: 0.01 * (1 - step / 120), gradientNorm: 0.5 + 0.2 * Math.cos(step), clipped: false, tokens: 64 }, null);
+    if (step % 10 === 0) text += formatEvaluationRecord({ step, validationLoss: 1.7 * Math.exp(-step / 30) + 0.5, trainingLoss: null });
   }
   const file = path.join(work, 'loss.jsonl');
-  writeFileSync(file, `${lines.join('\n')}\n`);
+  writeFileSync(file, text);
   return file;
 }
 
-function writeJob(): string {
-  const file = path.join(work, 'job.json');
-  const evaluations = [0, 10, 20, 30, 40, 50, 60].map((step) => ({ step, validationLoss: 1.7 * Math.exp(-step / 30) + 0.5, trainingLoss: null }));
-  writeFileSync(file, JSON.stringify({ format: 'llmcp-job/1', step: 60, evaluations }));
-  return file;
+/**
+ * Two small real runs trained with the trainer (the ch33 model, 16 steps,
+ * checkpoints every 4): run A, and run B forked from A's step 8 with another
+ * learning rate and trained on (so A has a forked-to event, B forked-from and
+ * resumed). Run C is a copy of A whose latest/state.llmcp has one flipped bit.
+ */
+async function trainRuns(): Promise<{ a: string; b: string; c: string; flipped: { offset: number; name: string; element: number } }> {
+  const input = JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)) as Record<string, unknown>;
+  Object.assign(input, { steps: 16, schedule: { kind: 'constant', rate: 0.04 }, checkpoint: { every: 4, keepSteps: 3 } });
+  const a = path.join(work, 'runs', 'run-a');
+  const b = path.join(work, 'runs', 'run-b');
+  const c = path.join(work, 'damaged', 'run-c');
+  await trainRun({ runDir: a, config: parseConfig(input), saveMode: 'inline' });
+  await forkRun(a, b, { slot: 'step_000008', config: parseConfig({ ...input, schedule: { kind: 'constant', rate: 0.01 } }), changes: ['schedule'] });
+  await resumeRun(b, { saveMode: 'inline' });
+  mkdirSync(path.dirname(c), { recursive: true });
+  cpSync(a, c, { recursive: true });
+  const state = path.join(c, 'checkpoints', 'latest', 'state.llmcp');
+  const bytes = new Uint8Array(readFileSync(state));
+  const d = inspectCheckpoint(bytes).descriptors.find((x) => x.role === 'model-parameter' && x.name === 'blocks.0.attention.query.weight');
+  if (d === undefined) throw new Error('no query weight record');
+  const element = 3;
+  const offset = Number(d.offset) + 8 * element + 5;
+  bytes[offset] = (bytes[offset] as number) ^ 0x10;
+  writeFileSync(state, bytes);
+  return { a, b, c, flipped: { offset: Number(d.offset) + 8 * element, name: d.name, element } };
+}
+
+let runs: Awaited<ReturnType<typeof trainRuns>>;
+
+/** Writes a screenshot under test-artifacts/ and checks it is a real picture: a PNG of some size with more than one colour. */
+async function keepScreenshot(name: string, png: Buffer): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  writeFileSync(path.join(ARTIFACTS, name), png);
+  expect(png.subarray(1, 4).toString('latin1')).toBe('PNG');
+  expect(png.length).toBeGreaterThan(2000);
+  const colours = await page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = img.naturalWidth;
+    c.height = img.naturalHeight;
+    const ctx = c.getContext('2d') as CanvasRenderingContext2D;
+    ctx.drawImage(img, 0, 0);
+    const data = ctx.getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set<number>();
+    for (let i = 0; i < data.length && seen.size < 50; i += 4) seen.add(((data[i] as number) << 16) | ((data[i + 1] as number) << 8) | (data[i + 2] as number));
+    return seen.size;
+  }, png.toString('base64'));
+  expect(colours).toBeGreaterThan(2);
+}
+
+/** Counts canvas pixels near a colour (within ±40 per channel). */
+async function pixelsNear(selector: string, rgb: readonly [number, number, number]): Promise<number> {
+  return page.locator(selector).evaluateAll((canvases, [r0, g0, b0]) => {
+    let n = 0;
+    for (const c of canvases as HTMLCanvasElement[]) {
+      const data = (c.getContext('2d') as CanvasRenderingContext2D).getImageData(0, 0, c.width, c.height).data;
+      for (let i = 0; i < data.length; i += 4) {
+        if ((data[i + 3] as number) > 0 && Math.abs((data[i] as number) - r0) < 40 && Math.abs((data[i + 1] as number) - g0) < 40 && Math.abs((data[i + 2] as number) - b0) < 40) n += 1;
+      }
+    }
+    return n;
+  }, rgb);
+}
+
+/** Opens run directories through the directory picker, one after the other (the page keeps the last two). */
+async function openRunDirectories(...dirs: string[]): Promise<void> {
+  await page.goto(`${origin}/`);
+  for (const dir of dirs) {
+    await page.evaluate(() => delete document.body.dataset.ready);
+    await page.setInputFiles('#dir-input', dir);
+    await page.waitForSelector('body[data-ready]');
+  }
 }
 
 beforeAll(async () => {
@@ -77,6 +157,7 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('request', (r) => requests.push(r.url()));
+  runs = await trainRuns();
 });
 
 afterAll(async () => {
@@ -142,29 +223,132 @@ describe('inspector page', () => {
     expect(await cp.locator('[data-role=variable-header]').textContent()).toContain('tokenizer kind');
   });
 
-  it('opens loss.jsonl and job.json: the loss and validation curves render', async () => {
-    await openFiles(writeLossLog(), writeJob());
-    const chart = page.locator('[data-role=loss-chart]');
+  it('opens loss.jsonl alone: training, validation (from its evaluation records), learning rate and gradient norm render', async () => {
+    await openFiles(writeLossLog());
+    const chart = page.locator('[data-role=chart-loss]');
     await chart.locator('canvas').waitFor();
-    expect(await page.locator('[data-role=loss]').textContent()).toContain('loss.jsonl: 60 steps');
-    expect(await page.locator('[data-role=loss]').textContent()).toContain('job.json: 7 validation evaluations');
-    const shot = await chart.screenshot();
-    writeFileSync(path.join(work, 'loss-chart.png'), shot);
-    expect(shot.length).toBeGreaterThan(2000);
+    expect(await page.locator('[data-role=loss]').textContent()).toContain('A = loss.jsonl: 60 training steps');
+    expect(await page.locator('[data-role=loss]').textContent()).toContain('7 validation evaluations, lowest 0.730070 at step 60');
+    await expect(chart.getAttribute('data-series')).resolves.toBe('A: training loss|A: validation loss');
+    await expect(page.locator('[data-role=chart-lr]').getAttribute('data-series')).resolves.toBe('A: learning rate');
+    await expect(page.locator('[data-role=chart-grad]').getAttribute('data-series')).resolves.toBe('A: gradient norm');
+    await keepScreenshot('loss-log-curves.png', await page.locator('[data-role=loss]').screenshot());
     // The canvas holds drawn series: blue (training) and red (validation) pixels.
-    const colored = await chart.locator('canvas').evaluate((c: HTMLCanvasElement) => {
-      const data = (c.getContext('2d') as CanvasRenderingContext2D).getImageData(0, 0, c.width, c.height).data;
-      let blue = 0;
-      let red = 0;
-      for (let i = 0; i < data.length; i += 4) {
-        const [r, g, b, a] = [data[i] as number, data[i + 1] as number, data[i + 2] as number, data[i + 3] as number];
-        if (a > 0 && b > 150 && r < 120) blue += 1;
-        if (a > 0 && r > 150 && g < 90 && b < 90) red += 1;
+    expect(await pixelsNear('[data-role=chart-loss] canvas', [0x25, 0x63, 0xeb])).toBeGreaterThan(200);
+    expect(await pixelsNear('[data-role=chart-loss] canvas', [0xdc, 0x26, 0x26])).toBeGreaterThan(50);
+    expect(await pixelsNear('[data-role=chart-lr] canvas', [0x7c, 0x3a, 0xed])).toBeGreaterThan(100);
+    // Log scale and EMA smoothing redraw the charts.
+    await page.locator('[data-role=log-scale]').check();
+    await page.waitForSelector('[data-role=loss][data-drawn="log:0"]');
+    await page.locator('[data-role=smoothing]').fill('0.9');
+    await page.waitForSelector('[data-role=loss][data-drawn="log:0.9"]');
+    await expect(page.locator('[data-role=smoothing-value]').textContent()).resolves.toBe('0.90');
+    expect(await pixelsNear('[data-role=chart-loss] canvas', [0x25, 0x63, 0xeb])).toBeGreaterThan(200);
+  });
+
+  it('opens a run directory: slots, run.json events, the curves with fork markers, and the latest checkpoint checked against its copy', async () => {
+    await openRunDirectories(runs.a);
+    const run = page.locator('[data-role=run]');
+    await expect(run.getAttribute('data-name')).resolves.toBe('run-a');
+    const slots = await run.locator('[data-role=slots] tbody tr td:first-child').allTextContents();
+    expect(slots).toEqual(['latest', 'latest.backup', 'best', 'best.backup', 'step_000016', 'step_000012', 'step_000008']);
+    expect(await run.locator('[data-role=slots] tbody tr').first().textContent()).toContain('6 330 bytes');
+    const events = await run.locator('[data-role=events] tbody tr td:nth-child(2)').allTextContents();
+    expect(events).toEqual(['created', 'completed', 'forked-to']);
+    await expect(page.locator('[data-role=markers] li').allTextContents()).resolves.toEqual(['A: fork at step 8 (forked-to)']);
+    await expect(page.locator('[data-role=chart-loss]').getAttribute('data-series')).resolves.toMatch(/^A: training loss/);
+    const hasEvaluations = readFileSync(path.join(runs.a, 'loss.jsonl'), 'utf8').includes('"validationLoss"');
+    if (hasEvaluations) await expect(page.locator('[data-role=chart-loss]').getAttribute('data-series')).resolves.toBe('A: training loss|A: validation loss');
+    // The latest slot is shown, with a table of contents, heatmaps, and the copy check against step_000016.
+    const cp = page.locator('#slot');
+    expect(await cp.locator('h2').textContent()).toContain('run-a/checkpoints/latest/state.llmcp');
+    const toc = await cp.locator('[data-role=toc] a').allTextContents();
+    expect(toc).toEqual(['Copy check', 'Byte map', 'Fixed header and checksum', 'Checksum', 'Variable header', 'Descriptor table (records)', 'Tokenizer', 'Configuration and optimizer', 'Tensors (statistics, heatmaps)']);
+    for (const href of await cp.locator('[data-role=toc] a').evaluateAll((as) => as.map((x) => x.getAttribute('href')))) await expect(page.locator(href as string).count()).resolves.toBe(1);
+    await expect(cp.locator('[data-role=copy-verdict]').textContent()).resolves.toBe('latest and step_000016 are identical byte for byte.');
+    // 2-D tensors: the 5×4 embedding, 4×4 attention/FFN weights and their moments: 8 + 16 heatmaps.
+    await expect(cp.locator('canvas.heatmap').count()).resolves.toBe(24);
+    const heat = cp.locator('[data-role=stats]');
+    await keepScreenshot('checkpoint-heatmaps.png', await heat.screenshot());
+    await keepScreenshot('run-directory.png', await page.screenshot({ fullPage: true }));
+    // Another slot opens from the slot table.
+    await run.locator('button[data-slot=latest\\.backup]').click();
+    await page.waitForFunction(() => document.querySelector('#slot h2')?.textContent?.includes('latest.backup') === true);
+    await expect(page.locator('#slot [data-role=copy-verdict]').textContent()).resolves.toBe('latest.backup and step_000012 are identical byte for byte.');
+  });
+
+  it('overlays two runs: both drawn in their own colours, with a legend and the markers of both', async () => {
+    await openRunDirectories(runs.a, runs.b);
+    await expect(page.locator('[data-role=run]').count()).resolves.toBe(2);
+    await expect(page.locator('[data-role=run-legend] li').allTextContents()).resolves.toEqual(['A = run-a', 'B = run-b (dashed)']);
+    const series = (await page.locator('[data-role=chart-loss]').getAttribute('data-series')) ?? '';
+    expect(series.split('|').filter((s) => s.endsWith('training loss'))).toEqual(['A: training loss', 'B: training loss']);
+    await expect(page.locator('[data-role=markers] li').allTextContents()).resolves.toEqual(['A: fork at step 8 (forked-to)', 'B: fork at step 8 (forked-from)', 'B: resume at step 8 (resumed)']);
+    expect(await page.locator('[data-role=run-events]').nth(1).textContent()).toContain('forked-from');
+    // Run B's curves are teal (loss) and pink (learning rate), run A's blue and violet.
+    expect(await pixelsNear('[data-role=chart-loss] canvas', [0x25, 0x63, 0xeb])).toBeGreaterThan(100);
+    expect(await pixelsNear('[data-role=chart-loss] canvas', [0x0d, 0x94, 0x88])).toBeGreaterThan(50);
+    expect(await pixelsNear('[data-role=chart-lr] canvas', [0xdb, 0x27, 0x77])).toBeGreaterThan(50);
+    await keepScreenshot('two-runs-overlay.png', await page.locator('[data-role=loss]').screenshot());
+  });
+
+  it('locates a flipped bit in latest to the record element, against the copy in step_000016', async () => {
+    await openRunDirectories(runs.c);
+    const cp = page.locator('#slot');
+    expect(await cp.locator('[data-role=verdict]').textContent()).toContain('INVALID');
+    await expect(cp.locator('[data-role=error-code]').textContent()).resolves.toBe('FORMAT_CHECKSUM_MISMATCH');
+    await expect(cp.locator('[data-role=copy-verdict]').textContent()).resolves.toBe('latest (invalid (FORMAT_CHECKSUM_MISMATCH)) and step_000016 (valid) differ in 1 byte(s), 1 bit(s):');
+    const { offset, name, element } = runs.flipped;
+    await expect(cp.locator('[data-role=corruption-run]').allTextContents()).resolves.toEqual([`bytes ${offset}–${offset + 7} differ: record \`${name}\` (model-parameter) element ${element} (1 bit)`]);
+    await keepScreenshot('corruption-located.png', await cp.locator('[data-role=copy-check]').screenshot());
+  });
+
+  it('opens a run directory dropped as a folder (DataTransfer entries walked recursively)', async () => {
+    await page.goto(`${origin}/`);
+    const files: { path: string; data: number[] }[] = [];
+    const collect = (dir: string, rel: string): void => {
+      for (const entry of readdirSync(dir)) {
+        const full = path.join(dir, entry);
+        if (statSync(full).isDirectory()) collect(full, `${rel}/${entry}`);
+        else files.push({ path: `${rel}/${entry}`, data: Array.from(readFileSync(full)) });
       }
-      return { blue, red };
-    });
-    expect(colored.blue).toBeGreaterThan(200);
-    expect(colored.red).toBeGreaterThan(50);
+    };
+    collect(runs.b, '/run-b');
+    await page.evaluate((list) => {
+      type Node = { name: string; children: Map<string, Node>; data: number[] | null };
+      const root: Node = { name: '', children: new Map(), data: null };
+      for (const f of list) {
+        let at = root;
+        const parts = f.path.split('/').filter(Boolean);
+        parts.forEach((p, k) => {
+          let next = at.children.get(p);
+          if (next === undefined) {
+            next = { name: p, children: new Map(), data: k === parts.length - 1 ? f.data : null };
+            at.children.set(p, next);
+          }
+          at = next;
+        });
+      }
+      // Entries as Chromium gives them for a dropped folder: directories read in batches (here: one entry per batch).
+      const entryOf = (n: Node, parent: string): unknown => {
+        const fullPath = `${parent}/${n.name}`;
+        if (n.data !== null) {
+          const bytes = new Uint8Array(n.data);
+          return { isFile: true, isDirectory: false, name: n.name, fullPath, file: (ok: (f: File) => void) => ok(new File([bytes], n.name)) };
+        }
+        const children = [...n.children.values()].map((c) => entryOf(c, fullPath));
+        return { isFile: false, isDirectory: true, name: n.name, fullPath, createReader: () => ({ readEntries: (ok: (e: unknown[]) => void) => ok(children.splice(0, 1)) }) };
+      };
+      const top = root.children.get('run-b') as Node;
+      const transfer = { items: [{ kind: 'file', webkitGetAsEntry: () => entryOf(top, ''), getAsFile: () => null }], files: [] };
+      const drop = new DragEvent('drop', { bubbles: true, cancelable: true });
+      Object.defineProperty(drop, 'dataTransfer', { value: transfer });
+      (document.getElementById('open') as HTMLElement).dispatchEvent(drop);
+    }, files);
+    await page.waitForSelector('body[data-ready]');
+    await expect(page.locator('[data-role=run]').getAttribute('data-name')).resolves.toBe('run-b');
+    await expect(page.locator('[data-role=run] [data-role=slots] tbody tr').count()).resolves.toBe(7);
+    expect(await page.locator('#status').textContent()).toContain(`run directory run-b (7 slot(s), 16 loss records)`);
   });
 
   it('opens two checkpoints together: shows the diff', async () => {

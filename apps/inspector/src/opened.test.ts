@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { diffInspections } from './diff.ts';
+import { diffCheckpoints } from '@llmcp/format';
 import { classify, parseJob, parseLossLog } from './opened.ts';
 import { f64Stats } from './stats.ts';
 
@@ -56,16 +56,31 @@ describe('classify (foreign files)', () => {
 });
 
 describe('parseLossLog', () => {
-  it('reads step and loss, counts bad lines and reports the first gap', () => {
-    const log = parseLossLog('loss.jsonl', '{"step":1,"loss":3}\nnot json\n{"step":2,"loss":2,"validationLoss":2.5}\n{"step":4,"loss":1}\n');
-    expect(log.training).toEqual([
-      { step: 1, loss: 3 },
-      { step: 2, loss: 2 },
-      { step: 4, loss: 1 },
+  it('reads training and evaluation records with the trainer parser, counts bad lines and reports the first gap', () => {
+    const text = [
+      '{"step":1,"loss":3,"learningRate":0.1,"gradientNorm":1,"clipped":false,"tokens":4}',
+      'not json',
+      '{"step":2,"loss":2,"learningRate":0.1,"gradientNorm":0.5,"clipped":true,"tokens":4}',
+      '{"step":2,"validationLoss":2.5,"trainingLoss":null}',
+      '{"step":4,"loss":1,"learningRate":0.05,"gradientNorm":0.25,"clipped":false,"tokens":4}',
+      '{"step":5,"loss":1}',
+    ].join('\n');
+    const log = parseLossLog('loss.jsonl', text);
+    expect(log.history.training.map((p) => [p.step, p.loss, p.learningRate, p.gradientNorm])).toEqual([
+      [1, 3, 0.1, 1],
+      [2, 2, 0.1, 0.5],
+      [4, 1, 0.05, 0.25],
     ]);
-    expect(log.validation).toEqual([{ step: 2, loss: 2.5 }]);
-    expect(log.badLines).toBe(1);
-    expect(log.problem).toBe('line 4 has step 4, expected 3');
+    expect(log.history.evaluations).toEqual([{ step: 2, validationLoss: 2.5, trainingLoss: null }]);
+    expect(log.history.badLineCount).toBe(2);
+    expect(log.history.badLines.map((b) => b.line)).toEqual([2, 6]);
+    expect(log.history.badLines[1]?.problem).toBe('"learningRate" is not a finite number');
+    expect(log.history.problem).toBe('line 5 has step 4, expected 3');
+  });
+
+  it('recognises a log that starts with an evaluation record (step 0) by its content', () => {
+    const o = classify('history.txt', new TextEncoder().encode('{"step":0,"validationLoss":1.5,"trainingLoss":null}\n'));
+    expect(o.kind === 'loss' && o.history.evaluations).toEqual([{ step: 0, validationLoss: 1.5, trainingLoss: null }]);
   });
 
   it('reads the evaluations of a job file', () => {
@@ -88,19 +103,19 @@ describe('f64Stats', () => {
   });
 });
 
-describe('diffInspections', () => {
-  it('finds the one differing second-moment element and the checksum field', () => {
+describe('diffCheckpoints (shared with llmcp diff)', () => {
+  it('finds the one differing second-moment element and the checksum field of a damaged file', () => {
     const other = new Uint8Array(readFileSync(new URL('malformed/second-moment-negative-zero.llmcp', FIXTURES)));
     const a = classify('a', golden);
     const b = classify('b', other);
     if (a.kind !== 'checkpoint' || b.kind !== 'checkpoint') throw new Error('expected checkpoints');
-    const d = diffInspections(a.inspection, b.inspection, golden, other);
+    const d = diffCheckpoints(golden, other, { a: a.inspection, b: b.inspection });
     expect(d.bitIdentical).toBe(false);
     expect(d.fields.map((f) => f.field)).toEqual(['checksum']);
-    const changed = d.records.filter((r) => r.status !== 'identical');
+    const changed = d.tensors.filter((t) => t.status !== 'identical');
     expect(changed).toHaveLength(1);
-    expect(changed[0]).toMatchObject({ role: 'second-moment', differing: 1 });
-    expect(changed[0]?.first).toMatch(/→ 0x8000000000000000$/);
-    expect(diffInspections(a.inspection, a.inspection, golden, golden).bitIdentical).toBe(true);
+    expect(changed[0]).toMatchObject({ kind: 'second-moment', differing: 1 });
+    expect(changed[0]?.first?.b).toBe('0x8000000000000000');
+    expect(diffCheckpoints(golden, golden).bitIdentical).toBe(true);
   });
 });

@@ -1,11 +1,14 @@
 /**
  * What the user opened: checkpoints (inspected with `@llmcp/format`, valid
  * or not), safetensors and GGUF files (their headers, read with
- * `@llmcp/format/foreign`), a run's `loss.jsonl`, or a `job.json` (for the
- * validation curve).
+ * `@llmcp/format/foreign`), a run's `loss.jsonl` (training and validation
+ * curves, read with the trainer's line parser), or a `job.json` (its
+ * evaluation history, shown as a summary).
  */
-import { inspectCheckpoint, type CheckpointInspection } from '@llmcp/format';
+import { inspectCheckpoint, MAGIC, type CheckpointInspection } from '@llmcp/format';
 import { detectFileKind, isForeignFileError, readForeignFile, type ForeignFile, type ForeignFileError } from '@llmcp/format/foreign';
+import { parseLossLine } from '@llmcp/trainer/loss-records';
+import { parseLossHistory, type LossHistory } from './loss-history.ts';
 
 /** An opened checkpoint (any bytes named or shaped like one). */
 export interface OpenedCheckpoint {
@@ -31,16 +34,11 @@ export interface LossPoint {
   readonly loss: number;
 }
 
-/** A parsed `loss.jsonl` (training loss per step, validation loss where a record carries one). */
+/** A parsed `loss.jsonl` (training records and the evaluation records written after them). */
 export interface OpenedLossLog {
   readonly kind: 'loss';
   readonly name: string;
-  readonly training: readonly LossPoint[];
-  readonly validation: readonly LossPoint[];
-  /** Lines that were not a JSON record with a numeric step and loss. */
-  readonly badLines: number;
-  /** First step out of sequence (expected 1, 2, 3, …), if any. */
-  readonly problem: string | null;
+  readonly history: LossHistory;
 }
 
 /** A `job.json`: its evaluation history gives the validation curve. */
@@ -53,42 +51,23 @@ export interface OpenedJob {
 /** Anything that was opened. */
 export type Opened = OpenedCheckpoint | OpenedForeign | OpenedLossLog | OpenedJob;
 
-const MAGIC = 'LLMCP35';
-
 function isNumber(x: unknown): x is number {
   return typeof x === 'number' && Number.isFinite(x);
 }
 
 /**
- * Parses `loss.jsonl` text: one JSON object per line with `step` and `loss`
- * (the trainer's record layout); `validationLoss` is used when present.
+ * Reads a `loss.jsonl` with the trainer's line parser (see loss-history.ts).
+ *
+ * @param name - the file name.
+ * @param text - its text.
+ * @returns the opened log.
  */
 export function parseLossLog(name: string, text: string): OpenedLossLog {
-  const training: LossPoint[] = [];
-  const validation: LossPoint[] = [];
-  let badLines = 0;
-  let problem: string | null = null;
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = (lines[i] as string).trim();
-    if (line === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      badLines += 1;
-      continue;
-    }
-    const r = value as { step?: unknown; loss?: unknown; validationLoss?: unknown };
-    if (typeof value !== 'object' || value === null || !isNumber(r.step) || !isNumber(r.loss)) {
-      badLines += 1;
-      continue;
-    }
-    if (problem === null && r.step !== training.length + 1) problem = `line ${i + 1} has step ${r.step}, expected ${training.length + 1}`;
-    training.push({ step: r.step, loss: r.loss });
-    if (isNumber(r.validationLoss)) validation.push({ step: r.step, loss: r.validationLoss });
-  }
-  return { kind: 'loss', name, training, validation, badLines, problem };
+  return { kind: 'loss', name, history: parseLossHistory(text) };
+}
+
+function hasMagic(bytes: Uint8Array): boolean {
+  return bytes.length >= MAGIC.length && MAGIC.every((b, i) => bytes[i] === b);
 }
 
 /** Reads the evaluation history of a `job.json`. Returns null when the JSON has none. */
@@ -119,9 +98,8 @@ export function classify(name: string, bytes: Uint8Array): Opened {
       return { kind: 'foreign', name, format, fileLength: bytes.length, header: null, error: e };
     }
   }
-  const head = String.fromCharCode(...bytes.subarray(0, 7));
   const lower = name.toLowerCase();
-  if (head !== MAGIC && !lower.endsWith('.llmcp')) {
+  if (!hasMagic(bytes) && !lower.endsWith('.llmcp')) {
     let text: string | null = null;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -130,7 +108,7 @@ export function classify(name: string, bytes: Uint8Array): Opened {
     }
     if (text !== null) {
       const trimmed = text.trimStart();
-      if (lower.endsWith('.jsonl') || /^\{[^\n]*"loss"/.test(trimmed)) return parseLossLog(name, text);
+      if (lower.endsWith('.jsonl') || /^\{[^\n]*"loss"/.test(trimmed) || parseLossLine(trimmed.split('\n')[0] ?? '').kind !== 'problem') return parseLossLog(name, text);
       if (trimmed.startsWith('{')) {
         try {
           const job = parseJob(name, JSON.parse(text));

@@ -6,6 +6,8 @@ export { encodeCheckpoint, checkpointByteSize } from './encode.ts';
 export { decodeCheckpoint } from './decode.ts';
 export { inspectCheckpoint, formatErrorData } from './inspect.ts';
 export type { CheckpointInspection, InspectedDescriptor, InspectedField, InspectedTokenizer, InspectionError, RecordSlice } from './inspect.ts';
+export { diffCheckpoints, locateByteDifferences, byteDifferenceText } from './checkpoint-diff.ts';
+export type { CheckpointDiff, FieldDifference, TensorDifference, TensorKind, TensorDiffStatus, DiffInspections, ByteDifference, ByteDifferences, ByteRegionKind, LocateOptions } from './checkpoint-diff.ts';
 export { renderInspection } from './inspect-text.ts';
 export type { InspectionStyle, RenderInspectionOptions } from './inspect-text.ts';
 export { prefixSpans } from './inspect-prefix.ts';

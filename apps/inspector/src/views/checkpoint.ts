@@ -4,10 +4,11 @@
  * audit, tokenizer, configuration and optimizer state, per-tensor statistics,
  * and — for a damaged file — where parsing stopped.
  */
-import { BPE_BASE_VOCABULARY, FIXED_HEADER_BYTES, f64BitsHex, f64Text, hexBytes, quotedBytes, spellBpeMerges, u64Hex, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format';
+import { BPE_BASE_VOCABULARY, byteDifferenceText, FIXED_HEADER_BYTES, f64BitsHex, f64Text, hexBytes, quotedBytes, spellBpeMerges, u64Hex, type ByteDifferences, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format';
 import { h, s, section, table } from '../dom.ts';
 import { bytesText, short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';
+import { drawHeatmap, heatmapGrid } from '../heatmap.ts';
 import { f64Stats, HISTOGRAM_BINS } from '../stats.ts';
 import { byteMap } from './byte-map.ts';
 
@@ -182,6 +183,19 @@ function histogram(counts: readonly number[]): SVGElement {
   return s('svg', { class: 'hist', viewBox: '0 0 96 20', width: 96, height: 20 }, ...counts.map((c, k) => s('rect', { x: k * w, y: 20 - (c / max) * 20, width: w - 0.5, height: (c / max) * 20 })));
 }
 
+function heatmap(o: OpenedCheckpoint, d: InspectedDescriptor): HTMLElement | string {
+  if (d.shape.length !== 2) return '';
+  const [rows, columns] = d.shape.map(Number) as [number, number];
+  const grid = heatmapGrid(o.bytes, { offset: Number(d.offset), rows, columns });
+  const canvas = h('canvas', { class: 'heatmap', 'data-name': d.name, title: `${d.name} [${rows}, ${columns}]${grid.blockRows * grid.blockColumns > 1 ? `, ${grid.blockRows}×${grid.blockColumns} blocks averaged` : ''}; blue < 0 < red, |max| ${short(grid.scale)}` });
+  drawHeatmap(canvas, grid);
+  // Cells drawn at least 4 CSS pixels, the longer side at most 96.
+  const cell = Math.max(1, Math.min(96 / Math.max(grid.rows, grid.columns), 12));
+  canvas.style.width = `${Math.round(grid.columns * cell)}px`;
+  canvas.style.height = `${Math.round(grid.rows * cell)}px`;
+  return canvas;
+}
+
 function statsView(o: OpenedCheckpoint): HTMLElement | null {
   const records = o.inspection.descriptors.filter((d) => d.dtype === 'f64' && d.checks.withinFile && d.checks.byteLengthMatchesShape);
   if (records.length === 0) return null;
@@ -191,6 +205,7 @@ function statsView(o: OpenedCheckpoint): HTMLElement | null {
       d.role ?? '?',
       h('span', { class: 'name' }, d.name),
       `[${d.shape.join(', ')}]`,
+      h('div', { class: 'hist-heat' }, histogram(st.histogram), heatmap(o, d)),
       String(st.count),
       short(st.min),
       short(st.max),
@@ -198,10 +213,14 @@ function statsView(o: OpenedCheckpoint): HTMLElement | null {
       short(st.rms),
       String(st.zeros),
       st.nonFinite > 0 ? h('span', { class: 'bad-text' }, String(st.nonFinite)) : '0',
-      histogram(st.histogram),
     ];
   });
-  return section('Tensor statistics', { 'data-role': 'stats' }, table(['role', 'name', 'shape', 'values', 'min', 'max', 'mean', 'RMS', 'zeros', 'non-finite', 'histogram'], rows, { class: 'stats' }));
+  return section(
+    'Tensor statistics',
+    { 'data-role': 'stats' },
+    h('p', { class: 'muted' }, 'Heatmaps of 2-D tensors: blue negative, white zero, red positive (scaled by the largest |value|; large tensors averaged in blocks of at most 64 cells a side).'),
+    table(['role', 'name', 'shape', 'histogram · heatmap', 'values', 'min', 'max', 'mean', 'RMS', 'zeros', 'non-finite'], rows, { class: 'stats' }),
+  );
 }
 
 function issuesView(i: CheckpointInspection): HTMLElement | null {
@@ -214,21 +233,79 @@ function issuesView(i: CheckpointInspection): HTMLElement | null {
   );
 }
 
-/** The complete audit of one file. */
-export function checkpointView(o: OpenedCheckpoint): HTMLElement {
+/** A comparison of the file with another copy of the same checkpoint (another slot of the same step). */
+export interface CopyCheck {
+  /** What the file is (e.g. the slot name). */
+  readonly label: string;
+  /** The copy's name, its inspection and where the two differ; null when there is no copy (then `note` says why). */
+  readonly copy: { readonly name: string; readonly inspection: CheckpointInspection; readonly differences: ByteDifferences } | null;
+  readonly note: string;
+}
+
+/** Options of {@link checkpointView}. */
+export interface CheckpointViewOptions {
+  /** Prefix of the section ids (unique on the page). */
+  readonly id: string;
+  readonly copyCheck?: CopyCheck;
+}
+
+function verdictWord(i: CheckpointInspection): string {
+  return i.verdict.valid ? 'valid' : `invalid (${i.verdict.error.code})`;
+}
+
+function copyCheckView(o: OpenedCheckpoint, c: CopyCheck): HTMLElement {
+  if (c.copy === null) return section('Copy check', { 'data-role': 'copy-check' }, h('p', { class: 'muted' }, c.note));
+  const d = c.copy.differences;
+  const lengths = d.lengthA === d.lengthB ? null : h('p', { class: 'bad-text' }, `Lengths differ: ${c.label} has ${bytesText(d.lengthA)}, ${c.copy.name} ${bytesText(d.lengthB)}.`);
+  if (d.differingBytes === 0 && lengths === null) {
+    return section('Copy check', { 'data-role': 'copy-check' }, h('p', { class: 'ok-text', 'data-role': 'copy-verdict' }, `${c.label} and ${c.copy.name} are identical byte for byte.`), h('p', { class: 'muted' }, c.note));
+  }
+  return section(
+    'Copy check',
+    { 'data-role': 'copy-check' },
+    h('p', { class: 'bad-text', 'data-role': 'copy-verdict' }, `${c.label} (${verdictWord(o.inspection)}) and ${c.copy.name} (${verdictWord(c.copy.inspection)}) differ in ${d.differingBytes} byte(s), ${d.differingBits} bit(s):`),
+    h('ul', { 'data-role': 'corruption' }, ...d.runs.map((r) => h('li', { 'data-role': 'corruption-run', 'data-start': r.start, 'data-last': r.last }, byteDifferenceText(r)))),
+    d.truncated ? h('p', { class: 'muted' }, `… more runs not listed (${d.runs.length} shown).`) : null,
+    lengths,
+    h('p', { class: 'muted' }, `${c.note} Bytes are named by the layout of ${d.layoutOf === 'a' ? c.label : c.copy.name}.`),
+  );
+}
+
+/**
+ * The complete audit of one file.
+ *
+ * @param o - the opened file.
+ * @param options - section id prefix and the copy check, if any.
+ * @returns the view.
+ */
+export function checkpointView(o: OpenedCheckpoint, options: CheckpointViewOptions = { id: 'cp' }): HTMLElement {
   const i = o.inspection;
+  const parts: [string, string, HTMLElement | null][] = [
+    ['copy', 'Copy check', options.copyCheck === undefined ? null : copyCheckView(o, options.copyCheck)],
+    ['byte-map', 'Byte map', section('Byte map', { 'data-role': 'byte-map' }, byteMap(i))],
+    ['issues', 'Where it broke', issuesView(i)],
+    ['header', 'Fixed header and checksum', fixedHeader(o)],
+    ['fields', 'Variable header', variableHeader(i)],
+    ['records', 'Descriptor table (records)', descriptorTable(i)],
+    ['tokenizer', 'Tokenizer', tokenizerView(o)],
+    ['config', 'Configuration and optimizer', configView(i)],
+    ['tensors', 'Tensors (statistics, heatmaps)', statsView(o)],
+  ];
+  const present = parts.filter((p): p is [string, string, HTMLElement] => p[2] !== null);
+  for (const [key, , el] of present) el.id = `${options.id}-${key}`;
+  const links = present.map(([key, title]) => h('a', { href: `#${options.id}-${key}` }, title));
+  const checksum = present.find(([key]) => key === 'header')?.[2].querySelector<HTMLElement>('[data-role=checksum]');
+  if (checksum !== null && checksum !== undefined) {
+    checksum.id = `${options.id}-checksum`;
+    links.splice(present.findIndex(([key]) => key === 'header') + 1, 0, h('a', { href: `#${options.id}-checksum` }, 'Checksum'));
+  }
+  const toc = h('nav', { class: 'toc', 'data-role': 'toc', 'aria-label': 'sections' }, ...links);
   return h(
     'article',
-    { class: 'checkpoint', 'data-name': o.name },
+    { class: 'checkpoint', 'data-name': o.name, id: options.id },
     h('h2', {}, o.name, h('span', { class: 'muted' }, ` — ${bytesText(i.fileLength)}${i.headerBytes === null ? '' : `, header ${i.headerBytes}, payload ${i.payloadBytes ?? '?'}`}`)),
+    toc,
     verdictBanner(i),
-    section('Byte map', { 'data-role': 'byte-map' }, byteMap(i)),
-    issuesView(i),
-    fixedHeader(o),
-    variableHeader(i),
-    descriptorTable(i),
-    tokenizerView(o),
-    configView(i),
-    statsView(o),
+    ...present.map(([, , el]) => el),
   );
 }

@@ -1,42 +1,48 @@
-/** The comparison of two opened checkpoints. */
-import { diffInspections, type RecordChange } from '../diff.ts';
+/** The comparison of two opened checkpoints (the shared `diffCheckpoints` of `@llmcp/format`, as `llmcp diff`). */
+import { diffCheckpoints, type TensorDifference } from '@llmcp/format';
 import { h, section, table } from '../dom.ts';
 import { short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';
 
-function status(r: RecordChange): string {
-  switch (r.status) {
+function status(t: TensorDifference): string {
+  switch (t.status) {
     case 'identical':
       return 'identical';
     case 'different':
-      return `${r.differing} of ${r.elements} differ`;
-    case 'shape':
-      return 'shape or dtype differs';
-    case 'only-a':
+      return `${t.differing} of ${t.elements} differ`;
+    case 'shape-mismatch':
+      return `shape [${t.shapeA?.join(', ')}] vs [${t.shapeB?.join(', ')}]`;
+    case 'only-in-a':
       return 'only in A';
-    case 'only-b':
+    case 'only-in-b':
       return 'only in B';
     case 'unreadable':
-      return 'not comparable (outside the file)';
+      return 'not comparable (bytes outside the file)';
   }
 }
 
-/** Header fields and records that differ between A and B. */
+/**
+ * Header fields and tensors that differ between A and B.
+ *
+ * @param a - the first checkpoint.
+ * @param b - the second.
+ * @returns the comparison section.
+ */
 export function diffView(a: OpenedCheckpoint, b: OpenedCheckpoint): HTMLElement {
-  const d = diffInspections(a.inspection, b.inspection, a.bytes, b.bytes);
-  const changed = d.records.filter((r) => r.status !== 'identical');
+  const d = diffCheckpoints(a.bytes, b.bytes, { a: a.inspection, b: b.inspection });
+  const changed = d.tensors.filter((t) => t.status !== 'identical');
   return section(
     `Comparison: A = ${a.name}, B = ${b.name}`,
     { 'data-role': 'diff', class: 'panel diff' },
     h('p', { class: d.bitIdentical ? 'ok-text' : 'warn-text', 'data-role': 'bit-identical' }, d.bitIdentical ? 'The files are bit-identical.' : 'The files differ.'),
     h('h4', {}, d.fields.length === 0 ? 'Header fields: all equal' : `Header fields that differ (${d.fields.length})`),
     d.fields.length === 0 ? null : table(['field', 'A', 'B'], d.fields.map((f) => [f.field, f.a, f.b]), { class: 'fields', 'data-role': 'diff-fields' }),
-    h('h4', {}, `Records: ${changed.length} of ${d.records.length} differ`),
+    h('h4', {}, `Tensors: ${changed.length} of ${d.tensors.length} differ`),
     changed.length === 0
       ? null
       : table(
-          ['role', 'name', 'status', 'max |Δ|', 'first difference (A bits → B bits)'],
-          changed.map((r) => [r.role, r.name, status(r), r.status === 'different' ? short(r.maxAbsDelta) : '', r.first ?? '']),
+          ['kind', 'name', 'status', 'max |Δ|', 'first difference (index: A bits → B bits)'],
+          changed.map((t) => [t.kind, t.name, status(t), t.status === 'different' ? short(t.maxAbsDelta) : '', t.first === null ? '' : `[${t.first.index}]: ${t.first.a} → ${t.first.b}`]),
           { class: 'fields', 'data-role': 'diff-records' },
         ),
   );

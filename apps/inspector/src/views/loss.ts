@@ -1,46 +1,207 @@
-/** Loss and validation curves (uPlot) from `loss.jsonl` and/or `job.json`. */
+/**
+ * The curves of one or two runs (uPlot), from their `loss.jsonl` alone:
+ * training and validation loss, learning rate, gradient norm; a log-scale
+ * toggle and EMA smoothing; markers at resumes, pivots and forks (from
+ * `run.json`); a second run overlaid in its own colours, dashed, with a legend.
+ */
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { h, section } from '../dom.ts';
 import { short } from '../format-text.ts';
-import type { LossPoint, OpenedJob, OpenedLossLog } from '../opened.ts';
+import { ema, type LossHistory } from '../loss-history.ts';
+import type { OpenedJob } from '../opened.ts';
+import type { EventMarker } from '../run-events.ts';
 
-/** Builds the chart section; the chart itself is drawn once the section is in the document. */
-export function lossView(log: OpenedLossLog | null, job: OpenedJob | null): { element: HTMLElement; draw: () => void } {
-  const training: readonly LossPoint[] = log?.training ?? [];
-  const validation: readonly LossPoint[] = [...(log?.validation ?? []), ...(job?.validation ?? [])];
-  const steps = [...new Set([...training.map((p) => p.step), ...validation.map((p) => p.step)])].sort((x, y) => x - y);
-  const index = new Map(steps.map((st, k) => [st, k]));
-  const trainY: (number | null)[] = steps.map(() => null);
-  const validY: (number | null)[] = steps.map(() => null);
-  for (const p of training) trainY[index.get(p.step) as number] = p.loss;
-  for (const p of validation) validY[index.get(p.step) as number] = p.loss;
-  const chart = h('div', { class: 'chart', 'data-role': 'loss-chart' });
-  const facts: string[] = [];
-  if (log !== null) {
-    const last = training.at(-1);
-    const min = training.reduce((m, p) => Math.min(m, p.loss), Infinity);
-    facts.push(`${log.name}: ${training.length} steps${last === undefined ? '' : `, last loss ${short(last.loss)} at step ${last.step}, lowest ${short(min)}`}`);
-    if (log.badLines > 0) facts.push(`${log.badLines} line(s) were not loss records`);
-    if (log.problem !== null) facts.push(`not continuous: ${log.problem}`);
-  }
-  if (job !== null) facts.push(`${job.name}: ${job.validation.length} validation evaluations`);
-  const element = section('Loss', { 'data-role': 'loss', class: 'panel loss' }, ...facts.map((f) => h('p', { class: f.startsWith('not continuous') ? 'bad-text' : 'muted' }, f)), chart);
+/** One run's curves. */
+export interface CurveSource {
+  readonly name: string;
+  readonly history: LossHistory;
+  readonly markers: readonly EventMarker[];
+}
+
+/** Colours per run (first run, second run). */
+const COLOURS = {
+  training: ['#2563eb', '#0d9488'],
+  validation: ['#dc2626', '#d97706'],
+  learningRate: ['#7c3aed', '#db2777'],
+  gradientNorm: ['#059669', '#ea580c'],
+} as const;
+const MARKER_COLOURS: Record<EventMarker['event'], string> = { resumed: '#16a34a', pivot: '#9333ea', 'forked-from': '#f59e0b', 'forked-to': '#f59e0b' };
+const DASH = [6, 4];
+const RUN_LETTERS = ['A', 'B'];
+
+interface Series {
+  readonly label: string;
+  readonly colour: string;
+  readonly run: number;
+  readonly values: Map<number, number>;
+  readonly smooth: boolean;
+  readonly points: boolean;
+}
+
+interface Panel {
+  readonly key: string;
+  readonly title: string;
+  readonly axis: string;
+  readonly series: (s: CurveSource, run: number) => Series[];
+}
+
+const PANELS: readonly Panel[] = [
+  {
+    key: 'loss',
+    title: 'Loss',
+    axis: 'loss',
+    series: (s, run) => [
+      { label: `${RUN_LETTERS[run]}: training loss`, colour: COLOURS.training[run] as string, run, values: new Map(s.history.training.map((p) => [p.step, p.loss])), smooth: true, points: false },
+      { label: `${RUN_LETTERS[run]}: validation loss`, colour: COLOURS.validation[run] as string, run, values: new Map(s.history.evaluations.map((p) => [p.step, p.validationLoss])), smooth: false, points: true },
+    ],
+  },
+  {
+    key: 'lr',
+    title: 'Learning rate',
+    axis: 'rate',
+    series: (s, run) => [{ label: `${RUN_LETTERS[run]}: learning rate`, colour: COLOURS.learningRate[run] as string, run, values: new Map(s.history.training.map((p) => [p.step, p.learningRate])), smooth: false, points: false }],
+  },
+  {
+    key: 'grad',
+    title: 'Gradient norm',
+    axis: 'norm',
+    series: (s, run) => [{ label: `${RUN_LETTERS[run]}: gradient norm`, colour: COLOURS.gradientNorm[run] as string, run, values: new Map(s.history.training.map((p) => [p.step, p.gradientNorm])), smooth: true, points: false }],
+  },
+];
+
+function facts(s: CurveSource, run: number): string[] {
+  const t = s.history.training;
+  const out: string[] = [];
+  const last = t.at(-1);
+  const min = t.reduce((m, p) => Math.min(m, p.loss), Infinity);
+  const evals = s.history.evaluations;
+  const bestEval = evals.reduce<(typeof evals)[number] | null>((b, e) => (b === null || e.validationLoss < b.validationLoss ? e : b), null);
+  out.push(
+    `${RUN_LETTERS[run]} = ${s.name}: ${t.length} training steps${last === undefined ? '' : `, last loss ${short(last.loss)} at step ${last.step}, lowest ${short(min)}`}; ${evals.length} validation evaluations${bestEval === null ? '' : `, lowest ${short(bestEval.validationLoss)} at step ${bestEval.step}`}`,
+  );
+  if (s.history.badLineCount > 0) out.push(`${s.name}: ${s.history.badLineCount} line(s) are not loss records (first: line ${s.history.badLines[0]?.line}: ${s.history.badLines[0]?.problem})`);
+  if (s.history.problem !== null) out.push(`${s.name}: not continuous: ${s.history.problem}`);
+  return out;
+}
+
+/**
+ * Builds the curves section; the charts are drawn once the section is in the document.
+ *
+ * @param sources - one or two runs (the first two are drawn).
+ * @param job - a `job.json` opened on its own (summarised, not drawn).
+ * @returns the section and its draw function.
+ */
+export function lossView(sources: readonly CurveSource[], job: OpenedJob | null): { element: HTMLElement; draw: () => void } {
+  const runs = sources.slice(0, 2);
+  const logScale = h('input', { type: 'checkbox', 'data-role': 'log-scale' });
+  const smoothing = h('input', { type: 'range', min: 0, max: 0.99, step: 0.01, value: 0, 'data-role': 'smoothing' });
+  const smoothingText = h('span', { 'data-role': 'smoothing-value' }, 'off');
+  const controls = h(
+    'div',
+    { class: 'chart-controls' },
+    h('label', {}, logScale, ' log scale'),
+    h('label', {}, 'smoothing (EMA α) ', smoothing, ' ', smoothingText),
+  );
+  const legend = h(
+    'ul',
+    { class: 'run-legend', 'data-role': 'run-legend' },
+    ...runs.map((s, run) => h('li', {}, h('span', { class: `legend-line${run === 1 ? ' dashed' : ''}`, style: `border-color: ${COLOURS.training[run]}` }), `${RUN_LETTERS[run]} = ${s.name}${run === 1 ? ' (dashed)' : ''}`)),
+  );
+  const markerList = runs.flatMap((s, run) => s.markers.map((m) => ({ ...m, run })));
+  const markers =
+    markerList.length === 0
+      ? null
+      : h(
+          'ul',
+          { class: 'markers', 'data-role': 'markers' },
+          ...markerList.map((m) => h('li', {}, h('span', { class: 'swatch', style: `background: ${MARKER_COLOURS[m.event]}` }), `${RUN_LETTERS[m.run]}: ${m.label} at step ${m.step} (${m.event})`)),
+        );
+  const charts = PANELS.map((p) => ({ panel: p, el: h('div', { class: 'chart', 'data-role': `chart-${p.key}` }) }));
+  const lines = runs.flatMap(facts);
+  if (job !== null) lines.push(`${job.name}: ${job.validation.length} validation evaluations recorded (the curves come from loss.jsonl)`);
+  const element = section(
+    runs.length === 2 ? `Curves: ${runs[0]?.name} and ${runs[1]?.name}` : `Curves${runs[0] === undefined ? '' : `: ${runs[0].name}`}`,
+    { 'data-role': 'loss', class: 'panel loss' },
+    ...lines.map((f) => h('p', { class: f.includes('not continuous') || f.includes('not loss records') ? 'bad-text' : 'muted', 'data-role': 'loss-facts' }, f)),
+    controls,
+    legend,
+    markers,
+    ...charts.flatMap(({ panel, el }) => [h('h4', {}, panel.title), el]),
+  );
+  let plots: uPlot[] = [];
   const draw = (): void => {
-    const width = Math.max(320, Math.min(1100, chart.clientWidth || 900));
-    const opts: uPlot.Options = {
-      width,
-      height: 320,
-      scales: { x: { time: false } },
-      axes: [{ label: 'step' }, { label: 'loss' }],
-      series: [
-        { label: 'step' },
-        { label: 'training loss', stroke: '#2563eb', width: 1.5 },
-        { label: 'validation loss', stroke: '#dc2626', width: 2, spanGaps: true, points: { show: true, size: 6 } },
-      ],
-    };
-    // uPlot appends its canvas to `chart`.
-    new uPlot(opts, [steps, trainY, validY] as uPlot.AlignedData, chart);
+    for (const p of plots) p.destroy();
+    plots = [];
+    const alpha = Number(smoothing.value);
+    smoothingText.textContent = alpha === 0 ? 'off' : alpha.toFixed(2);
+    const log = logScale.checked;
+    for (const { panel, el } of charts) {
+      const series = runs.flatMap((s, run) => panel.series(s, run)).filter((s) => s.values.size > 0);
+      el.dataset.series = series.map((s) => s.label).join('|');
+      if (series.length === 0) {
+        el.replaceChildren(h('p', { class: 'muted' }, 'no records'));
+        continue;
+      }
+      el.replaceChildren();
+      const steps = [...new Set(series.flatMap((s) => [...s.values.keys()]))].sort((x, y) => x - y);
+      const columns = series.map((s) => {
+        const known = steps.filter((st) => s.values.has(st));
+        const raw = known.map((st) => s.values.get(st) as number);
+        const values = s.smooth && alpha > 0 ? ema(raw, alpha) : raw;
+        const at = new Map(known.map((st, k) => [st, values[k] as number]));
+        return steps.map((st) => {
+          const v = at.get(st);
+          return v === undefined || (log && v <= 0) ? null : v;
+        });
+      });
+      const width = Math.max(320, Math.min(1100, el.clientWidth || 900));
+      const opts: uPlot.Options = {
+        width,
+        height: panel.key === 'loss' ? 300 : 180,
+        scales: { x: { time: false }, y: log ? { distr: 3, log: 10 } : {} },
+        axes: [{ label: 'step' }, { label: panel.axis }],
+        series: [
+          { label: 'step' },
+          ...series.map((s) => ({
+            label: s.label,
+            stroke: s.colour,
+            width: s.points ? 2 : 1.5,
+            spanGaps: true,
+            ...(s.run === 1 ? { dash: DASH } : {}),
+            ...(s.points ? { points: { show: true, size: 6 } } : {}),
+          })),
+        ],
+        hooks: {
+          draw: [
+            (u: uPlot) => {
+              const ctx = u.ctx;
+              ctx.save();
+              for (const [k, m] of markerList.entries()) {
+                const x = u.valToPos(m.step, 'x', true);
+                if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+                ctx.strokeStyle = MARKER_COLOURS[m.event];
+                ctx.lineWidth = 2 * devicePixelRatio;
+                ctx.setLineDash(m.run === 1 ? [4 * devicePixelRatio, 4 * devicePixelRatio] : []);
+                ctx.beginPath();
+                ctx.moveTo(x, u.bbox.top);
+                ctx.lineTo(x, u.bbox.top + u.bbox.height);
+                ctx.stroke();
+                ctx.fillStyle = MARKER_COLOURS[m.event];
+                ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+                ctx.fillText(`${RUN_LETTERS[m.run]} ${m.label}`, x + 3 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio * (1 + k));
+              }
+              ctx.restore();
+            },
+          ],
+        },
+      };
+      // uPlot appends its canvas to `el`.
+      plots.push(new uPlot(opts, [steps, ...columns] as uPlot.AlignedData, el));
+    }
+    element.dataset.drawn = `${log ? 'log' : 'linear'}:${alpha}`;
   };
+  logScale.addEventListener('change', draw);
+  smoothing.addEventListener('input', draw);
   return { element, draw };
 }
