@@ -1,8 +1,9 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BpeTokenizer } from './bpe-tokenizer.ts';
 import { trainBpe } from './bpe-training.ts';
 import { TOKENIZER_ERROR_CODES } from './errors.ts';
+import { SEARCH_TUNING } from './internal/bpe-backtrack.ts';
 import { tokenizerErrorOf } from '../test/helpers.ts';
 
 const ALL_BYTES = Uint8Array.from({ length: 256 }, (_, i) => i);
@@ -12,6 +13,35 @@ function sampleTokenizer(): BpeTokenizer {
   const enc = new TextEncoder();
   const docs = ['abracadabra abracadabra', 'aaaaaaaabbbbbbbb', 'река реке рекой', 'caba acab', '\u00ff\u00fe\u00ff\u00fe'].map((t) => enc.encode(t));
   return trainBpe([...docs, Uint8Array.of(0xff, 0xfe, 0xff, 0xfe, 0x00, 0x00, 0x00)], 40).tokenizer;
+}
+
+function arbitraryTablesMatchReference(): void {
+  // Random valid tables over a tiny alphabet: tokens whose own bytes encode differently, several ids with
+  // the same bytes and runs of one id are all common, which is what the token-level search must get right.
+  const table = fc.integer({ min: 2, max: 4 }).chain((k) =>
+    fc.tuple(
+      fc.constant(k),
+      fc.array(fc.tuple(fc.nat(), fc.nat()), { minLength: 1, maxLength: 30 }),
+      fc.array(fc.uint8Array({ maxLength: 48 }).map((b) => b.map((x) => 97 + (x % k))), { minLength: 1, maxLength: 8 }),
+    ),
+  );
+  fc.assert(
+    fc.property(table, ([k, picks, inputs]) => {
+      const pairs: [number, number][] = [];
+      const seen = new Set<number>();
+      for (const [x, y] of picks) {
+        const available = k + pairs.length;
+        const id = (v: number): number => (v % available < k ? 97 + (v % available) : 256 + (v % available) - k);
+        const pair: [number, number] = [id(x), id(y)];
+        if (seen.has(pair[0] * 65536 + pair[1])) continue;
+        seen.add(pair[0] * 65536 + pair[1]);
+        pairs.push(pair);
+      }
+      const tok = BpeTokenizer.fromPairs(pairs);
+      for (const input of inputs) expect(Array.from(tok.encode(input))).toEqual(Array.from(tok.traceEncode(input).content));
+    }),
+    { numRuns: 500 },
+  );
 }
 
 describe('BpeTokenizer.encode / decode', () => {
@@ -49,6 +79,23 @@ describe('BpeTokenizer.encode / decode', () => {
     );
   });
 
+  it('gives the same ids as the reference passes for arbitrary merge tables (improper tokens, equal byte strings)', arbitraryTablesMatchReference);
+
+  it('encodes exactly with a vocabulary above 46340 ids and with tokens too long to hold', () => {
+    // Above 46340 ids the rank table's integer key would overflow: the general pair table is used.
+    const pairs: [number, number][] = [[97, 98], [256, 99], [257, 256], [258, 97]];
+    for (let x = 0; x < 256 && pairs.length < 46200; x++) for (let y = 0; y < 256; y++) if (!((x === 97 && y === 98) || x === 97 || y === 97)) pairs.push([x, y]);
+    const big = BpeTokenizer.fromPairs(pairs);
+    expect(big.vocabularySize).toBeGreaterThan(46340 + 2);
+    for (const text of ['abcab abcabcaba', 'ababab\u00ffc', 'xyz abcababca']) expect(Array.from(big.encode(text))).toEqual(Array.from(big.traceEncode(text).content));
+    // 2^40-byte tokens: no token-level search; the merge passes still encode exactly.
+    const chain: [number, number][] = [[97, 97]];
+    for (let r = 1; r < 40; r++) chain.push([255 + r, 255 + r]);
+    const long = BpeTokenizer.fromPairs(chain);
+    const input = 'a'.repeat(1000) + 'b' + 'a'.repeat(37);
+    expect(Array.from(long.encode(input))).toEqual(Array.from(long.traceEncode(input).content));
+  });
+
   it('encodes the empty input to nothing and the empty document to [BOS, EOS]', () => {
     const tok = sampleTokenizer();
     expect(Array.from(tok.encode(''))).toEqual([]);
@@ -83,5 +130,58 @@ describe('BpeTokenizer.encode / decode', () => {
     const right = tokenizerErrorOf(() => BpeTokenizer.fromPairs([[97, 256]]));
     expect(right.code).toBe(TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_MERGE_OPERAND);
     expect(right.tokenId).toBe(256);
+  });
+});
+
+describe('BpeTokenizer.encode, token-level search (built at once instead of after 1 MB)', () => {
+  let saved = 0;
+  beforeAll(() => {
+    saved = SEARCH_TUNING.afterBytes;
+    SEARCH_TUNING.afterBytes = 0;
+  });
+  afterAll(() => {
+    SEARCH_TUNING.afterBytes = saved;
+  });
+
+  it('gives the same ids as the rank-by-rank reference passes', () => {
+    const tok = sampleTokenizer();
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 120 }), fc.uint8Array({ maxLength: 120 }).map((b) => b.map((x) => 97 + (x % 4)))), (bytes) => {
+        expect(Array.from(tok.encode(bytes))).toEqual(Array.from(tok.traceEncode(bytes).content));
+        expect(Array.from(tok.decode(tok.encode(bytes)))).toEqual(Array.from(bytes));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('gives the same ids as the reference passes for arbitrary merge tables (improper tokens, equal byte strings)', arbitraryTablesMatchReference);
+
+  it('gives the same ids with a vocabulary above 46340 ids (compatibility cache in a Map)', () => {
+    const pairs: [number, number][] = [[97, 98], [256, 99], [257, 256], [258, 97], [98, 99], [260, 260]];
+    for (let x = 100; x < 256 && pairs.length < 46200; x++) for (let y = 100; y < 256; y++) pairs.push([x, y]);
+    for (let x = 0; x < 97 && pairs.length < 46400; x++) for (let y = 0; y < 256; y++) pairs.push([x, y]);
+    const big = BpeTokenizer.fromPairs(pairs);
+    expect(big.vocabularySize).toBeGreaterThan(46340 + 2);
+    for (const text of ['abcab abcabcaba', 'ababab\u00ffcbcbc', 'xyz abcababca', 'abcabcabcabcabcabc']) {
+      for (let k = 0; k < 3; k++) expect(Array.from(big.encode(text))).toEqual(Array.from(big.traceEncode(text).content));
+    }
+  });
+
+  it('gives the same ids once it has learned pairs from earlier merge-pass encodings and given up on new text', () => {
+    const enc = new TextEncoder();
+    const words = ['the', 'cat', 'sat', 'on', 'a', 'mat', 'кот', 'aaaa', 'abab', 'ba'];
+    const text = (seed: number, n: number): Uint8Array => {
+      const parts: string[] = [];
+      for (let w = 0; w < n; w++) {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        parts.push(words[seed % words.length] as string);
+      }
+      return enc.encode(parts.join(seed % 3 === 0 ? ' ' : ''));
+    };
+    const tok = trainBpe([text(1, 800), text(2, 800)], 200).tokenizer;
+    for (let round = 0; round < 30; round++) {
+      const input = text(100 + round, 5 + round * 7);
+      expect(Array.from(tok.encode(input))).toEqual(Array.from(tok.traceEncode(input).content));
+    }
   });
 });

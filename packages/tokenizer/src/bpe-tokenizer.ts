@@ -8,7 +8,8 @@ import type { BpeTokenizerState } from '@llmcp/format';
 import { TOKENIZER_ERROR_CODES, TokenizerError } from './errors.ts';
 import { identityOf } from './internal/identity.ts';
 import { PairTable } from './internal/pair-table.ts';
-import { RankBuckets } from './internal/rank-buckets.ts';
+import { BacktrackingEncoder, SEARCH_TUNING } from './internal/bpe-backtrack.ts';
+import { BpeEncoder } from './internal/bpe-encoder.ts';
 import {
   BOS_ID,
   BYTE_TOKEN_OFFSET,
@@ -49,6 +50,9 @@ export interface BpeEncodeTrace {
 
 /** A pair list as accepted by {@link BpeTokenizer.fromPairs}. */
 export type BpePairList = readonly (readonly [number, number])[];
+
+// A module-local copy: read in the encoder's loop.
+const TOKEN_OFFSET = BYTE_TOKEN_OFFSET;
 
 function isU32(value: number): boolean {
   return Number.isInteger(value) && value >= 0 && value <= 0xffffffff;
@@ -91,7 +95,16 @@ export class BpeTokenizer implements Tokenizer {
   /** Byte length of each training id (may exceed 2^53 for pathological chains; only compared). */
   readonly #lengths: Float64Array;
   #identity: string | undefined;
-  #work: RankBuckets | undefined;
+  /** The encoder's tables and scratch, built on the first encode. */
+  #encoder: BpeEncoder | undefined;
+  /**
+   * The token-level search: built once this tokenizer has encoded
+   * `SEARCH_TUNING.afterBytes` bytes with the merge passes; null when the
+   * vocabulary's bytes are too large to hold.
+   */
+  #search: BacktrackingEncoder | null | undefined;
+  /** Bytes encoded with the merge passes before the search was built. */
+  #encodedBytes = 0;
 
   private constructor(pairs: Uint32Array) {
     const m = pairs.length / 2;
@@ -214,9 +227,9 @@ export class BpeTokenizer implements Tokenizer {
    * Content encoding (§3.3): bytes + 2, then every merge rank in rank order,
    * each one left-to-right non-overlapping pass. Implemented by cutting the
    * input where no merge can join the neighbouring bytes, then per-rank work
-   * lists over a linked list of each segment: each merge costs O(1) plus the
-   * sorting of its rank's list, so O(n log n) at worst and linear in practice;
-   * it never rescans the input per rank.
+   * lists over a linked list of each segment (internal/bpe-encoder.ts): each
+   * merge costs O(1) (two rank look-ups, two list appends), so it is linear
+   * in the input and never rescans it per rank.
    *
    * @param input - text (encoded as UTF-8) or raw bytes (any bytes, valid UTF-8 or not).
    * @returns content token ids (no BOS/EOS).
@@ -245,79 +258,42 @@ export class BpeTokenizer implements Tokenizer {
     const n = bytes.length;
     const out = new Uint32Array(n + before + after);
     if (this.mergeCount === 0 || n < 2) {
-      for (let i = 0; i < n; i++) out[before + i] = (bytes[i] as number) + BYTE_TOKEN_OFFSET;
+      for (let i = 0; i < n; i++) out[before + i] = (bytes[i] as number) + TOKEN_OFFSET;
       return out;
     }
-    // A boundary between bytes x and y that no merge can cross (no merge joins
-    // a token ending in x to one starting with y) splits the input exactly:
-    // no token ever spans it, and the rank passes on either side never
-    // interact. Encoding segment by segment keeps the working set small.
-    const crossable = this.#crossable;
-    const tokens = new Int32Array(n);
-    const next = new Int32Array(n);
-    const prev = new Int32Array(n);
-    // Reused across calls: encoding is synchronous and drains every bucket before returning.
-    this.#work ??= new RankBuckets(this.mergeCount);
-    let o = before;
-    let start = 0;
-    for (let i = 0; i < n; i++) {
-      if (i + 1 < n && crossable[(bytes[i] as number) * 256 + (bytes[i + 1] as number)] === 1) continue;
-      if (i === start) out[o++] = (bytes[i] as number) + BYTE_TOKEN_OFFSET;
-      else o = this.#encodeSegment(bytes, start, i + 1, tokens, next, prev, out, o);
-      start = i + 1;
-    }
-    const length = o + after;
-    return length === out.length ? out : out.slice(0, length);
-  }
-
-  /**
-   * Encodes bytes[start, end) with the rank passes: a linked list over the
-   * segment, per-rank work lists drained in increasing rank order (a merge of
-   * rank r only creates pairs of higher rank, so a list is complete when its
-   * rank comes up), each list left to right.
-   */
-  #encodeSegment(bytes: Uint8Array, start: number, end: number, tokens: Int32Array, next: Int32Array, prev: Int32Array, out: Uint32Array, o: number): number {
-    const scratch = this.#work as RankBuckets;
-    scratch.reset();
-    const byteRanks = this.#byteRanks;
-    const pairs = this.#pairs;
-    for (let i = start; i < end; i++) {
-      tokens[i] = bytes[i] as number;
-      next[i] = i + 1 < end ? i + 1 : -1;
-      prev[i] = i - 1 >= start ? i - 1 : -1;
-    }
-    for (let i = start; i + 1 < end; i++) {
-      const r = byteRanks[(bytes[i] as number) * 256 + (bytes[i + 1] as number)] as number;
-      if (r >= 0) scratch.add(r, i);
-    }
-    for (let r = scratch.popRank(); r >= 0; r = scratch.popRank()) {
-      const a = pairs[2 * r] as number;
-      const b = pairs[2 * r + 1] as number;
-      const merged = FIRST_MERGE_TRAINING_ID + r;
-      const positions = scratch.take(r);
-      for (let q = 0; q < positions.length; q++) {
-        const i = positions[q] as number;
-        if (tokens[i] !== a) continue;
-        const j = next[i] as number;
-        if (j < 0 || tokens[j] !== b) continue;
-        tokens[i] = merged;
-        tokens[j] = -1;
-        const k = next[j] as number;
-        next[i] = k;
-        if (k >= 0) prev[k] = i;
-        const p = prev[i] as number;
-        if (p >= 0) {
-          const rp = this.mergeRank(tokens[p] as number, merged);
-          if (rp >= 0) scratch.add(rp, p);
-        }
-        if (k >= 0) {
-          const rk = this.mergeRank(merged, tokens[k] as number);
-          if (rk >= 0) scratch.add(rk, i);
-        }
+    // Scratch reused across calls: encoding is synchronous and drains every list before returning.
+    const encoder = (this.#encoder ??= new BpeEncoder(this.#pairs, this.#byteRanks, this.#mergeRanks));
+    // First the token-level search (exact; gives up on text whose token pairs are mostly new to it) …
+    if (this.#search === undefined && this.#encodedBytes >= SEARCH_TUNING.afterBytes) this.#search = BacktrackingEncoder.build(this.#pairs, this.#lengths, encoder);
+    if (this.#search !== undefined && this.#search !== null) {
+      const end = this.#search.encode(bytes, n, out, before, TOKEN_OFFSET);
+      if (end >= 0) {
+        const length = end + after;
+        return length === out.length ? out : out.slice(0, length);
       }
     }
-    for (let i = start; i >= 0; i = next[i] as number) out[o++] = (tokens[i] as number) + BYTE_TOKEN_OFFSET;
-    return o;
+    // … else the merge passes. A boundary between bytes x and y that no merge
+    // can cross (no merge joins a token ending in x to one starting with y)
+    // splits the input exactly: no token ever spans it, and the rank passes on
+    // either side never interact. Segment by segment keeps the working set small.
+    const crossable = this.#crossable;
+    let o = before;
+    let start = 0;
+    let x = bytes[0] as number;
+    for (let i = 0; i < n; i++) {
+      const y = i + 1 < n ? (bytes[i + 1] as number) : -1;
+      if (y >= 0 && crossable[x * 256 + y] === 1) {
+        x = y;
+        continue;
+      }
+      if (i === start) out[o++] = x + TOKEN_OFFSET;
+      else o = encoder.encodeSegment(bytes, start, i + 1, out, o, TOKEN_OFFSET);
+      start = i + 1;
+      x = y;
+    }
+    if (this.#search === undefined) this.#encodedBytes += n;
+    const length = o + after;
+    return length === out.length ? out : out.slice(0, length);
   }
 
   /**

@@ -38,6 +38,25 @@ describe('trainBpe', () => {
     );
   });
 
+  it('agrees with the reference on a few KB of text, where the working arrays are compacted several times', () => {
+    const enc = new TextEncoder();
+    const words = ['the', 'cat', 'sat', 'on', 'a', 'mat', 'and', 'then', 'ran', 'home', 'кот', 'дом', 'aaaa', 'abab'];
+    const docs: Uint8Array[] = [];
+    let seed = 7;
+    for (let d = 0; d < 4; d++) {
+      const parts: string[] = [];
+      for (let w = 0; w < 300; w++) {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        parts.push(words[seed % words.length] as string);
+      }
+      docs.push(enc.encode(parts.join(d % 2 === 0 ? ' ' : ', ')));
+    }
+    const fast = trainBpe(docs, 120, { keepSequences: true });
+    const slow = traceBpeTraining(docs, 120);
+    expect(fast.merges).toEqual(slow.rounds.map(({ rank, left, right, count, replacements }) => ({ rank, left, right, count, replacements })));
+    expect(fast.sequences?.map((s) => Array.from(s))).toEqual(slow.rounds.at(-1)?.sequencesAfter);
+  });
+
   it('is deterministic: the same input gives the same table and identity', () => {
     fc.assert(
       fc.property(smallDocuments, fc.integer({ min: 0, max: 20 }), (docs, requested) => {

@@ -108,67 +108,171 @@ export function trainBpe(sequences: readonly Uint8Array[], requestedMerges: numb
   return result;
 }
 
-/** Incremental training state over all documents laid end to end (linked lists never cross documents). */
+/** Occurrences read ahead per batch in {@link TrainingState.merge}. */
+const BATCH = 16;
+
+/**
+ * Incremental training state over all documents laid end to end (linked lists
+ * never cross documents).
+ *
+ * Every live position i holds `pairAt[i]`, the id of the pair (token at i,
+ * token after i), or −1 at a document's end; a dead position (the right half
+ * of a replacement) holds −1. A pair that contains the new id of rank r can
+ * only come into being during rank r's replacements (the id did not exist
+ * before, and later merges only form pairs with their own new ids), so new
+ * pairs are found through two small per-rank tables indexed by the other
+ * operand, and no (left, right) → pair lookup is ever needed. Each pair's
+ * occurrences are one contiguous block of a pool, positions increasing: the
+ * initial blocks are laid out pair by pair, and a later pair receives all of
+ * its occurrences during the one merge that creates it, in scan order, so
+ * they are gathered there and laid out at the merge's end. Entries whose
+ * `pairAt` has moved on are skipped.
+ */
 class TrainingState {
-  readonly #tokens: Int32Array;
-  readonly #next: Int32Array;
-  readonly #prev: Int32Array;
+  /**
+   * Per position i, four int32s at 4i: token, next position, previous
+   * position (−1 at a document's ends), pairAt. Interleaved so that a
+   * replacement touches one or two cache lines instead of one per array.
+   */
+  readonly #cells: Int32Array;
   readonly #starts: Int32Array;
-  readonly #indexSize: number;
-  readonly #pairIds = new Map<number, number>();
   #pairLeft = new Int32Array(1024);
   #pairRight = new Int32Array(1024);
   #pairCount = new Int32Array(1024);
+  /** A pair's occurrences: pool[head … end). */
   #pairHead = new Int32Array(1024);
-  #pairTail = new Int32Array(1024);
+  #pairEnd = new Int32Array(1024);
   /** Number of pair ids handed out. */
   #pairTotal = 0;
-  // Occurrence pool: singly linked lists of positions, appended in increasing order (sized in the constructor).
+  /** Per other operand t: the pair (t, new id) resp. (new id, t) of the current rank, valid when the stamp is rank + 1. */
+  readonly #leftStamp: Int32Array;
+  readonly #leftPid: Int32Array;
+  readonly #rightStamp: Int32Array;
+  readonly #rightPid: Int32Array;
+  // Occurrence pool: one block of positions per pair (sized in the constructor, grown by doubling).
   #occPosition: Int32Array<ArrayBuffer>;
-  #occNext: Int32Array<ArrayBuffer>;
   #occCount = 0;
+  // A merge's new occurrences in scan order (pair, position), laid out per pair at its end.
+  #gatheredPair: Int32Array<ArrayBuffer> = new Int32Array(1024);
+  #gatheredPosition: Int32Array<ArrayBuffer> = new Int32Array(1024);
+  /** Positions in use (0 … span − 1) and how many of them are live. */
+  #span = 0;
+  #live = 0;
   // Lazy max-heap of (count, pid): stored counts are ≥ current counts.
   #heapCount = new Int32Array(1024);
   #heapPid = new Int32Array(1024);
   #heapSize = 0;
+  /** Keeps the batch reads observable (their values are not otherwise needed). */
+  #touched = 0;
 
   constructor(sequences: readonly Uint8Array[], total: number, indexSize: number) {
-    this.#indexSize = indexSize;
-    this.#tokens = new Int32Array(total);
-    this.#next = new Int32Array(total);
-    this.#prev = new Int32Array(total);
+    this.#cells = new Int32Array(4 * total);
     this.#starts = new Int32Array(sequences.length + 1);
+    this.#leftStamp = new Int32Array(indexSize);
+    this.#leftPid = new Int32Array(indexSize);
+    this.#rightStamp = new Int32Array(indexSize);
+    this.#rightPid = new Int32Array(indexSize);
+    const cells = this.#cells;
+    // Initial pairs with overlapping occurrences; pair ids in order of first occurrence.
+    const byteIds = new Int32Array(65536).fill(-1);
     let offset = 0;
     for (let d = 0; d < sequences.length; d++) {
       const s = sequences[d] as Uint8Array;
+      const n = s.length;
       this.#starts[d] = offset;
-      for (let i = 0; i < s.length; i++) {
+      for (let i = 0; i < n; i++) {
         const at = offset + i;
-        this.#tokens[at] = s[i] as number;
-        this.#prev[at] = i > 0 ? at - 1 : -1;
-        this.#next[at] = i + 1 < s.length ? at + 1 : -1;
+        const c = at << 2;
+        const left = s[i] as number;
+        cells[c] = left;
+        cells[c + 2] = i > 0 ? at - 1 : -1;
+        if (i + 1 < n) {
+          cells[c + 1] = at + 1;
+          const key = left * 256 + (s[i + 1] as number);
+          let pid = byteIds[key] as number;
+          if (pid < 0) {
+            pid = this.#newPair(left, s[i + 1] as number);
+            byteIds[key] = pid;
+          }
+          this.#pairCount[pid] = (this.#pairCount[pid] as number) + 1;
+          cells[c + 3] = pid;
+        } else {
+          cells[c + 1] = -1;
+          cells[c + 3] = -1;
+        }
       }
-      offset += s.length;
+      offset += n;
     }
     this.#starts[sequences.length] = offset;
-    this.#occPosition = new Int32Array(Math.max(1024, total));
-    this.#occNext = new Int32Array(Math.max(1024, total));
-    // Initial counts with overlapping occurrences, occurrence lists in position order.
-    const byteIds = new Int32Array(65536).fill(-1);
-    for (let at = 0; at < total; at++) {
-      const j = this.#next[at] as number;
-      if (j < 0) continue;
-      const left = this.#tokens[at] as number;
-      const right = this.#tokens[j] as number;
-      let pid = byteIds[left * 256 + right] as number;
-      if (pid < 0) {
-        pid = this.#newPair(left, right);
-        byteIds[left * 256 + right] = pid;
-      }
-      this.#pairCount[pid] = (this.#pairCount[pid] as number) + 1;
-      this.#addOccurrence(pid, at);
-    }
+    this.#span = total;
+    this.#live = total;
+    this.#occPosition = new Int32Array(Math.max(1024, 2 * total));
+    this.#buildLists();
     for (let pid = 0; pid < this.#pairTotal; pid++) this.#heapPush(this.#pairCount[pid] as number, pid);
+  }
+
+  /**
+   * Lays out every pair's occurrence list afresh, contiguously pair by pair
+   * with positions increasing, from `pairAt` of positions 0 … span − 1 (no
+   * stale entries). Pair counts are exact, so they size the lists.
+   */
+  #buildLists(): void {
+    const cells = this.#cells;
+    const counts = this.#pairCount;
+    const heads = this.#pairHead;
+    const ends = this.#pairEnd;
+    let nodes = 0;
+    for (let pid = 0; pid < this.#pairTotal; pid++) {
+      heads[pid] = nodes;
+      nodes += counts[pid] as number;
+      ends[pid] = heads[pid] as number;
+    }
+    if (nodes > this.#occPosition.length) this.#occPosition = new Int32Array(nodes);
+    const occPosition = this.#occPosition;
+    for (let at = 0, end = this.#span << 2; at < end; at += 4) {
+      const pid = cells[at + 3] as number;
+      if (pid < 0) continue;
+      const o = ends[pid] as number;
+      ends[pid] = o + 1;
+      occPosition[o] = at >> 2;
+    }
+    this.#occCount = nodes;
+  }
+
+  /**
+   * Renumbers the live positions 0 … live − 1 in order (in place: a position
+   * only moves down) and rebuilds the occurrence lists. Pair ids and counts do
+   * not change, so the heap stays valid. Run when enough positions died that
+   * the lists are mostly stale and the working set is sparse; the spans
+   * shrink geometrically, so all compactions together cost O(input).
+   */
+  #compact(): void {
+    const cells = this.#cells;
+    const starts = this.#starts;
+    let n = 0;
+    for (let d = 0; d + 1 < starts.length; d++) {
+      const start = starts[d] as number;
+      const end = starts[d + 1] as number;
+      starts[d] = n;
+      if (start === end) continue;
+      // A document's first position never dies (only right halves of replacements do).
+      let previous = -1;
+      for (let i = start; i >= 0; ) {
+        const ci = i << 2;
+        const following = cells[ci + 1] as number;
+        const c = n << 2;
+        cells[c] = cells[ci] as number;
+        cells[c + 1] = following >= 0 ? n + 1 : -1;
+        cells[c + 2] = previous;
+        cells[c + 3] = cells[ci + 3] as number;
+        previous = n;
+        n += 1;
+        i = following;
+      }
+    }
+    starts[starts.length - 1] = n;
+    this.#span = n;
+    this.#buildLists();
   }
 
   #newPair(left: number, right: number): number {
@@ -178,39 +282,47 @@ class TrainingState {
       this.#pairRight = ensureInt32(this.#pairRight, pid + 1);
       this.#pairCount = ensureInt32(this.#pairCount, pid + 1);
       this.#pairHead = ensureInt32(this.#pairHead, pid + 1);
-      this.#pairTail = ensureInt32(this.#pairTail, pid + 1);
+      this.#pairEnd = ensureInt32(this.#pairEnd, pid + 1);
     }
     this.#pairLeft[pid] = left;
     this.#pairRight[pid] = right;
     this.#pairCount[pid] = 0;
-    this.#pairHead[pid] = -1;
-    this.#pairTail[pid] = -1;
-    this.#pairIds.set(left * this.#indexSize + right, pid);
+    this.#pairHead[pid] = 0;
+    this.#pairEnd[pid] = 0;
     return pid;
   }
 
-  #addOccurrence(pid: number, position: number): void {
-    const o = this.#occCount++;
-    if (o >= this.#occPosition.length) {
-      this.#occPosition = ensureInt32(this.#occPosition, o + 1);
-      this.#occNext = ensureInt32(this.#occNext, o + 1);
+  /**
+   * Lays out the occurrences gathered during a merge, one contiguous block per
+   * new pair (ids first … pairTotal − 1), each in scan order.
+   */
+  #layOut(first: number, gathered: number): void {
+    const pairs = this.#gatheredPair;
+    const positions = this.#gatheredPosition;
+    const heads = this.#pairHead;
+    const ends = this.#pairEnd;
+    const total = this.#pairTotal;
+    for (let q = first; q < total; q++) heads[q] = 0;
+    for (let g = 0; g < gathered; g++) {
+      const q = pairs[g] as number;
+      heads[q] = (heads[q] as number) + 1;
     }
-    this.#occPosition[o] = position;
-    this.#occNext[o] = -1;
-    const tail = this.#pairTail[pid] as number;
-    if (tail < 0) this.#pairHead[pid] = o;
-    else this.#occNext[tail] = o;
-    this.#pairTail[pid] = o;
-  }
-
-  #pairId(left: number, right: number): number {
-    return this.#pairIds.get(left * this.#indexSize + right) ?? -1;
-  }
-
-  #decrement(left: number, right: number): void {
-    const pid = this.#pairId(left, right);
-    // Every existing adjacency has a pair entry with a positive count.
-    this.#pairCount[pid] = (this.#pairCount[pid] as number) - 1;
+    let o = this.#occCount;
+    if (o + gathered > this.#occPosition.length) this.#occPosition = ensureInt32(this.#occPosition, o + gathered);
+    for (let q = first; q < total; q++) {
+      const n = heads[q] as number;
+      heads[q] = o;
+      ends[q] = o;
+      o += n;
+    }
+    const occPosition = this.#occPosition;
+    for (let g = 0; g < gathered; g++) {
+      const q = pairs[g] as number;
+      const at = ends[q] as number;
+      occPosition[at] = positions[g] as number;
+      ends[q] = at + 1;
+    }
+    this.#occCount = o;
   }
 
   /** Heap order: larger count first, then smaller left, then smaller right. */
@@ -283,32 +395,96 @@ class TrainingState {
     const b = this.#pairRight[pid] as number;
     const count = this.#pairCount[pid] as number;
     const merged = FIRST_MERGE_TRAINING_ID + rank;
-    const tokens = this.#tokens;
-    const next = this.#next;
-    const prev = this.#prev;
+    const stamp = rank + 1;
+    const cells = this.#cells;
+    const leftStamp = this.#leftStamp;
+    const leftPid = this.#leftPid;
+    const rightStamp = this.#rightStamp;
+    const rightPid = this.#rightPid;
     const created: number[] = [];
     let replacements = 0;
-    for (let o = this.#pairHead[pid] as number; o >= 0; o = this.#occNext[o] as number) {
-      const i = this.#occPosition[o] as number;
-      if (tokens[i] !== a) continue;
-      const j = next[i] as number;
-      if (j < 0 || tokens[j] !== b) continue;
-      const p = prev[i] as number;
-      const k = next[j] as number;
-      if (p >= 0) this.#decrement(tokens[p] as number, a);
-      this.#decrement(a, b);
-      if (k >= 0) this.#decrement(b, tokens[k] as number);
-      tokens[i] = merged;
-      tokens[j] = -1;
-      next[i] = k;
-      if (k >= 0) prev[k] = i;
-      if (p >= 0) this.#increment(tokens[p] as number, merged, p, created);
-      if (k >= 0) this.#increment(merged, tokens[k] as number, i, created);
-      replacements += 1;
+    // Occurrences are visited in increasing position order, so runs (a == b) pair up left to right.
+    // They are taken in batches: a first tight loop reads each batch's cells (independent loads the
+    // processor overlaps; the cells are scattered over the input), the second does the work on cached lines.
+    // New occurrences are gathered and laid out after the loop, so this block does not move meanwhile.
+    const occPosition = this.#occPosition;
+    const firstNew = this.#pairTotal;
+    // At most two new occurrences per replacement, at most one replacement per listed occurrence.
+    const listed = (this.#pairEnd[pid] as number) - (this.#pairHead[pid] as number);
+    if (this.#gatheredPair.length < 2 * listed) {
+      this.#gatheredPair = ensureInt32(this.#gatheredPair, 2 * listed);
+      this.#gatheredPosition = ensureInt32(this.#gatheredPosition, 2 * listed);
     }
+    const newPair = this.#gatheredPair;
+    const newPosition = this.#gatheredPosition;
+    let gathered = 0;
+    let touched = 0;
+    for (let o = this.#pairHead[pid] as number, end = this.#pairEnd[pid] as number; o < end; o += BATCH) {
+      const stop = Math.min(end, o + BATCH);
+      for (let u = o; u < stop; u++) touched ^= cells[((occPosition[u] as number) << 2) + 3] as number;
+      for (let u = o; u < stop; u++) {
+        const i = occPosition[u] as number;
+        const ci = i << 2;
+        if (cells[ci + 3] !== pid) continue;
+        const j = cells[ci + 1] as number;
+        const p = cells[ci + 2] as number;
+        const cj = j << 2;
+        const k = cells[cj + 1] as number;
+        const pairCount = this.#pairCount;
+        // The pair (b, token after j) goes away with j.
+        const afterJ = cells[cj + 3] as number;
+        if (afterJ >= 0) pairCount[afterJ] = (pairCount[afterJ] as number) - 1;
+        cells[ci] = merged;
+        cells[ci + 1] = k;
+        cells[cj] = -1;
+        cells[cj + 3] = -1;
+        if (p >= 0) {
+          const cp = p << 2;
+          const old = cells[cp + 3] as number;
+          pairCount[old] = (pairCount[old] as number) - 1;
+          const t = cells[cp] as number;
+          let q: number;
+          if (leftStamp[t] === stamp) q = leftPid[t] as number;
+          else {
+            q = this.#newPair(t, merged);
+            leftStamp[t] = stamp;
+            leftPid[t] = q;
+            created.push(q);
+          }
+          // this.#pairCount, not the local: creating a pair may have grown the array.
+          this.#pairCount[q] = (this.#pairCount[q] as number) + 1;
+          newPair[gathered] = q;
+          newPosition[gathered++] = p;
+          cells[cp + 3] = q;
+        }
+        if (k >= 0) {
+          const ck = k << 2;
+          cells[ck + 2] = i;
+          const t = cells[ck] as number;
+          let q: number;
+          if (rightStamp[t] === stamp) q = rightPid[t] as number;
+          else {
+            q = this.#newPair(merged, t);
+            rightStamp[t] = stamp;
+            rightPid[t] = q;
+            created.push(q);
+          }
+          // this.#pairCount, not the local: creating a pair may have grown the array.
+          this.#pairCount[q] = (this.#pairCount[q] as number) + 1;
+          newPair[gathered] = q;
+          newPosition[gathered++] = i;
+          cells[ci + 3] = q;
+        } else cells[ci + 3] = -1;
+        replacements += 1;
+      }
+    }
+    this.#touched ^= touched;
     this.#pairCount[pid] = 0;
-    this.#pairHead[pid] = -1;
-    this.#pairTail[pid] = -1;
+    this.#pairHead[pid] = 0;
+    this.#pairEnd[pid] = 0;
+    this.#layOut(firstNew, gathered);
+    this.#live -= replacements;
+    if (this.#live * 3 < this.#span * 2) this.#compact();
     // Pairs containing the new id only grew during this merge: queue each once.
     for (const c of created) {
       const n = this.#pairCount[c] as number;
@@ -317,23 +493,13 @@ class TrainingState {
     return { rank, left: a, right: b, count, replacements };
   }
 
-  #increment(left: number, right: number, position: number, created: number[]): void {
-    let pid = this.#pairId(left, right);
-    if (pid < 0) {
-      pid = this.#newPair(left, right);
-      created.push(pid);
-    }
-    this.#pairCount[pid] = (this.#pairCount[pid] as number) + 1;
-    this.#addOccurrence(pid, position);
-  }
-
   sequences(): Uint32Array[] {
     const out: Uint32Array[] = [];
     for (let d = 0; d + 1 < this.#starts.length; d++) {
       const start = this.#starts[d] as number;
       const end = this.#starts[d + 1] as number;
       const ids: number[] = [];
-      for (let i = start; i >= 0 && i < end; i = this.#next[i] as number) ids.push(this.#tokens[i] as number);
+      for (let i = start; i >= 0 && i < end; i = this.#cells[(i << 2) + 1] as number) ids.push(this.#cells[i << 2] as number);
       out.push(Uint32Array.from(ids));
     }
     return out;
