@@ -9,7 +9,8 @@
  * sources), one after another, so timings do not compete and the peak RSS
  * reported per script is that script's own. With filters, only scripts
  * whose repository-relative path contains one of them run
- * (`pnpm bench format`, `pnpm bench model/bench/math`).
+ * (`pnpm bench format`, `pnpm bench model/bench/math`). Arguments that start
+ * with `--` are passed on to every selected script (`pnpm bench format -- --large`).
  *
  * Benchmarks are not tests: nothing here asserts speed. Exit status is 1 if
  * a script fails.
@@ -57,13 +58,13 @@ const RSS_REPORTER = `data:text/javascript,${encodeURIComponent(
   "import{writeFileSync}from'node:fs';const f=process.env.LLMCP_BENCH_RSS_FILE;process.on('exit',()=>{if(f)try{writeFileSync(f,String(process.resourceUsage().maxRSS))}catch{}});",
 )}`;
 
-function run(script: string, scratch: string): Outcome {
+function run(script: string, scratch: string, flags: readonly string[] = []): Outcome {
   const abs = path.join(root, script);
   const cwd = path.dirname(path.dirname(abs));
   const rssFile = path.join(scratch, `${script.replace(/[^a-z0-9]+/gi, '_')}.rss`);
   console.log(`\n▶ ${script}`);
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--conditions=@llmcp/source', '--import', 'tsx', '--import', RSS_REPORTER, abs], {
+  const r = spawnSync(process.execPath, ['--conditions=@llmcp/source', '--import', 'tsx', '--import', RSS_REPORTER, abs, ...flags], {
     cwd,
     stdio: 'inherit',
     env: { ...process.env, LLMCP_BENCH_RSS_FILE: rssFile },
@@ -75,7 +76,9 @@ function run(script: string, scratch: string): Outcome {
 
 const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (isMain) {
-  const filters = process.argv.slice(2).filter((a) => a !== '--');
+  const args = process.argv.slice(2).filter((a) => a !== '--');
+  const filters = args.filter((a) => !a.startsWith('--'));
+  const flags = args.filter((a) => a.startsWith('--'));
   const all = discoverBenchmarks();
   const selected = selectBenchmarks(all, filters);
   if (selected.length === 0) {
@@ -85,7 +88,7 @@ if (isMain) {
   const scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-bench-'));
   const outcomes: Outcome[] = [];
   try {
-    for (const script of selected) outcomes.push(run(script, scratch));
+    for (const script of selected) outcomes.push(run(script, scratch, flags));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -58,16 +58,28 @@ export function assertCanonicalHeader(plan: CheckpointPlan, header: RawHeader, i
  * {@link assertCanonicalHeader}, then every payload record) without building
  * a second copy of the file.
  *
+ * A record whose re-encoded bytes are exactly a view in `proven` (same
+ * buffer, offset and length, at the same file position) was already compared
+ * with its file region byte for byte while it was hashed (the fused kernel's
+ * comparison, or a zero-copy view of the input itself), so it is not compared
+ * a second time.
+ *
  * @param plan - the plan of the re-encoded state.
  * @param header - the parsed input header.
  * @param input - the whole input file.
+ * @param proven - per descriptor index, bytes already proven equal to the file region at that descriptor's offset.
  * @throws FormatError FORMAT_NON_CANONICAL at the first differing byte.
  */
-export function assertCanonicalFile(plan: CheckpointPlan, header: RawHeader, input: Uint8Array): void {
+export function assertCanonicalFile(plan: CheckpointPlan, header: RawHeader, input: Uint8Array, proven: readonly (Uint8Array | undefined)[] = []): void {
   assertCanonicalHeader(plan, header, input.subarray(0, Number(header.headerBytes)));
   let position = plan.header.length;
-  for (const record of plan.records) {
+  for (const [i, record] of plan.records.entries()) {
     const region = input.subarray(position, position + record.length);
+    const same = proven[i];
+    if (same !== undefined && same.buffer === record.buffer && same.byteOffset === record.byteOffset && same.length === record.length && Number(header.descriptors[i]?.offset ?? -1) === position) {
+      position += record.length;
+      continue;
+    }
     const at = firstDifference(record, region);
     if (at >= 0) throw nonCanonical(header, position + at, record[at], region[at]);
     if (region.length !== record.length) throw nonCanonical(header, position + region.length, record[region.length], undefined);

@@ -5,14 +5,17 @@
  */
 import { assertCanonicalFile } from './canonical.ts';
 import { FormatError } from './errors.ts';
-import { checkGeometry } from './geometry.ts';
+import { checkGeometry, type RecordPartition } from './geometry.ts';
 import { parseFixedHeader, parseVariableHeader, type RawHeader } from './header.ts';
 import { fileChecksum } from './internal/bytes.ts';
-import { float64FromBytes } from './internal/host-endian.ts';
+import { SCAN_CHUNK_BYTES } from './internal/fnv1a64-scan-wasm.ts';
+import { float64FromBytes, LITTLE_ENDIAN_HOST } from './internal/host-endian.ts';
+import { SCAN_DIFFERS, ScanningHasher } from './internal/scanning-hasher.ts';
 import { checksumLabel } from './fnv1a64.ts';
 import { layoutFromHeader, type DecodedCheckpoint } from './layout.ts';
 import { planCheckpoint } from './plan.ts';
 import { validateRecords, type RecordSource } from './record-rules.ts';
+import { CHECKSUM_OFFSET } from './tags.ts';
 
 /**
  * Allocates a Float64Array copy of a record, mapping an allocation failure to
@@ -47,17 +50,80 @@ export function assertChecksum(stored: bigint, computed: bigint): void {
   }
 }
 
-function memorySource(bytes: Uint8Array, header: RawHeader): RecordSource {
-  const slice = (i: number): Uint8Array => {
-    const d = header.descriptors[i];
-    if (d === undefined) throw new RangeError(`no record ${i}`);
+/** Options of {@link decodeCheckpoint}. */
+export interface DecodeOptions {
+  /**
+   * `'copy'` (default): every tensor is a fresh, aligned `Float64Array`.
+   * `'view'`: an f64 record that starts 8-byte aligned in `bytes` (its
+   * `byteOffset` + record offset) becomes a zero-copy `Float64Array` view of
+   * `bytes` (the tensors then share, and alias, the input's memory); others
+   * are copied. Validation is identical.
+   */
+  readonly tensors?: 'copy' | 'view';
+}
+
+/** The payload hashed in file order, f64 records screened (and copied) in the same pass. */
+interface HashedRecords {
+  readonly checksum: bigint;
+  readonly floats: (Float64Array | undefined)[];
+  readonly flags: (number | undefined)[];
+  /** Per descriptor: the tensor's bytes, proven equal to the record's file bytes. */
+  readonly proven: (Uint8Array | undefined)[];
+}
+
+function emptyFloat64(length: number, name: string): Float64Array {
+  try {
+    return new Float64Array(length);
+  } catch (e) {
+    throw new FormatError('FORMAT_LIMIT_EXCEEDED', `cannot allocate ${8 * length} bytes for record "${name}"`, { reason: 'allocation', recordName: name, cause: e });
+  }
+}
+
+/**
+ * One pass over the file: FNV-1a of everything (checksum field as zero), and
+ * for each f64 record (little-endian hosts) its tensor — a view, or a copy
+ * made chunk by chunk — screened for non-finite and negative values and, for
+ * a copy, compared with the file bytes by the same kernel loop (SPEC.md §9.8's
+ * payload comparison, done while the bytes are in cache).
+ * @param bytes - the whole file.
+ * @param header - its parsed header (geometry checked).
+ * @param views - make aligned f64 records zero-copy views.
+ * @returns checksum, tensors, screen flags and the tensors proven equal to the file.
+ */
+function hashRecords(bytes: Uint8Array, header: RawHeader, views: boolean): HashedRecords {
+  const headerBytes = Number(header.headerBytes);
+  const hasher = new ScanningHasher().update(bytes.subarray(0, CHECKSUM_OFFSET)).updateZeros(8).update(bytes.subarray(CHECKSUM_OFFSET + 8, headerBytes));
+  const floats: (Float64Array | undefined)[] = [];
+  const flags: (number | undefined)[] = [];
+  const proven: (Uint8Array | undefined)[] = [];
+  for (const d of header.descriptors) {
     const start = Number(d.offset);
-    return bytes.subarray(start, start + Number(d.byteLength));
-  };
-  return {
-    bytes: slice,
-    float64: (i) => allocateFloat64(slice(i), header.descriptors[i]?.name ?? ''),
-  };
+    const region = bytes.subarray(start, start + Number(d.byteLength));
+    if (d.dtypeTag !== 3 || !LITTLE_ENDIAN_HOST) {
+      hasher.update(region);
+      continue;
+    }
+    if (views && (bytes.byteOffset + start) % 8 === 0) {
+      const values = new Float64Array(bytes.buffer, bytes.byteOffset + start, region.length / 8);
+      floats[d.index] = values;
+      flags[d.index] = hasher.scan(region);
+      proven[d.index] = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+      continue;
+    }
+    const values = emptyFloat64(region.length / 8, d.name);
+    const out = new Uint8Array(values.buffer);
+    let f = 0;
+    for (let at = 0; at < region.length; at += SCAN_CHUNK_BYTES) {
+      const from = region.subarray(at, at + SCAN_CHUNK_BYTES);
+      const to = out.subarray(at, at + SCAN_CHUNK_BYTES);
+      to.set(from);
+      f |= hasher.scanCompare(from, to);
+    }
+    floats[d.index] = values;
+    flags[d.index] = f;
+    if ((f & SCAN_DIFFERS) === 0) proven[d.index] = out;
+  }
+  return { checksum: hasher.digest(), floats, flags, proven };
 }
 
 /**
@@ -68,9 +134,15 @@ function memorySource(bytes: Uint8Array, header: RawHeader): RecordSource {
  * way), descriptor geometry, tokenizer, model and optimizer records,
  * cross-component rules, and finally that re-encoding the decoded state
  * reproduces every input byte. Tensors are fresh, aligned `Float64Array`s
- * (never views of `bytes`).
+ * (never views of `bytes`) unless `options.tensors` is `'view'`.
+ *
+ * The header is parsed before the checksum is known (so the payload can be
+ * hashed record by record, each f64 record screened and copied in the same
+ * pass); a header or geometry failure is then reported only when the
+ * checksum matches, exactly as if the checksum had been checked first.
  *
  * @param bytes - the complete file.
+ * @param options - tensor placement (copies by default).
  * @returns the state plus its layout evidence.
  * @throws FormatError with the code of the first failing rule.
  * @throws TypeError when `bytes` is not a Uint8Array.
@@ -81,13 +153,37 @@ function memorySource(bytes: Uint8Array, header: RawHeader): RecordSource {
  * checkpoint.parameters[0].name;   // 'token_embedding.weight'
  * ```
  */
-export function decodeCheckpoint(bytes: Uint8Array): DecodedCheckpoint {
+export function decodeCheckpoint(bytes: Uint8Array, options: DecodeOptions = {}): DecodedCheckpoint {
   if (!(bytes instanceof Uint8Array)) throw new TypeError('decodeCheckpoint: bytes must be a Uint8Array');
   const fixed = parseFixedHeader(bytes, bytes.length);
-  assertChecksum(fixed.storedChecksum, fileChecksum(bytes));
-  const header = parseVariableHeader(bytes, fixed);
-  const partition = checkGeometry(header, bytes.length);
-  const state = validateRecords(header, partition, memorySource(bytes, header));
-  assertCanonicalFile(planCheckpoint(state, { validate: false }), header, bytes);
-  return { ...state, layout: layoutFromHeader(header, bytes.length) };
+  let header: RawHeader | undefined;
+  let partition: RecordPartition | undefined;
+  let deferred: unknown;
+  try {
+    header = parseVariableHeader(bytes, fixed);
+    partition = checkGeometry(header, bytes.length);
+  } catch (e) {
+    deferred = e;
+  }
+  if (header === undefined || partition === undefined || deferred !== undefined) {
+    assertChecksum(fixed.storedChecksum, fileChecksum(bytes));
+    throw deferred;
+  }
+  const h = header;
+  const hashed = hashRecords(bytes, h, options.tensors === 'view');
+  assertChecksum(fixed.storedChecksum, hashed.checksum);
+  const slice = (i: number): Uint8Array => {
+    const d = h.descriptors[i];
+    if (d === undefined) throw new RangeError(`no record ${i}`);
+    const start = Number(d.offset);
+    return bytes.subarray(start, start + Number(d.byteLength));
+  };
+  const source: RecordSource = {
+    bytes: slice,
+    float64: (i) => hashed.floats[i] ?? allocateFloat64(slice(i), h.descriptors[i]?.name ?? ''),
+    screened: (i) => hashed.flags[i],
+  };
+  const state = validateRecords(h, partition, source);
+  assertCanonicalFile(planCheckpoint(state, { validate: false }), h, bytes, hashed.proven);
+  return { ...state, layout: layoutFromHeader(h, bytes.length) };
 }

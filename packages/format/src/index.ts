@@ -4,6 +4,7 @@ export { FormatError, isFormatError, FORMAT_ERROR_CODES, FORMAT_ERROR_CATEGORIES
 export type { FormatErrorCode, FormatErrorCategory, FormatErrorContext } from './errors.ts';
 export { encodeCheckpoint, checkpointByteSize } from './encode.ts';
 export { decodeCheckpoint } from './decode.ts';
+export type { DecodeOptions } from './decode.ts';
 export { inspectCheckpoint, formatErrorData } from './inspect.ts';
 export type { CheckpointInspection, InspectedDescriptor, InspectedField, InspectedTokenizer, InspectionError, RecordSlice } from './inspect.ts';
 export { diffCheckpoints, locateByteDifferences, byteDifferenceText } from './checkpoint-diff.ts';

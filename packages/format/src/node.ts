@@ -6,5 +6,6 @@
 export { saveCheckpointAtomic } from './node/save.ts';
 export type { SaveOptions, SaveResult } from './node/save.ts';
 export { loadCheckpoint } from './node/load.ts';
+export type { LoadOptions } from './node/load.ts';
 export { writeFileAtomic, temporaryName, nodeFileSystem, TEMP_NAME_ATTEMPTS } from './node/atomic-write.ts';
 export type { AtomicFileHandle, AtomicFileSystem, AtomicWriteOptions } from './node/atomic-write.ts';

@@ -35,6 +35,13 @@ export interface CheckpointPlan {
 export interface PlanOptions {
   /** Run the decoder's validation rules on the planned records (default true). */
   readonly validate?: boolean;
+  /**
+   * Screen flags of the f64 records by descriptor index (see
+   * `RecordSource.screened`): a record whose flags are 0 is not searched for
+   * non-finite or negative values. `() => 0` validates everything but the
+   * values (a streaming writer screens those while it hashes).
+   */
+  readonly screened?: (index: number) => number | undefined;
 }
 
 interface PlannedRecord {
@@ -315,6 +322,7 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
     const source: RecordSource = {
       bytes: (i) => (records[i] as PlannedRecord).bytes,
       float64: (i) => (records[i] as PlannedRecord).values ?? new Float64Array(0),
+      ...(options.screened === undefined ? {} : { screened: options.screened }),
     };
     validateRecords(raw, partition, source);
   }

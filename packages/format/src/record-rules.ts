@@ -8,6 +8,7 @@ import { f64BitsHex } from './bits.ts';
 import { validateBetaPowers, validateGroupCoverage, validateStatePresence } from './adamw-rules.ts';
 import { validateDecoderConfig, validateModelShapes, type ModelRecordShape } from './decoder-rules.ts';
 import { FormatError } from './errors.ts';
+import { SCAN_NEGATIVE, SCAN_NON_FINITE } from './internal/fnv1a64-scan-wasm.ts';
 import { stridesOverflow, type RecordPartition } from './geometry.ts';
 import type { RawDescriptor, RawHeader } from './header.ts';
 import { modelParameterName, parameterNameProblem } from './parameter-layout.ts';
@@ -21,6 +22,18 @@ export interface RecordSource {
   bytes(index: number): Uint8Array;
   /** The record's f64 elements in an aligned array the caller may keep. */
   float64(index: number): Float64Array;
+  /**
+   * Optional screen of an f64 record, from hashing it with the fused kernel
+   * (`internal/scanning-hasher.ts`): a clear SCAN_NON_FINITE / SCAN_NEGATIVE
+   * bit proves the record holds no such value, so its search is skipped; a
+   * set bit (or no screen) runs the exact search, which finds and reports it.
+   */
+  screened?(index: number): number | undefined;
+}
+
+function mayHold(source: RecordSource, index: number, flag: number): boolean {
+  const flags = source.screened?.(index);
+  return flags === undefined || (flags & flag) !== 0;
 }
 
 function describe(d: RawDescriptor): string {
@@ -251,7 +264,7 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
         recordName: d.name,
       });
     }
-    const bad = firstNonFinite(data);
+    const bad = mayHold(source, d.index, SCAN_NON_FINITE) ? firstNonFinite(data) : -1;
     if (bad >= 0) {
       throw new FormatError('FORMAT_INVALID_PARAMETER', `parameter "${d.name}" element ${bad} at offset ${elementOffset(d, bad, 8)} is ${data[bad]} (bits ${f64BitsHex(data[bad] as number)}): expected a finite value`, {
         reason: 'non-finite-parameter',
@@ -309,7 +322,7 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
       [first, m],
       [second, v],
     ] as const) {
-      const bad = firstNonFinite(values);
+      const bad = mayHold(source, d.index, SCAN_NON_FINITE) ? firstNonFinite(values) : -1;
       if (bad >= 0) {
         throw new FormatError('FORMAT_ADAMW_STATE', `${d.roleTag === 4 ? 'first' : 'second'} moment of "${d.name}" element ${bad} at offset ${elementOffset(d, bad, 8)} is ${values[bad]}: expected a finite value`, {
           reason: 'non-finite-moment',
@@ -322,7 +335,7 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
         });
       }
     }
-    const negative = firstNegative(v);
+    const negative = mayHold(source, second.index, SCAN_NEGATIVE) ? firstNegative(v) : -1;
     if (negative >= 0) {
       throw new FormatError('FORMAT_ADAMW_STATE', `second moment of "${second.name}" element ${negative} at offset ${elementOffset(second, negative, 8)} is ${v[negative]}: expected a value >= 0`, {
         reason: 'negative-second-moment',

@@ -71,7 +71,7 @@ const W = 5;
 const ENDP = 6;
 
 /** Signed LEB128 of an i64 constant. */
-function sleb(value: bigint): number[] {
+export function sleb(value: bigint): number[] {
   let v = BigInt.asIntN(64, value);
   const out: number[] = [];
   for (;;) {
@@ -84,7 +84,7 @@ function sleb(value: bigint): number[] {
 }
 
 /** Unsigned LEB128. */
-function uleb(value: number): number[] {
+export function uleb(value: number): number[] {
   const out: number[] = [];
   let v = value;
   do {
@@ -124,11 +124,13 @@ function functionBody(): number[] {
   return [...locals, ...b];
 }
 
-function section(id: number, content: number[]): number[] {
+/** A module section: id, LEB128 size, content. */
+export function section(id: number, content: number[]): number[] {
   return [id, ...uleb(content.length), ...content];
 }
 
-function ascii(name: string): number[] {
+/** A WebAssembly name: length then ASCII bytes. */
+export function ascii(name: string): number[] {
   return [name.length, ...Array.from(name, (c) => c.charCodeAt(0))];
 }
 

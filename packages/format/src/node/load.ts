@@ -13,8 +13,11 @@
  *    §9.2).
  * 3. With a sound geometry every record gets its own buffer — f64 records a
  *    fresh Float64Array — and the payload is read sequentially into them
- *    through two 4 MiB staging buffers (the next read overlaps hashing and
- *    copying the current one). Allocation is bounded by the file size, since
+ *    (records of 64 KiB and more directly, in 4 MiB reads; small ones through
+ *    staging buffers), three reads ahead of the hash. f64 records are hashed
+ *    with the fused kernel that screens their elements (non-finite, negative)
+ *    in the same pass, so §9.5/§9.6 search only records the screen flags.
+ *    Allocation is bounded by the file size, since
  *    the geometry check proved the records tile the file exactly; a buffer
  *    the engine refuses is FORMAT_LIMIT_EXCEEDED naming the field and offset.
  * 4. Checksum compared; then §9.4–§9.7 on the loaded records.
@@ -33,10 +36,10 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { assertCanonicalHeader } from '../canonical.ts';
 import { allocateFloat64, assertChecksum } from '../decode.ts';
 import { FormatError } from '../errors.ts';
-import { Fnv1a64 } from '../fnv1a64.ts';
 import { checkGeometry, type RecordPartition } from '../geometry.ts';
 import { parseFixedHeader, parseVariableHeader, type RawHeader } from '../header.ts';
 import { LITTLE_ENDIAN_HOST } from '../internal/host-endian.ts';
+import { ScanningHasher } from '../internal/scanning-hasher.ts';
 import { layoutFromHeader, type DecodedCheckpoint } from '../layout.ts';
 import { planCheckpoint } from '../plan.ts';
 import { validateRecords, type RecordSource } from '../record-rules.ts';
@@ -101,6 +104,10 @@ function allocateBytes(length: number, where: () => AllocationSite): Uint8Array 
 interface RecordTarget {
   readonly start: number;
   readonly bytes: Uint8Array;
+  /** Descriptor index. */
+  readonly index: number;
+  /** An f64 record: its reads are screened while hashed (flags into `flags[index]`). */
+  readonly screen: boolean;
 }
 
 /** One read: `length` bytes at `position`, straight into `direct`, or via staging into `parts`. */
@@ -108,6 +115,8 @@ interface Segment {
   readonly position: number;
   readonly length: number;
   readonly direct: Uint8Array | null;
+  /** For a direct read of an f64 record: its descriptor index (the segment starts at an element boundary). */
+  readonly screen?: number;
   readonly parts: readonly { readonly into: Uint8Array; readonly at: number }[];
 }
 
@@ -130,7 +139,7 @@ function planSegments(from: number, to: number, records: readonly RecordTarget[]
       flush();
       for (let off = 0; off < r.bytes.length; off += STAGING_BYTES) {
         const n = Math.min(STAGING_BYTES, r.bytes.length - off);
-        segments.push({ position: r.start + off, length: n, direct: r.bytes.subarray(off, off + n), parts: [] });
+        segments.push({ position: r.start + off, length: n, direct: r.bytes.subarray(off, off + n), parts: [], ...(r.screen ? { screen: r.index } : {}) });
       }
     } else {
       if (group !== null && group.length + r.bytes.length > STAGING_BYTES) flush();
@@ -143,37 +152,69 @@ function planSegments(from: number, to: number, records: readonly RecordTarget[]
   return segments;
 }
 
+/** Reads kept in flight ahead of the segment being hashed (the thread pool fills them meanwhile). */
+const READ_AHEAD = 3;
+
 /**
  * Reads `[from, to)` sequentially into the record buffers (large records
- * directly, small ones through two alternating staging buffers), hashing
- * every byte in order; the read of the next segment overlaps hashing the
- * current one.
+ * directly, small ones through rotating staging buffers sized to the largest
+ * staged group), hashing every byte in order — f64 records with the fused
+ * screening kernel; up to {@link READ_AHEAD} reads of the following segments
+ * overlap hashing the current one.
  */
-async function streamPayload(handle: FileHandle, path: string, from: number, to: number, hasher: Fnv1a64, records: readonly RecordTarget[]): Promise<void> {
+async function streamPayload(handle: FileHandle, path: string, from: number, to: number, hasher: ScanningHasher, records: readonly RecordTarget[], flags: (number | undefined)[], observe?: (chunk: Uint8Array) => void): Promise<void> {
   const segments = planSegments(from, to, records);
-  const stagingSize = Math.min(STAGING_BYTES, Math.max(1, to - from));
-  const staging = [new Uint8Array(stagingSize), new Uint8Array(stagingSize)] as const;
+  const stagedSegments = segments.filter((s) => s.direct === null);
+  const stagingSize = stagedSegments.reduce((m, s) => Math.max(m, s.length), 0);
+  const staging = Array.from({ length: Math.min(READ_AHEAD + 1, stagedSegments.length) }, () => new Uint8Array(stagingSize));
   let staged = 0;
-  const issue = (s: Segment): { target: Uint8Array; read: Promise<void> } => {
-    const target = s.direct ?? (staging[staged++ & 1] as Uint8Array).subarray(0, s.length);
-    return { target, read: readExactly(handle, target, s.position, path) };
+  let issued = 0;
+  const inflight: { target: Uint8Array; read: Promise<void> }[] = [];
+  const issueNext = (): void => {
+    const s = segments[issued++] as Segment;
+    const target = s.direct ?? (staging[staged++ % staging.length] as Uint8Array).subarray(0, s.length);
+    const read = readExactly(handle, target, s.position, path);
+    read.catch(() => undefined); // observed when awaited, or settled below on failure
+    inflight.push({ target, read });
   };
-  let next = segments.length > 0 ? issue(segments[0] as Segment) : null;
-  for (let i = 0; i < segments.length; i++) {
-    const current = next as { target: Uint8Array; read: Promise<void> };
-    await current.read;
-    next = i + 1 < segments.length ? issue(segments[i + 1] as Segment) : null;
-    hasher.update(current.target);
-    for (const part of (segments[i] as Segment).parts) part.into.set(current.target.subarray(part.at, part.at + part.into.length));
+  try {
+    while (issued < segments.length && inflight.length < READ_AHEAD) issueNext();
+    for (let i = 0; i < segments.length; i++) {
+      const current = inflight.shift() as { target: Uint8Array; read: Promise<void> };
+      await current.read;
+      if (issued < segments.length) issueNext();
+      const segment = segments[i] as Segment;
+      observe?.(current.target);
+      if (segment.screen === undefined) hasher.update(current.target);
+      else flags[segment.screen] = (flags[segment.screen] ?? 0) | hasher.scan(current.target);
+      for (const part of segment.parts) part.into.set(current.target.subarray(part.at, part.at + part.into.length));
+    }
+  } catch (e) {
+    await Promise.allSettled(inflight.map((r) => r.read)); // no read outlives the load (the handle is closed next)
+    throw e;
   }
+}
+
+/** Options of {@link loadCheckpoint}. */
+export interface LoadOptions {
+  /**
+   * Receives every byte of the file in file order, exactly the bytes that
+   * are hashed and validated, as they are read (e.g. a SHA-256 of the file
+   * without a second read, which also cannot see a different file than the
+   * one validated). Chunks are views valid only during the call. Called
+   * before the checksum is known: a failed load has still shown its bytes.
+   */
+  readonly onFileBytes?: (chunk: Uint8Array) => void;
 }
 
 /**
  * Loads and fully validates a checkpoint file (same checks and error codes
  * as `decodeCheckpoint`), streaming the payload into per-record buffers.
- * Peak added memory is about the file size plus 8 MiB of staging.
+ * Peak added memory is about the file size plus the staging buffers of small
+ * records (at most 16 MiB; none for a file of large records).
  *
  * @param path - the file.
+ * @param options - `onFileBytes`.
  * @returns the decoded checkpoint with its layout.
  * @throws FormatError with the code of the first failing rule, or FORMAT_IO when the file cannot be read.
  * @example
@@ -181,7 +222,7 @@ async function streamPayload(handle: FileHandle, path: string, from: number, to:
  * const checkpoint = await loadCheckpoint('run/checkpoints/latest/state.llmcp');
  * ```
  */
-export async function loadCheckpoint(path: string): Promise<DecodedCheckpoint> {
+export async function loadCheckpoint(path: string, options: LoadOptions = {}): Promise<DecodedCheckpoint> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
@@ -201,7 +242,7 @@ export async function loadCheckpoint(path: string): Promise<DecodedCheckpoint> {
     const headerLength = Number(fixed.headerBytes); // <= size and <= MAX_HEADER_BYTES after the fixed-header checks
     const headerBuffer = allocateBytes(headerLength, () => ({ what: `the ${headerLength}-byte header`, offset: 14, field: 'header_bytes' }));
     await readExactly(handle, headerBuffer, 0, path);
-    const hasher = new Fnv1a64().update(headerBuffer.subarray(0, CHECKSUM_OFFSET)).updateZeros(8).update(headerBuffer.subarray(CHECKSUM_OFFSET + 8));
+    const hasher = new ScanningHasher().update(headerBuffer.subarray(0, CHECKSUM_OFFSET)).updateZeros(8).update(headerBuffer.subarray(CHECKSUM_OFFSET + 8));
 
     let deferred: unknown;
     let header: RawHeader | undefined;
@@ -228,14 +269,17 @@ export async function loadCheckpoint(path: string): Promise<DecodedCheckpoint> {
         }
       }
     }
-    const destinations = header === undefined || deferred !== undefined ? [] : header.descriptors.map((d, i) => ({ start: Number(d.offset), bytes: buffers[i] as Uint8Array }));
-    await streamPayload(handle, path, headerLength, size, hasher, destinations);
+    const destinations = header === undefined || deferred !== undefined ? [] : header.descriptors.map((d, i) => ({ start: Number(d.offset), bytes: buffers[i] as Uint8Array, index: i, screen: floats[i] !== undefined }));
+    const flags: (number | undefined)[] = [];
+    options.onFileBytes?.(headerBuffer);
+    await streamPayload(handle, path, headerLength, size, hasher, destinations, flags, options.onFileBytes);
     assertChecksum(fixed.storedChecksum, hasher.digest());
     if (deferred !== undefined) throw deferred;
     const h = header as RawHeader;
     const source: RecordSource = {
       bytes: (i) => buffers[i] as Uint8Array,
       float64: (i) => floats[i] ?? allocateFloat64(buffers[i] as Uint8Array, h.descriptors[i]?.name ?? ''),
+      screened: (i) => flags[i],
     };
     const state = validateRecords(h, partition as RecordPartition, source);
     assertCanonicalHeader(planCheckpoint(state, { validate: false }), h, headerBuffer);

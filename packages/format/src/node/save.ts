@@ -13,8 +13,17 @@
  * is still validating, and keeps hashing while this thread issues the writes
  * (falling back to hashing in-thread, overlapped with each write, when worker
  * threads are unavailable).
+ *
+ * In-thread (`hashInWorker: false`), the value searches of validation are
+ * folded into the hash: every rule but those runs first (nothing touches the
+ * file system if one fails), then each f64 record is hashed with the fused
+ * kernel that screens its values while the libuv thread pool writes it. A
+ * flagged record is searched exactly afterwards; a non-finite value (or a
+ * negative second moment) then fails the save with the decoder's error and
+ * the temporary file is removed, the previous file untouched.
  */
-import { checksumLabel, Fnv1a64 } from '../fnv1a64.ts';
+import { checksumLabel } from '../fnv1a64.ts';
+import { SCAN_NEGATIVE, SCAN_NON_FINITE, ScanningHasher } from '../internal/scanning-hasher.ts';
 import { planCheckpoint, type CheckpointPlan } from '../plan.ts';
 import { CHECKSUM_OFFSET } from '../tags.ts';
 import type { CheckpointState } from '../types.ts';
@@ -29,6 +38,16 @@ export interface SaveOptions extends AtomicWriteOptions {
    * overlapped with the writes only.
    */
   readonly hashInWorker?: boolean;
+  /**
+   * Receives every byte of the saved file in file order — the header with
+   * its final checksum first, then each record — once the checksum is known
+   * and while the data is being flushed to disk, before the final fsync:
+   * e.g. a SHA-256 of the file without reading it back
+   * (`onFileBytes: (chunk) => sha.update(chunk)`). Chunks are views valid
+   * only during the call (copy to keep). A throw fails the save like a write
+   * error (the temporary file is removed).
+   */
+  readonly onFileBytes?: (chunk: Uint8Array) => void;
 }
 
 /** Bytes per write call; the hash of one chunk overlaps the write of the same chunk. */
@@ -52,37 +71,115 @@ function checksumBytes(checksum: bigint): Uint8Array {
   return field;
 }
 
-/** Writes every chunk of the file in order, starting early datasyncs so disk writeback overlaps the rest. */
-async function writeAll(handle: AtomicFileHandle, header: Uint8Array, records: readonly Uint8Array[], onChunk?: (chunk: Uint8Array) => void): Promise<void> {
+/** Writes kept in flight while this thread hashes the next chunks (the caller's arrays are not changed meanwhile). */
+const WRITES_AHEAD = 3;
+
+/**
+ * Writes every chunk of the file in order — up to {@link WRITES_AHEAD}
+ * writes in flight on the libuv thread pool while `onChunk` hashes the
+ * following chunks — starting early datasyncs so disk writeback overlaps the rest.
+ */
+async function writeAll(handle: AtomicFileHandle, header: Uint8Array, records: readonly Uint8Array[], onChunk?: (chunk: Uint8Array, record: number) => void): Promise<void> {
   await writeFully(handle, header, 0);
   let position = header.length;
   let flushedAt = 0;
   let flushing: Promise<void> | null = null;
   let flushError: unknown;
-  for (const record of records) {
-    for (let start = 0; start < record.length; start += CHUNK_BYTES) {
-      const chunk = record.subarray(start, Math.min(record.length, start + CHUNK_BYTES));
-      const written = writeFully(handle, chunk, position); // runs on the libuv thread pool…
-      onChunk?.(chunk); // …while this thread hashes the same bytes (in-thread mode)
-      await written;
-      position += chunk.length;
-      if (handle.datasync !== undefined && flushing === null && position - flushedAt >= EARLY_FLUSH_BYTES) {
-        // Not awaited here: the disk flushes what is written while the next chunks are produced.
-        flushedAt = position;
-        flushing = handle.datasync().then(
-          () => {
-            flushing = null;
-          },
-          (e: unknown) => {
-            flushError ??= e;
-            flushing = null;
-          },
-        );
+  const pending: Promise<void>[] = [];
+  try {
+    for (const [index, record] of records.entries()) {
+      for (let start = 0; start < record.length; start += CHUNK_BYTES) {
+        const chunk = record.subarray(start, Math.min(record.length, start + CHUNK_BYTES));
+        const written = writeFully(handle, chunk, position); // runs on the libuv thread pool…
+        written.catch(() => undefined); // observed below
+        pending.push(written);
+        onChunk?.(chunk, index); // …while this thread hashes the same bytes (in-thread mode)
+        if (pending.length >= WRITES_AHEAD) await pending.shift();
+        position += chunk.length;
+        if (handle.datasync !== undefined && flushing === null && position - flushedAt >= EARLY_FLUSH_BYTES) {
+          // Not awaited here: the disk flushes what is written while the next chunks are produced.
+          flushedAt = position;
+          flushing = handle.datasync().then(
+            () => {
+              flushing = null;
+            },
+            (e: unknown) => {
+              flushError ??= e;
+              flushing = null;
+            },
+          );
+        }
       }
     }
+    while (pending.length > 0) await pending.shift();
+    if (onChunk === undefined && handle.datasync !== undefined && position > flushedAt) {
+      // Hashing elsewhere (the worker) outlasts the writes: flush the rest now, while it hashes, not in the final fsync.
+      if (flushing !== null) await flushing;
+      flushedAt = position;
+      await handle.datasync();
+    }
+  } catch (e) {
+    await Promise.allSettled(pending); // no write outlives this call (the file is closed or removed next)
+    if (flushing !== null) await flushing;
+    throw e;
   }
   if (flushing !== null) await flushing;
   if (flushError !== undefined) throw flushError;
+}
+
+/**
+ * Hands the final file bytes to `observe` in order, from memory (the state's
+ * own arrays), while an early datasync flushes what was written.
+ * @param handle - the temporary file (for the early datasync).
+ * @param file - the plan and its checksum.
+ * @param file.plan - the validated plan.
+ * @param file.checksum - the checksum stored at offset 30.
+ * @param observe - the caller's `onFileBytes`.
+ */
+async function observeFile(handle: AtomicFileHandle, { plan, checksum }: { plan: CheckpointPlan; checksum: bigint }, observe: (chunk: Uint8Array) => void): Promise<void> {
+  let flushError: unknown;
+  const flushing = handle.datasync?.().catch((e: unknown) => {
+    flushError = e;
+  });
+  try {
+    const header = plan.header.slice();
+    header.set(checksumBytes(checksum), CHECKSUM_OFFSET);
+    observe(header);
+    for (const record of plan.records) {
+      for (let start = 0; start < record.length; start += CHUNK_BYTES) observe(record.subarray(start, Math.min(record.length, start + CHUNK_BYTES)));
+    }
+  } finally {
+    await flushing;
+  }
+  if (flushError !== undefined) throw flushError;
+}
+
+/**
+ * In-thread save: writes every chunk (libuv thread pool) while this thread
+ * hashes it, f64 records with the fused kernel that also screens their
+ * values. Only if a screen flags a record that a value rule cares about
+ * (any non-finite f64, a negative second moment) is the state validated
+ * again with exact searches of the flagged records: it then throws the
+ * decoder's error (the temporary file is removed by the atomic writer).
+ * @param handle - the temporary file.
+ * @param state - the state (for the exact validation).
+ * @param plan - the plan, validated except for the value searches.
+ * @returns the checksum.
+ */
+async function streamInThread(handle: AtomicFileHandle, state: CheckpointState, plan: CheckpointPlan): Promise<bigint> {
+  const hasher = new ScanningHasher().update(plan.header);
+  const flags: number[] = [];
+  const descriptors = plan.raw.descriptors;
+  await writeAll(handle, plan.header, plan.records, (chunk, index) => {
+    if (descriptors[index]?.dtypeTag === 3) flags[index] = (flags[index] ?? 0) | hasher.scan(chunk);
+    else hasher.update(chunk);
+  });
+  const suspect = descriptors.some((d) => {
+    const f = flags[d.index] ?? 0;
+    return (f & SCAN_NON_FINITE) !== 0 || (d.roleTag === 5 && (f & SCAN_NEGATIVE) !== 0);
+  });
+  if (suspect) planCheckpoint(state, { screened: (i) => flags[i] ?? 0 });
+  return hasher.digest();
 }
 
 /** Feeds the worker every byte after the first `skip` bytes of header + records. */
@@ -110,9 +207,10 @@ async function feedWorker(hasher: WorkerHasher, parts: readonly Uint8Array[], sk
  *
  * @param path - destination file.
  * @param state - the checkpoint state.
- * @param options - file-system injection (tests), `hashInWorker`.
+ * @param options - file-system injection (tests), `hashInWorker`, `onFileBytes`.
  * @returns length and checksum of the saved file.
- * @throws FormatError for an invalid state (before any file is touched),
+ * @throws FormatError for an invalid state (before any file is touched; in-thread, a non-finite
+ *   value or negative second moment is found while streaming and the temporary file removed),
  *   FORMAT_IO for file-system failures, FORMAT_LAYOUT for a path without a
  *   file name, FORMAT_UNSUPPORTED_ATOMIC_REPLACEMENT on Windows.
  * @example
@@ -123,9 +221,9 @@ async function feedWorker(hasher: WorkerHasher, parts: readonly Uint8Array[], sk
 export async function saveCheckpointAtomic(path: string, state: CheckpointState, options: SaveOptions = {}): Promise<SaveResult> {
   // Plan without validation first, so the hash worker can start on the first
   // bytes (the header's checksum field is still zero) while the state is validated.
-  const draft = planCheckpoint(state, { validate: false });
   const hasher = options.hashInWorker === false ? null : WorkerHasher.start();
-  const parts = [draft.header, ...draft.records];
+  const draft = hasher === null ? null : planCheckpoint(state, { validate: false });
+  const parts = draft === null ? [] : [draft.header, ...draft.records];
   let queued = 0;
   if (hasher !== null) {
     for (const part of parts) {
@@ -136,25 +234,29 @@ export async function saveCheckpointAtomic(path: string, state: CheckpointState,
   }
   let plan: CheckpointPlan;
   try {
-    plan = planCheckpoint(state); // full validation: nothing touches the file system if it fails
+    // Worker: full validation while the worker hashes. In-thread: every rule but the value
+    // searches, which the fused kernel screens while it hashes (see streamInThread).
+    plan = planCheckpoint(state, hasher === null ? { screened: () => 0 } : {});
   } catch (e) {
     hasher?.close();
+    if (hasher === null) planCheckpoint(state); // a value error before the structural one comes first: the decoder's order
     throw e;
   }
+  // Keep the worker fed from now on: the ring drains while the temporary file is created.
+  const feeding = hasher === null ? null : feedWorker(hasher, parts, queued);
+  feeding?.catch(() => undefined); // awaited inside the write below; a failure before it closes the hasher
   let checksum = 0n;
   try {
     await replaceFileAtomic(
       path,
       async (handle) => {
-        if (hasher === null) {
-          const inThread = new Fnv1a64().update(plan.header);
-          await writeAll(handle, plan.header, plan.records, (chunk) => inThread.update(chunk));
-          checksum = inThread.digest();
-        } else {
-          await Promise.all([writeAll(handle, plan.header, plan.records), feedWorker(hasher, parts, queued)]);
+        if (hasher === null) checksum = await streamInThread(handle, state, plan);
+        else {
+          await Promise.all([writeAll(handle, plan.header, plan.records), feeding]);
           checksum = await hasher.digest();
         }
         await writeFully(handle, checksumBytes(checksum), CHECKSUM_OFFSET);
+        if (options.onFileBytes !== undefined) await observeFile(handle, { plan, checksum }, options.onFileBytes);
       },
       options,
     );
