@@ -1,5 +1,5 @@
 /**
- * Decoder configuration checks (model.md §2). The shape rules are the
+ * Decoder configuration checks (../../../docs/spec/model.md §2). The shape rules are the
  * format's (`decoderConfigProblem`, format SPEC §6.1); a model adds its own
  * limits: sizes a `number` can index, and one `Float64Array` of parameters.
  */
@@ -9,7 +9,7 @@ import { ModelError } from './errors.ts';
 /** The largest parameter count a decoder accepts (one `Float64Array`; 2^31 − 1 elements = 16 GiB). */
 export const MAX_PARAMETER_COUNT: number = 2 ** 31 - 1;
 
-/** The ch33 fixture configuration (model.md §2): V5, D4, H2, F4, L1, P2, base 10000, eps 1e-6. */
+/** The ch33 fixture configuration (../../../docs/spec/model.md §2): V5, D4, H2, F4, L1, P2, base 10000, eps 1e-6. */
 export const FIXTURE_DECODER_CONFIG: DecoderConfig = Object.freeze({
   vocabularySize: 5,
   modelWidth: 4,

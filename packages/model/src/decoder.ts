@@ -1,11 +1,12 @@
 /**
  * The decoder: flat parameters and gradients, training and evaluation passes
- * over batches, logits, checkpoint conversions (model.md; backward.md).
+ * over batches, logits, checkpoint conversions (../../../docs/spec/model.md; ../../../docs/spec/backward.md).
  */
 import type { CheckpointState, DecoderConfig, NamedTensor, SplitMix64 } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
 import { initializeParameters } from './init.ts';
+import { activeNativeKernels } from './kernels/native.ts';
 import {
   allocateBatchBuffers,
   allocateF64,
@@ -133,6 +134,7 @@ export class Decoder {
     const threaded = pendingThreaded;
     pendingThreaded = null;
     validateDecoderConfig(config);
+    activeNativeKernels(); // LLMCP_KERNELS=native without the addon fails here (MODEL_KERNELS_UNAVAILABLE), not in a step
     const pool = threaded?.pool ?? null;
     const parameters = threaded?.parameters ?? null;
     const partialBudget = threaded?.partialBudget ?? PARTIAL_BUDGET_BYTES;
@@ -179,6 +181,7 @@ export class Decoder {
       throw new ModelError('MODEL_INVALID_CONFIG', `partialMemoryBytes: expected a finite number ≥ 0, found ${String(budget)}`, { field: 'partialMemoryBytes' });
     }
     validateDecoderConfig(config);
+    activeNativeKernels(); // before the workers start (they follow this thread's choice)
     if (threads === 1) return new Decoder(config);
     const layout = parameterLayout(config);
     const parameters = allocateF64(layout.size, true);
@@ -223,7 +226,7 @@ export class Decoder {
   }
 
   /**
-   * Xavier-uniform initialization from SplitMix64 (model.md §4): gains 1.0,
+   * Xavier-uniform initialization from SplitMix64 (../../../docs/spec/model.md §4): gains 1.0,
    * matrices drawn in model order from one generator.
    * @param seed - the generator state to start from (33n for the fixture), or a generator to draw from.
    */
@@ -259,7 +262,7 @@ export class Decoder {
     return this.gradients.subarray(e.offset, e.offset + e.length);
   }
 
-  /** Resets every stored gradient to +0.0 (the zero-grad of training.md §4). */
+  /** Resets every stored gradient to +0.0 (the zero-grad of ../../../docs/spec/training.md §4). */
   zeroGradients(): void {
     this.gradients.fill(0);
   }
@@ -379,7 +382,7 @@ export class Decoder {
 
   /**
    * The batch mean loss without gradients (the no-grad evaluation of
-   * training.md §7; identical arithmetic to {@link trainStep}'s forward).
+   * ../../../docs/spec/training.md §7; identical arithmetic to {@link trainStep}'s forward).
    *
    * @param batch - B sequences of T ≤ maxPositions tokens.
    * @returns the batch loss.

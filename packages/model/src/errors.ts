@@ -18,7 +18,7 @@ export const MODEL_ERROR_CODES = {
   MODEL_PARAMETER_MISMATCH: 'MODEL_PARAMETER_MISMATCH',
   /** A sampling mode is invalid (temperature not finite and > 0, top-k outside [1, V], bad EOS or limit). */
   MODEL_INVALID_SAMPLING: 'MODEL_INVALID_SAMPLING',
-  /** The sampling probabilities do not sum to 1 within 1e-12 (training.md §9 step 5). */
+  /** The sampling probabilities do not sum to 1 within 1e-12 (../../../docs/spec/training.md §9 step 5). */
   MODEL_PROBABILITY_SUM: 'MODEL_PROBABILITY_SUM',
   /** A worker thread failed or could not be started. */
   MODEL_WORKER_FAILED: 'MODEL_WORKER_FAILED',
@@ -30,6 +30,8 @@ export const MODEL_ERROR_CODES = {
   MODEL_CACHE_OVERFLOW: 'MODEL_CACHE_OVERFLOW',
   /** A key/value cache was built for another decoder (instance, configuration, head layout or RoPE table). */
   MODEL_CACHE_MISMATCH: 'MODEL_CACHE_MISMATCH',
+  /** The native kernels were required (`LLMCP_KERNELS=native` or `setKernels('native')`) but could not be loaded. */
+  MODEL_KERNELS_UNAVAILABLE: 'MODEL_KERNELS_UNAVAILABLE',
 } as const;
 
 /** One of the {@link MODEL_ERROR_CODES}. */

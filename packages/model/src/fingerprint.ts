@@ -1,5 +1,5 @@
 /**
- * The reference's logits fingerprint (training.md §8).
+ * The reference's logits fingerprint (../../../docs/spec/training.md §8).
  */
 import { f64Bytes, fnv1a64 } from '@llmcp/format';
 

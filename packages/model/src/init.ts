@@ -1,5 +1,5 @@
 /**
- * Xavier-uniform initialization from one SplitMix64 stream (model.md §4).
+ * Xavier-uniform initialization from one SplitMix64 stream (../../../docs/spec/model.md §4).
  */
 import { SplitMix64 } from '@llmcp/format';
 import type { ParameterLayout } from './layout.ts';
@@ -9,7 +9,7 @@ import type { ParameterLayout } from './layout.ts';
  * matrix [a, b] (the embedding [V, D] and each projection [in, out]) with
  * `limit · (2.0·u − 1.0)`, `limit = sqrt(6.0 / (a + b))`, one unit draw per
  * element in row-major order, all tensors drawing consecutively from the same
- * generator (model.md §4.2–4.3).
+ * generator (../../../docs/spec/model.md §4.2–4.3).
  *
  * @param parameters - the flat parameter array (`layout.size` elements).
  * @param layout - the parameter layout.

@@ -1,6 +1,6 @@
 /**
  * The parameter layout: every tensor's name, shape and offset in the one flat
- * `Float64Array` that holds all parameters (model.md §3; format SPEC §7).
+ * `Float64Array` that holds all parameters (../../../docs/spec/model.md §3; format SPEC §7).
  *
  * Model order is the canonical order of the optimizer loop, the gradient norm,
  * checkpoints and the golden vectors, so the flat array *is* that order.

@@ -1,6 +1,6 @@
 /**
  * Greedy and temperature/top-k sampling with the reference's ranking,
- * compensated normalization and interval selection (training.md §9), and
+ * compensated normalization and interval selection (../../../docs/spec/training.md §9), and
  * generation — cached (a key/value cache, the default) or uncached, with
  * identical bits.
  */
@@ -77,7 +77,7 @@ function checkMode(mode: SamplingMode, V: number): void {
 }
 
 /**
- * The distribution a sampling mode assigns to one row of logits (training.md
+ * The distribution a sampling mode assigns to one row of logits (../../../docs/spec/training.md
  * §9 steps 1–5): ranking with ties to the smaller id; greedy puts 1 on the top
  * id; temperature/top-k gives the top id weight 1.0, the next k−1 ids
  * `exp(gap)`, normalizes by a compensated (Kahan) sum in rank order, and
@@ -132,7 +132,7 @@ export function tokenDistribution(logits: ArrayLike<number>, mode: SamplingMode)
 }
 
 /**
- * Interval selection in token-id order (training.md §9 step 7): walking the
+ * Interval selection in token-id order (../../../docs/spec/training.md §9 step 7): walking the
  * ids with positive probability upward from `start = 0`, each interval ends at
  * `min(start + p, 1.0)` — or 1.0 for the last such id — and the first id with
  * `unit < end` is chosen.
@@ -212,11 +212,20 @@ export interface GenerateOptions {
    * either way.
    */
   readonly cache?: boolean | KvCache;
+  /**
+   * What happens when the prefix outgrows the context window (maxPositions):
+   * `'stop'` (the default) ends generation with `context-limit`; `'slide'`
+   * goes on, each further forward pass running on the last maxPositions
+   * tokens only (with a cache: the cache is refilled with that window, since
+   * every token's rotary position moves; the logits are those of the
+   * uncached path on the same window, bit for bit).
+   */
+  readonly contextOverflow?: 'stop' | 'slide';
 }
 
 /** One generation step. */
 export interface GenerationStep extends SampledToken {
-  /** The prefix the forward pass ran on. */
+  /** The prefix the forward pass ran on (with `contextOverflow: 'slide'`, the window: at most maxPositions tokens). */
   readonly prefix: readonly number[];
   /** (V) the last position's logits. */
   readonly logits: Float64Array;
@@ -259,9 +268,10 @@ function supportsCache(model: LogitsSource): model is CachedLogitsSource {
 }
 
 /**
- * Generation (training.md §9): sample from the last position's logits,
+ * Generation (../../../docs/spec/training.md §9): sample from the last position's logits,
  * append, repeat; stop after the end-of-sequence id, after `maxNewTokens`, or
- * when the prefix is longer than maxPositions. By default the model's
+ * when the prefix is longer than maxPositions (or, with `contextOverflow:
+ * 'slide'`, go on with the last maxPositions tokens). By default the model's
  * key/value cache supplies the logits (a prefill of the prompt, then one
  * decode step per appended token that is fed back); with `cache: false` every
  * step runs a no-grad forward on the whole prefix. Both paths give the same
@@ -306,18 +316,27 @@ export function generate(model: LogitsSource, options: GenerateOptions): Generat
   const tokens: number[] = [];
   const steps: GenerationStep[] = [];
   const cached = cache !== null;
+  const slide = options.contextOverflow === 'slide';
+  if (options.contextOverflow !== undefined && !slide && options.contextOverflow !== 'stop') {
+    throw new ModelError('MODEL_INVALID_SAMPLING', `contextOverflow: expected 'stop' or 'slide', found ${JSON.stringify(options.contextOverflow)}`, { field: 'contextOverflow' });
+  }
   for (;;) {
+    // Only with sliding can the prefix be longer than the window; then the forward pass sees its last P tokens.
+    const sliding = prefix.length > P;
+    const window = sliding ? prefix.slice(prefix.length - P) : prefix;
     let logits: Float64Array;
-    if (cachedModel === null || cache === null) logits = model.nextTokenLogits(prefix);
-    else if (steps.length === 0) logits = cachedModel.prefill(cache, prefix);
-    else logits = cachedModel.decodeNext(cache, prefix[prefix.length - 1] as number);
+    if (cachedModel === null || cache === null) logits = model.nextTokenLogits(window);
+    else if (steps.length === 0 || sliding) {
+      if (sliding) cache.reset();
+      logits = cachedModel.prefill(cache, window);
+    } else logits = cachedModel.decodeNext(cache, prefix[prefix.length - 1] as number);
     const rngStateBefore = rng.state;
     const sampled = sampleToken(logits, mode, rng);
-    steps.push({ ...sampled, prefix: prefix.slice(), logits, rngStateBefore });
+    steps.push({ ...sampled, prefix: window.slice(), logits, rngStateBefore });
     prefix.push(sampled.token);
     tokens.push(sampled.token);
     if (endOfSequence !== undefined && sampled.token === endOfSequence) return { tokens, steps, stopReason: 'end-of-sequence', cached };
     if (tokens.length >= maxNewTokens) return { tokens, steps, stopReason: 'max-new-tokens', cached };
-    if (prefix.length > P) return { tokens, steps, stopReason: 'context-limit', cached };
+    if (!slide && prefix.length > P) return { tokens, steps, stopReason: 'context-limit', cached };
   }
 }

@@ -435,6 +435,48 @@ describe('generate (cached by default)', () => {
     }
   });
 
+  it("slides the context window past maxPositions (contextOverflow: 'slide'): the cached path equals the uncached one bit for bit", () => {
+    const model = trainedModel();
+    const P = model.config.maxPositions;
+    const rng = new SplitMix64(5n);
+    for (const mode of [{ kind: 'greedy' }, { kind: 'temperature', temperature: 0.9, topK: 6 }] as SamplingMode[]) {
+      for (const promptLength of [1, P - 1, P]) {
+        const prompt = randomTokens(rng, 12, promptLength);
+        const seed = rng.nextU64();
+        const a = new SplitMix64(seed);
+        const b = new SplitMix64(seed);
+        const cache = model.createKvCache();
+        const cached = generate(model, { prompt, mode, rng: a, maxNewTokens: 2 * P + 3, cache, contextOverflow: 'slide' });
+        const plain = generate(model, { prompt, mode, rng: b, maxNewTokens: 2 * P + 3, cache: false, contextOverflow: 'slide' });
+        expect(cached.stopReason).toBe('max-new-tokens');
+        expect(cached.tokens).toHaveLength(2 * P + 3);
+        expect(cached.tokens).toEqual(plain.tokens);
+        expect(a.state).toBe(b.state);
+        const all = [...prompt, ...cached.tokens];
+        cached.steps.forEach((s, k) => {
+          const u = plain.steps[k]!;
+          // The window of step k: the last (at most) P tokens before the token it chose.
+          const end = prompt.length + k;
+          expect(s.prefix).toEqual(all.slice(Math.max(0, end - P), end));
+          expect(u.prefix).toEqual(s.prefix);
+          expect(firstBitMismatch(`step ${k} logits`, s.logits, u.logits)).toBeNull();
+          // The uncached path on the window is a forward pass on exactly those tokens.
+          expect(firstBitMismatch(`step ${k} forward`, u.logits, model.nextTokenLogits(s.prefix))).toBeNull();
+          expect(s.draw).toEqual(u.draw);
+        });
+      }
+    }
+  });
+
+  it("stops at the context limit by default, and refuses an unknown contextOverflow", () => {
+    const model = trainedModel();
+    const P = model.config.maxPositions;
+    const out = generate(model, { prompt: [1], mode: { kind: 'greedy' }, rng: new SplitMix64(1n), maxNewTokens: 2 * P });
+    expect(out.stopReason).toBe('context-limit');
+    expect(out.tokens).toHaveLength(P);
+    expectCode(() => generate(model, { prompt: [1], mode: { kind: 'greedy' }, rng: new SplitMix64(1n), maxNewTokens: 1, contextOverflow: 'wrap' as never }), 'MODEL_INVALID_SAMPLING', 'contextOverflow');
+  });
+
   it('uses the uncached path for a model without a cached path', () => {
     const { model } = goldenModel();
     const source = { config: model.config, nextTokenLogits: (t: ArrayLike<number>) => model.nextTokenLogits(t) };

@@ -1,6 +1,6 @@
 /**
  * The batch-wide reductions of a training pass, each in the reference's fixed
- * order (backward.md §1, §4.2, §4.4, §4.6; model.md §13):
+ * order (../../../../docs/spec/backward.md §1, §4.2, §4.4, §4.6; ../../../../docs/spec/model.md §13):
  *
  * - weight gradients: `(…((0 + S_0) + S_1) + …) + S_{B−1}` elementwise;
  * - RMSNorm gains: one flat sum over all B·T rows in row-major order;

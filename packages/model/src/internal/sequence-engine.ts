@@ -1,10 +1,10 @@
 /**
  * Forward and backward of ONE sequence of the decoder, with preallocated
- * activation buffers (model.md §5–13; backward.md §2–5).
+ * activation buffers (../../../../docs/spec/model.md §5–13; ../../../../docs/spec/backward.md §2–5).
  *
  * Rows of different sequences never interact except through three batch-wide
  * reductions: the weight gradients (a per-sequence sum over positions, then
- * across sequences in order b = 0, 1, …: backward.md §4.2), the RMSNorm gain
+ * across sequences in order b = 0, 1, …: ../../../../docs/spec/backward.md §4.2), the RMSNorm gain
  * gradients and the embedding-lookup gradient (flat sums over all rows in
  * row-major order: §4.6, §4.4), and the loss (a flat sum of row losses). So one
  * sequence's work is independent: it writes its per-sequence weight partials
@@ -21,7 +21,7 @@ import type { ParameterLayout } from '../layout.ts';
 import { parameterLayout } from '../layout.ts';
 import { attentionBackward, attentionForward, attentionScratch, type AttentionScratch, type AttentionTrace } from '../kernels/attention.ts';
 import { crossEntropyBackward, crossEntropyForward } from '../kernels/cross-entropy.ts';
-import { GEMM_ADD, gemm, transpose } from '../kernels/gemm.ts';
+import { GEMM_ADD, gemm, gemmTransA, pinGemmOperand, transpose } from '../kernels/gemm.ts';
 import { rmsNormBackward, rmsNormForward } from '../kernels/rmsnorm.ts';
 import { extendRopeTables, ropeBackward, ropeForward, ropeTables, type RopeTables } from '../kernels/rope.ts';
 import { swigluBackward, swigluForward } from '../kernels/swiglu.ts';
@@ -173,7 +173,7 @@ export class SequenceEngine {
   readonly config: DecoderConfig;
   readonly layout: ParameterLayout;
   readonly headWidth: number;
-  /** `1.0 / sqrt(d)`, computed once (model.md §9.4). */
+  /** `1.0 / sqrt(d)`, computed once (../../../../docs/spec/model.md §9.4). */
   readonly scale: number;
   /**
    * RoPE tables for positions 0 … capacity−1, grown with the buffers: never
@@ -204,8 +204,6 @@ export class SequenceEngine {
   /** (T, D) adjoint of the final norm output. */
   dnf!: Float64Array;
   #attention!: AttentionScratch;
-  /** (max(D, F, V), T) transposed left operand of a weight gradient. */
-  #xT!: Float64Array;
   /** Transposed projection weights ([out, in]) and Eᵀ ([D, V]) at the parameter offsets. */
   readonly #wT: Float64Array;
   #preparedVersion = -1;
@@ -293,8 +291,6 @@ export class SequenceEngine {
     this.dlogits = new Float64Array(T * V);
     this.dnf = new Float64Array(T * D);
     this.#attention = attentionScratch(T, this.headWidth);
-    const widest = Math.max(D, hiddenWidth, V);
-    this.#xT = new Float64Array(widest * T);
     this.rope = extendRopeTables(this.rope, T);
   }
 
@@ -317,6 +313,9 @@ export class SequenceEngine {
       transpose(wT, b.up, D, params, b.up, F, D, F);
       transpose(wT, b.down, F, params, b.down, D, F, D);
     }
+    // Both are the right operand of most products of the step: packed for the kernel once, not per product.
+    pinGemmOperand(params);
+    pinGemmOperand(wT);
     this.#preparedVersion = version;
   }
 
@@ -336,7 +335,7 @@ export class SequenceEngine {
     this.ensureCapacity(T);
     const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H, rmsEpsilon: eps } = this.config;
     const wT = this.#wT;
-    // Embedding lookup: a plain copy of the table row (model.md §6).
+    // Embedding lookup: a plain copy of the table row (../../../../docs/spec/model.md §6).
     const x0 = this.hs[0] as Float64Array;
     for (let t = 0; t < T; t++) {
       const src = (tokens[off + t] as number) * D;
@@ -376,18 +375,21 @@ export class SequenceEngine {
     if (targets !== null) crossEntropyForward(this.rowLoss, this.prob, this.logits, targets, off, T, V);
   }
 
-  /** Transposes a (T, width) activation into the (width, T) scratch used by weight gradients. */
-  #transposeActivation(x: Float64Array, width: number, T: number): void {
-    transpose(this.#xT, 0, T, x, 0, width, T, width);
-  }
-
   /**
    * S_b[i, o] = Σ_t x[t, i]·dy[t, o], the per-sequence part of a broadcast
-   * weight gradient (backward.md §4.2), written at `dst` with row stride outW.
-   * The left operand is the transposed activation of {@link #transposeActivation}.
+   * weight gradient (../../../../docs/spec/backward.md §4.2), written at `dst` with row stride outW.
+   * The left operand is the (T, inW) activation x itself, read transposed.
+   * @param P - partials (or the accumulator).
+   * @param dst - offset of S_b[0, 0] in `P`.
+   * @param x - (T, inW) the layer input.
+   * @param inW - input width.
+   * @param dy - (T, outW) the output adjoint.
+   * @param outW - output width.
+   * @param T - positions.
+   * @param accumulate - add to `P` (GEMM_ADD) instead of writing.
    */
-  #weightGrad(P: Float64Array, dst: number, inW: number, dy: Float64Array, outW: number, T: number, accumulate: boolean): void {
-    gemm(P, dst, outW, this.#xT, 0, T, dy, 0, outW, inW, outW, T, accumulate ? GEMM_ADD : 0);
+  #weightGrad(P: Float64Array, dst: number, x: Float64Array, inW: number, dy: Float64Array, outW: number, T: number, accumulate: boolean): void {
+    gemmTransA(P, dst, outW, x, 0, inW, dy, 0, outW, inW, outW, T, accumulate ? GEMM_ADD : 0);
   }
 
   /**
@@ -410,12 +412,11 @@ export class SequenceEngine {
     const acc = slots.accumulate;
     slots.rowLoss.set(this.rowLoss.subarray(0, T), slots.rowLossOff);
 
-    // Head and loss (backward.md §4.1, §5 "Head and loss").
+    // Head and loss (../../../../docs/spec/backward.md §4.1, §5 "Head and loss").
     crossEntropyBackward(this.dlogits, this.prob, targets, off, T, V, k);
     gemm(this.dnf, 0, D, this.dlogits, 0, V, params, 0, D, T, D, V, 0);
     // dEᵀ per sequence, stored directly as [V, D]: S[v, c] = Σ_t dlogits[t, v]·nf[t, c].
-    this.#transposeActivation(this.dlogits, V, T);
-    this.#weightGrad(P, pOff, V, this.finalNorm.out, D, T, acc);
+    this.#weightGrad(P, pOff, this.dlogits, V, this.finalNorm.out, D, T, acc);
     const nf = this.finalNorm;
     const dhL = this.dhs[L]!;
     dhL.fill(0, 0, T * D);
@@ -448,14 +449,12 @@ export class SequenceEngine {
       // SwiGLU backward.
       // dx = dy·Wᵀ uses the transposed weights [out, in].
       gemm(g.prod, 0, F, dh2, 0, D, wT, w.down, F, T, F, D, 0);
-      this.#transposeActivation(a.prod, F, T);
-      this.#weightGrad(P, pOff + w.down, F, dh2, D, T, acc);
+      this.#weightGrad(P, pOff + w.down, a.prod, F, dh2, D, T, acc);
       swigluBackward(g.gate, g.up, g.silu, g.prod, a.gate, a.sigma, a.silu, a.up, T * F);
       gemm(g.n2, 0, D, g.up, 0, F, wT, w.up, D, T, D, F, 0);
-      this.#transposeActivation(a.ffnNorm.out, D, T);
-      this.#weightGrad(P, pOff + w.up, D, g.up, F, T, acc);
+      this.#weightGrad(P, pOff + w.up, a.ffnNorm.out, D, g.up, F, T, acc);
       gemm(g.n2, 0, D, g.gate, 0, F, wT, w.gate, D, T, D, F, GEMM_ADD);
-      this.#weightGrad(P, pOff + w.gate, D, g.gate, F, T, acc);
+      this.#weightGrad(P, pOff + w.gate, a.ffnNorm.out, D, g.gate, F, T, acc);
       const n2 = a.ffnNorm;
       rmsNormBackward(
         g.h1,
@@ -476,20 +475,18 @@ export class SequenceEngine {
       // h1 = x + attention: x receives 0 + dh1 first (a copy), the attention output dh1.
       dx.set(g.h1.subarray(0, n));
       gemm(g.merged, 0, D, g.h1, 0, D, wT, w.output, D, T, D, D, 0);
-      this.#transposeActivation(a.merged, D, T);
-      this.#weightGrad(P, pOff + w.output, D, g.h1, D, T, acc);
+      this.#weightGrad(P, pOff + w.output, a.merged, D, g.h1, D, T, acc);
       attentionBackward(g.qr, g.kr, g.v, g.merged, a.prob, a.qr, a.kr, a.v, T, D, H, this.scale, this.#attention, a.trace);
       const n1 = a.attentionNorm;
-      // n1's adjoint: value, then key, then query contribution (backward.md §3).
+      // n1's adjoint: value, then key, then query contribution (../../../../docs/spec/backward.md §3).
       gemm(g.n1, 0, D, g.v, 0, D, wT, w.value, D, T, D, D, 0);
-      this.#transposeActivation(n1.out, D, T);
-      this.#weightGrad(P, pOff + w.value, D, g.v, D, T, acc);
+      this.#weightGrad(P, pOff + w.value, n1.out, D, g.v, D, T, acc);
       ropeBackward(g.k, g.kr, this.rope, T, D, this.headWidth);
       gemm(g.n1, 0, D, g.k, 0, D, wT, w.key, D, T, D, D, GEMM_ADD);
-      this.#weightGrad(P, pOff + w.key, D, g.k, D, T, acc);
+      this.#weightGrad(P, pOff + w.key, n1.out, D, g.k, D, T, acc);
       ropeBackward(g.q, g.qr, this.rope, T, D, this.headWidth);
       gemm(g.n1, 0, D, g.q, 0, D, wT, w.query, D, T, D, D, GEMM_ADD);
-      this.#weightGrad(P, pOff + w.query, D, g.q, D, T, acc);
+      this.#weightGrad(P, pOff + w.query, n1.out, D, g.q, D, T, acc);
       rmsNormBackward(
         dx,
         slots.gainTerms,

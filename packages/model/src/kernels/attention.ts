@@ -1,26 +1,22 @@
 /**
- * Causal multi-head attention of one sequence, after RoPE (model.md §9.4–9.6;
- * backward.md §4.2, §4.10, §5 "Attention backward").
+ * Causal multi-head attention of one sequence, after RoPE (../../../../docs/spec/model.md §9.4–9.6;
+ * ../../../../docs/spec/backward.md §4.2, §4.10, §5 "Attention backward").
  *
  * Heads are not moved in memory: head h of a (T, D) row-major tensor is the
  * column slice h·d … h·d+d−1, which is exactly the reference's split
  * `[B,T,D] → [B,H,T,d]` read in place (and the merge is its inverse).
  */
 import { exp } from '../math/index.ts';
-import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, transpose } from './gemm.ts';
+import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmTransA, transpose } from './gemm.ts';
 
 /** Reusable per-head scratch of one attention call (sized for T ≤ capacity). */
 export interface AttentionScratch {
   /** (T, T) scores of the current head (raw, then scaled in place). */
   readonly scores: Float64Array;
-  /** (T, T) transposed probabilities of the current head. */
-  readonly probT: Float64Array;
   /** (T, T) adjoint of the probabilities of the current head. */
   readonly dprob: Float64Array;
   /** (T, T) adjoint of the raw scores of the current head. */
   readonly draw: Float64Array;
-  /** (T, T) transposed `draw`. */
-  readonly drawT: Float64Array;
   /** (d, T) a transposed head slice. */
   readonly sliceT0: Float64Array;
 }
@@ -34,10 +30,8 @@ export interface AttentionScratch {
 export function attentionScratch(T: number, headWidth: number): AttentionScratch {
   return {
     scores: new Float64Array(T * T),
-    probT: new Float64Array(T * T),
     dprob: new Float64Array(T * T),
     draw: new Float64Array(T * T),
-    drawT: new Float64Array(T * T),
     sliceT0: new Float64Array(headWidth * T),
   };
 }
@@ -164,8 +158,6 @@ export function attentionBackward(
   const TT = T * T;
   const dp = scratch.dprob;
   const draw = scratch.draw;
-  const pT = scratch.probT;
-  const drawT = scratch.drawT;
   const t0 = scratch.sliceT0;
   for (let h = 0; h < H; h++) {
     const hd = h * d;
@@ -174,8 +166,8 @@ export function attentionBackward(
     transpose(t0, 0, T, v, hd, D, T, d);
     gemm(dp, 0, T, dmerged, hd, D, t0, 0, T, T, T, d, trace === null ? GEMM_LOWER_OUT : 0);
     // dv[k, c] = Σ_i p[i, k]·dho[i, c] (right operand); p[i, k] = +0 for i < k.
-    transpose(pT, 0, T, prob, pOff, T, T, T);
-    gemm(dv, hd, D, pT, 0, T, dmerged, hd, D, T, d, T, GEMM_UPPER_K);
+    // (pᵀ read in place: gemmTransA, the same sums as transposing p first.)
+    gemmTransA(dv, hd, D, prob, pOff, T, dmerged, hd, D, T, d, T, GEMM_UPPER_K);
     // Causal softmax rule, then the constant scale: draw = 0 + ds·scale.
     for (let i = 0; i < T; i++) {
       const row = i * T;
@@ -199,8 +191,7 @@ export function attentionBackward(
     // dq[i, c] = Σ_j draw[i, j]·kr[j, c]; draw[i, j] = +0 for j > i.
     gemm(dqr, hd, D, draw, 0, T, kr, hd, D, T, d, T, GEMM_LOWER_K);
     // dk[j, c] = Σ_i qr[i, c]·draw[i, j]; draw[i, j] = +0 for i < j.
-    transpose(drawT, 0, T, draw, 0, T, T, T);
-    gemm(dkr, hd, D, drawT, 0, T, qr, hd, D, T, d, T, GEMM_UPPER_K);
+    gemmTransA(dkr, hd, D, draw, 0, T, qr, hd, D, T, d, T, GEMM_UPPER_K);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Mean next-token cross-entropy with the maximum split off
- * (model.md §13; backward.md §4.1).
+ * (../../../../docs/spec/model.md §13; ../../../../docs/spec/backward.md §4.1).
  */
 import { exp, log1p } from '../math/index.ts';
 

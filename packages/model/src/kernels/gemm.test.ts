@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, gemmTransA, pinGemmOperand, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
 
 /** The specification: every C[i, j] an in-order dot product from +0.0. */
 function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
@@ -144,5 +144,56 @@ describe('transpose', () => {
     const dst = new Float64Array(12);
     transpose(dst, 0, 3, src, 0, 4, 3, 4);
     expect(Array.from(dst)).toEqual([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+  });
+});
+
+describe('gemmTransA', () => {
+  it.each(['simd', 'scalar', 'auto'] as const)('equals gemm on the transposed operand bit for bit, with and without GEMM_ADD and row strides (%s)', (b) => {
+    setGemmBackend(b);
+    fc.assert(
+      fc.property(dims, fc.integer({ min: 0, max: 3 }), ({ M, N, K, seed }, pad) => {
+        const lda = M + pad;
+        const At = random(K * lda, seed); // stored [K, M] with row stride lda
+        const A = new Float64Array(M * K);
+        transpose(A, 0, K, At, 0, lda, K, M);
+        const B = random(K * N, seed + 1);
+        const prev = random(M * N, seed + 2);
+        for (const flags of [0, GEMM_ADD]) {
+          const want = prev.slice();
+          gemmScalar(want, 0, N, A, 0, K, B, 0, N, M, N, K, flags);
+          const got = prev.slice();
+          gemmTransA(got, 0, N, At, 0, lda, B, 0, N, M, N, K, flags);
+          if (!sameBits(got, want)) return false;
+        }
+        return true;
+      }),
+    );
+  });
+});
+
+describe('pinGemmOperand', () => {
+  it('reads a pinned operand in place (as A or B) with the same bits, and follows a re-pin after a change', () => {
+    setGemmBackend('simd');
+    const M = 9, N = 13, K = 17;
+    const W = random(3 + K * N, 5); // B from offset 3
+    const X = random(M * K, 6);
+    pinGemmOperand(W);
+    pinGemmOperand(X);
+    const got = new Float64Array(M * N);
+    gemm(got, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
+    const want = new Float64Array(M * N);
+    gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
+    expect(sameBits(got, want)).toBe(true);
+    W.set(random(W.length, 7));
+    pinGemmOperand(W);
+    gemm(got, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
+    gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
+    expect(sameBits(got, want)).toBe(true);
+    // A pinned array that a product writes is dropped (its copy would go stale), then read from the array itself.
+    gemm(W, 3, N, X, 0, K, random(K * N, 8), 0, N, M, N, K, 0);
+    const after = new Float64Array(M * N);
+    gemm(after, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
+    gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
+    expect(sameBits(after, want)).toBe(true);
   });
 });

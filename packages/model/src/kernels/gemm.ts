@@ -3,7 +3,7 @@
  * [M, K] and B row-major [K, N].
  *
  * Every output element is an independent dot product accumulated from +0.0 in
- * increasing order of the contracted index k (model.md §1 "sum in order", §8).
+ * increasing order of the contracted index k (../../../../docs/spec/model.md §1 "sum in order", §8).
  * Blocking and vector lanes only change which dot products run side by side,
  * never the order of the additions inside one of them, so the bits equal the
  * naive triple loop. Two implementations give identical bits: a WebAssembly
@@ -13,6 +13,7 @@
  * Reference: llm.c `matmul_forward` (the loop-tiling idea; here with a fixed
  * summation order instead of OpenMP reductions).
  */
+import { activeNativeKernels } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
 
 /** `C = C + A·B` (the contribution is summed from +0.0 first, then added): "previous + contribution" of the tape. */
@@ -59,6 +60,11 @@ export function setGemmBackend(b: GemmBackend): void {
   backend = b;
 }
 
+/** @returns the calling thread's {@link setGemmBackend} choice. */
+export function gemmBackend(): GemmBackend {
+  return backend;
+}
+
 /** @returns whether matrix products on this thread use the WebAssembly SIMD kernel (for large products under 'auto'). */
 export function usesSimdGemm(): boolean {
   if (wasm === undefined) wasm = createWasmGemm();
@@ -103,6 +109,14 @@ export function gemm(
   K: number,
   flags: number,
 ): void {
+  if (backend === 'auto') {
+    // The native kernels (native.ts) work on the arrays in place: no copies, so no size threshold.
+    const native = activeNativeKernels();
+    if (native !== null) {
+      native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+      return;
+    }
+  }
   if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK)) {
     if (wasm === undefined) wasm = createWasmGemm();
     if (wasm !== null) {
@@ -127,6 +141,9 @@ function copyRows(dst: Float64Array, dOff: number, ldd: number, src: Float64Arra
   }
 }
 
+// The WebAssembly kernel on {@link gemm}'s operands: pinned operands (see
+// pinGemmOperand) are read where they already are in the module's memory; the
+// others are copied into the scratch after the pinned region, C back out.
 function gemmSimd(
   w: WasmGemm,
   C: Float64Array,
@@ -143,15 +160,27 @@ function gemmSimd(
   K: number,
   flags: number,
 ): void {
-  const a = 0;
-  const b = M * K;
-  const c = b + K * N;
+  const transA = (flags & TRANS_A) !== 0;
+  const pa = pinnedBase(w, A);
+  const pb = pinnedBase(w, B);
+  if (pinnedBase(w, C) >= 0) unpin(C); // written here: its pinned copy would go stale
+  let end = pinnedEnd;
+  const a = pa >= 0 ? pa + aOff : end;
+  const la = pa >= 0 ? lda : transA ? M : K;
+  if (pa < 0) end += M * K;
+  const b = pb >= 0 ? pb + bOff : end;
+  const lb = pb >= 0 ? ldb : N;
+  if (pb < 0) end += K * N;
+  const c = end;
   ensureWasmCapacity(w, c + M * N);
   const view = w.view;
-  copyRows(view, a, K, A, aOff, lda, M, K);
-  copyRows(view, b, N, B, bOff, ldb, K, N);
+  if (pa < 0) {
+    if (transA) copyRows(view, a, M, A, aOff, lda, K, M);
+    else copyRows(view, a, K, A, aOff, lda, M, K);
+  }
+  if (pb < 0) copyRows(view, b, N, B, bOff, ldb, K, N);
   if ((flags & GEMM_ADD) !== 0) copyRows(view, c, N, C, cOff, ldc, M, N);
-  w.run(c, N, a, K, b, N, M, N, K, flags);
+  w.run(c, N, a, la, b, lb, M, N, K, flags);
   copyRows(C, cOff, ldc, view, c, N, M, N);
 }
 
@@ -298,6 +327,13 @@ export function transpose(dst: Float64Array, dOff: number, ldd: number, src: Flo
  * @param K - contracted length.
  */
 export function rowTimesMatrix(y: Float64Array, x: Float64Array, W: Float64Array, wOff: number, N: number, K: number): void {
+  if (backend === 'auto') {
+    const native = activeNativeKernels();
+    if (native !== null) {
+      native.gemm(y, 0, N, x, 0, K, W, wOff, N, 1, N, K, 0);
+      return;
+    }
+  }
   // Four outputs at a time, each its own register accumulator (the order inside each is i ascending).
   let o = 0;
   for (; o + 3 < N; o += 4) {
@@ -325,4 +361,127 @@ export function rowTimesMatrix(y: Float64Array, x: Float64Array, W: Float64Array
     }
     y[o] = s;
   }
+}
+
+/** Kernel flag (internal, {@link gemmTransA} only): A is stored transposed, [K, M]. */
+const TRANS_A = 16;
+
+/** Scratch of {@link gemmTransA} when the operand must be transposed first. */
+let transposed = new Float64Array(0);
+
+/**
+ * `C[i, j] (=|+=) Σ_k A[k, i] · B[k, j]` — {@link gemm} with A stored
+ * transposed ([K, M]: A[k, i] at `aOff + k·lda + i`), e.g. a weight gradient
+ * `Σ_t x[t, i]·dy[t, o]` read straight from the (T, in) activation. Same
+ * sums, same order, same bits as transposing A and calling {@link gemm}; the
+ * WebAssembly kernel reads this layout itself (no transpose), the other
+ * kernels get the transposed copy.
+ *
+ * @param C - output.
+ * @param cOff - offset of C[0, 0].
+ * @param ldc - row stride of C.
+ * @param A - left operand, stored [K, M].
+ * @param aOff - offset of A[0, 0].
+ * @param lda - row stride of the stored A (≥ M).
+ * @param B - right operand [K, N].
+ * @param bOff - offset of B[0, 0].
+ * @param ldb - row stride of B.
+ * @param M - rows of C.
+ * @param N - columns of C.
+ * @param K - contracted length.
+ * @param flags - as for {@link gemm}.
+ */
+export function gemmTransA(
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  if (backend === 'auto') {
+    // The native kernels read the transposed layout in place too (native/kernels.c, flag TRANS_A).
+    const native = activeNativeKernels();
+    if (native !== null) {
+      native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags | TRANS_A);
+      return;
+    }
+  }
+  if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK && activeNativeKernels() === null)) {
+    if (wasm === undefined) wasm = createWasmGemm();
+    if (wasm !== null) {
+      gemmSimd(wasm, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags | TRANS_A);
+      return;
+    }
+  }
+  if (transposed.length < M * K) transposed = new Float64Array(M * K);
+  transpose(transposed, 0, K, A, aOff, lda, K, M);
+  gemm(C, cOff, ldc, transposed, 0, K, B, bOff, ldb, M, N, K, flags);
+}
+
+// ── Pinned operands: read in place from the WebAssembly kernel's memory ──
+
+/** Pinned arrays of this thread, their element offsets in the kernel's memory, and the end of the pinned region. */
+const pinArrays: Float64Array[] = [];
+const pinBases: number[] = [];
+let pinnedEnd = 0;
+/** At most this many pinned arrays (two per decoder: parameters and transposed weights); beyond, all are dropped. */
+const MAX_PINS = 8;
+
+function pinnedBase(w: WasmGemm, X: Float64Array): number {
+  void w;
+  for (let p = 0; p < pinArrays.length; p++) if (pinArrays[p] === X) return pinBases[p] as number;
+  return -1;
+}
+
+function unpin(X: Float64Array): void {
+  const p = pinArrays.indexOf(X);
+  if (p < 0) return;
+  pinArrays.splice(p, 1);
+  pinBases.splice(p, 1);
+}
+
+/**
+ * Copies `X` into the WebAssembly kernel's memory once, so that products
+ * reading it (as A or B) on this thread use that copy instead of copying
+ * their block on every call: "pack once per step" for the weights. The copy
+ * is a snapshot: the caller must pin again after every change of `X` (the
+ * sequence engine does it whenever it refreshes its transposed weights).
+ * Without WebAssembly SIMD, or while another kernel serves {@link gemm}, any
+ * earlier pin of `X` is dropped instead. Bits are unaffected either way.
+ *
+ * @param X - an operand array (parameters, transposed weights).
+ */
+export function pinGemmOperand(X: Float64Array): void {
+  if (backend === 'scalar' || activeNativeKernels() !== null) {
+    unpin(X);
+    return;
+  }
+  if (wasm === undefined) wasm = createWasmGemm();
+  if (wasm === null) return;
+  let p = pinArrays.indexOf(X);
+  if (p >= 0 && (p + 1 < pinArrays.length ? (pinBases[p + 1] as number) : pinnedEnd) - (pinBases[p] as number) < X.length) {
+    unpin(X);
+    p = -1;
+  }
+  if (p < 0) {
+    if (pinArrays.length >= MAX_PINS) {
+      pinArrays.length = 0;
+      pinBases.length = 0;
+      pinnedEnd = 0;
+    }
+    pinArrays.push(X);
+    pinBases.push(pinnedEnd);
+    p = pinArrays.length - 1;
+    pinnedEnd += X.length;
+  }
+  ensureWasmCapacity(wasm, pinnedEnd);
+  wasm.view.set(X, pinBases[p] as number);
 }

@@ -1,5 +1,5 @@
 /**
- * Finite-difference checks of every op's backward (STYLE §19), the second line
+ * Finite-difference checks of every op's backward ([STYLE §19](../../../../docs/STYLE.md)), the second line
  * of defence after the bit-exact golden traces.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * RMSNorm with the reference's reciprocal root `exp(−½·ln(ms + eps))`
- * (model.md §7; backward.md §4.6–4.8 and §5 "RMSNorm backward").
+ * (../../../../docs/spec/model.md §7; ../../../../docs/spec/backward.md §4.6–4.8 and §5 "RMSNorm backward").
  */
 import { exp, ln } from '../math/index.ts';
 

@@ -1,6 +1,6 @@
 /**
  * Rotary position embedding on adjacent feature pairs of each head
- * (model.md §9.2; backward.md §4.11).
+ * (../../../../docs/spec/model.md §9.2; ../../../../docs/spec/backward.md §4.11).
  */
 import { cos, pow, sin } from '../math/index.ts';
 
@@ -20,7 +20,7 @@ export interface RopeTables {
 }
 
 /**
- * Builds the tables for positions 0 … `positions`−1 (model.md §9.2): the
+ * Builds the tables for positions 0 … `positions`−1 (../../../../docs/spec/model.md §9.2): the
  * exponent is `(−2.0 · i) / d`, the angle `p · invFreq_i` (one multiplication).
  *
  * @param positions - P, the positions to cover (0 gives the frequencies only).

@@ -1,5 +1,5 @@
 /**
- * The elementwise part of the SwiGLU feed-forward (model.md §11; backward.md
+ * The elementwise part of the SwiGLU feed-forward (../../../../docs/spec/model.md §11; ../../../../docs/spec/backward.md
  * §4.6, §4.9): `silu(gate) · up`. The three projections around it are plain
  * matrix products.
  */

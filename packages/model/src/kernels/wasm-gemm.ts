@@ -11,7 +11,10 @@
  * by side.
  *
  * Operands live in the module's own memory (a per-thread scratch): the
- * caller copies A, Bt (and C for accumulation) in and the result out.
+ * caller copies A, Bt (and C for accumulation) in and the result out, except
+ * operands pinned there once per step (gemm.ts `pinGemmOperand`). With the
+ * TRANS_A flag A is read in the stored-transposed layout [K, M] (a weight
+ * gradient's activation as it is), so no transpose is needed first.
  */
 
 // ── A minimal assembler ────────────────────────────────────────────────────
@@ -161,6 +164,8 @@ const ADD = 1;
 const LOWER_OUT = 2;
 const LOWER_K = 4;
 const UPPER_K = 8;
+/** A is stored transposed, [K, M]: A[i, k] at `a + k·lda + i` (gemm.ts GEMM_TRANS_A). */
+const TRANS_A = 16;
 
 /**
  * gemm(c, ldc, a, lda, b, ldb, M, N, K, flags): element offsets into memory.
@@ -172,14 +177,16 @@ function gemmBody(): number[] {
   const c = 0, ldc = 1, a = 2, lda = 3, b = 4, ldb = 5, M = 6, N = 7, K = 8, flags = 9;
   // i32 locals
   const i = 10, j = 11, k = 12, jEnd = 13, kBeg = 14, kEnd = 15, a0 = 16, bk = 17, cp = 18, rows = 19, spare = 20, ldaB = 21, ldbB = 22, ldcB = 23;
-  const I32_LOCALS = 14;
+  // A addressing in bytes: one step in k, one row, two rows, three rows; ak walks A[i, k] along k.
+  const aStepK = 24, aStepR = 25, aStepR2 = 26, aStepR3 = 27, ak = 28;
+  const I32_LOCALS = 19;
   // v128 locals
-  const acc = [24, 25, 26, 27, 28, 29, 30, 31]; // rows 0..3 × two halves
-  const b0 = 32, b1 = 33, x = 34;
+  const acc = [29, 30, 31, 32, 33, 34, 35, 36]; // rows 0..3 × two halves
+  const b0 = 37, b1 = 38, x = 39;
   const V128_LOCALS = 11;
   // f64 locals
-  const s = [35, 36, 37, 38];
-  const bv = 39;
+  const s = [40, 41, 42, 43];
+  const bv = 44;
   const F64_LOCALS = 5;
 
   const e = new Code();
@@ -187,6 +194,11 @@ function gemmBody(): number[] {
   e.get(lda).shl3().set(ldaB);
   e.get(ldb).shl3().set(ldbB);
   e.get(ldc).shl3().set(ldcB);
+  // A[i, k] at a + i·lda + k, or (TRANS_A) at a + k·lda + i: byte steps along k and along rows
+  e.get(ldaB).i32(8).get(flags).i32(TRANS_A).and().select().set(aStepK);
+  e.i32(8).get(ldaB).get(flags).i32(TRANS_A).and().select().set(aStepR);
+  e.get(aStepR).get(aStepR).add().set(aStepR2);
+  e.get(aStepR2).get(aStepR).add().set(aStepR3);
   // i = 0
   e.i32(0).set(i);
   e.block().loop(); // $rows: one iteration per row block (4 rows, or 1 row in the tail)
@@ -203,7 +215,7 @@ function gemmBody(): number[] {
     e.get(i).get(rows).add().tee(kEnd).get(K).get(kEnd).get(K).ltS().select().set(kEnd);
     e.get(kEnd).get(K).get(flags).i32(LOWER_K).and().select().set(kEnd);
     // a0 = byte address of A[i, 0]
-    e.get(a).get(i).get(lda).mul().add().shl3().set(a0);
+    e.get(a).shl3().get(i).get(aStepR).mul().add().set(a0);
 
     e.get(rows).i32(4).geS().if();
     {
@@ -216,6 +228,8 @@ function gemmBody(): number[] {
         e.get(kBeg).set(k);
         // bk = byte address of Bt[kBeg, j]
         e.get(b).get(k).get(ldb).mul().add().get(j).add().shl3().set(bk);
+        // ak = byte address of A[i, kBeg]
+        e.get(a0).get(k).get(aStepK).mul().add().set(ak);
         e.block().loop();
         {
           e.get(k).get(kEnd).geS().brIf(1);
@@ -223,12 +237,13 @@ function gemmBody(): number[] {
           e.get(bk).v128Load(16).set(b1);
           for (let rr = 0; rr < 4; rr++) {
             // x = splat(A[i + rr, k])
-            e.get(a0).get(k).shl3().add();
-            if (rr > 0) e.get(ldaB).i32(rr).mul().add();
+            e.get(ak);
+            if (rr > 0) e.get([0, aStepR, aStepR2, aStepR3][rr]!).add();
             e.f64Load().splat().set(x);
             e.get(acc[2 * rr]!).get(x).get(b0).vMul().vAdd().set(acc[2 * rr]!);
             e.get(acc[2 * rr + 1]!).get(x).get(b1).vMul().vAdd().set(acc[2 * rr + 1]!);
           }
+          e.get(ak).get(aStepK).add().set(ak);
           e.get(bk).get(ldbB).add().set(bk);
           e.get(k).i32(1).add().set(k);
           e.br(0);
@@ -272,8 +287,8 @@ function gemmBody(): number[] {
           // rows beyond `rows` accumulate garbage-free zeros: only add when rr < rows
           e.get(rows).i32(rr).gtS().if();
           e.get(s[rr]!);
-          e.get(a0).get(k).shl3().add();
-          if (rr > 0) e.get(ldaB).i32(rr).mul().add();
+          e.get(a0).get(k).get(aStepK).mul().add();
+          if (rr > 0) e.get([0, aStepR, aStepR2, aStepR3][rr]!).add();
           e.f64Load().get(bv).f64Mul().f64Add().set(s[rr]!);
           e.end();
         }

@@ -10,7 +10,7 @@
  * strategy: callers retry with more bits when it does not).
  *
  * Only exact integer operations are used, so results are engine independent.
- * Internal to the math module (model.md §14).
+ * Internal to the math module (../../../../docs/spec/model.md §14).
  */
 import { decompose, HI, scaleByPow2 } from './float-bits.ts';
 

@@ -1,6 +1,6 @@
 /**
  * Correctly rounded e^x (round to nearest, ties to even) for every double x,
- * engine independent (model.md §14: the reference's exp results equal the
+ * engine independent (../../../../docs/spec/model.md §14: the reference's exp results equal the
  * correctly rounded values on every fixture argument).
  *
  * Fast path (no allocation, about 40 floating-point operations):

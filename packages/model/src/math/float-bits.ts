@@ -3,7 +3,7 @@
  * transcendental call: bit views for splitting a double into an integer
  * significand and a power of two, and exact scaling by powers of two.
  *
- * Internal to the math module (model.md §14).
+ * Internal to the math module (../../../../docs/spec/model.md §14).
  */
 
 const SCRATCH = new ArrayBuffer(8);

@@ -1,6 +1,6 @@
 /**
  * Deterministic, engine-independent transcendental functions for the training
- * path (model.md §14, training.md §11): the only ones llmcp calls besides
+ * path (../../../../docs/spec/model.md §14, ../../../../docs/spec/training.md §11): the only ones llmcp calls besides
  * `Math.sqrt` (IEEE-754 exact).
  *
  * - `exp`, `ln`, `sin`, `cos`, `pow`: correctly rounded (round to nearest,
@@ -9,7 +9,7 @@
  * - `log1p`: the fdlibm algorithm, bit-identical to the reference's log1p
  *   (which is not correctly rounded).
  *
- * See README.md in this directory for the algorithms, error bounds and how
+ * See [README.md](./README.md) in this directory for the algorithms, error bounds and how
  * they are verified.
  */
 export { exp } from './exp.ts';

@@ -1,6 +1,6 @@
 /**
  * Correctly rounded natural logarithm (round to nearest, ties to even) for
- * every double, engine independent (model.md §14).
+ * every double, engine independent (../../../../docs/spec/model.md §14).
  *
  * Fast path (no allocation): x = 2^e·z with z ∈ [0.70703125, 1.4140625)
  * taken from the bits, and a 256-entry table indexed by the 8 bits of z's

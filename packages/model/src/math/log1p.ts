@@ -3,7 +3,7 @@
  * freely redistributable; the algorithm of the reference's libm and of V8's
  * Math.log1p in Node 20). It is NOT correctly rounded: the reference's
  * results are reproduced only by following the same operations in the same
- * order, which this port does (model.md §14, training.md §11 item 2).
+ * order, which this port does (../../../../docs/spec/model.md §14, ../../../../docs/spec/training.md §11 item 2).
  *
  * Method (from fdlibm):
  *  1. Argument reduction: find k and f with 1 + x = 2^k·(1 + f),

@@ -1,7 +1,7 @@
 /**
  * Correctly rounded x^y (round to nearest, ties to even) for every pair of
  * doubles, with the special values of C99/IEEE 754 pow (the reference's libm;
- * model.md §9.2 uses pow(base, -2i/d) for the RoPE frequencies).
+ * ../../../../docs/spec/model.md §9.2 uses pow(base, -2i/d) for the RoPE frequencies).
  *
  * Note the two places where C pow differs from JavaScript's Math.pow (and
  * this follows C): pow(1, y) = 1 and pow(-1, ±Infinity) = 1 for every y,

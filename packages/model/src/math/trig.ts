@@ -1,5 +1,5 @@
 /**
- * Correctly rounded sine and cosine for every double (model.md §9.2 RoPE
+ * Correctly rounded sine and cosine for every double (../../../../docs/spec/model.md §9.2 RoPE
  * tables, §14). Speed is secondary (tables are built once per layer).
  *
  * Fast path (|x| < 2^19, about 80 floating-point operations): Cody–Waite

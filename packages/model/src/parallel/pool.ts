@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import type { DecoderConfig } from '@llmcp/format';
 import { ModelError } from '../errors.ts';
+import { kernelChoice } from '../kernels/native.ts';
 import { COMMAND, CTRL, CTRL_LENGTH, runPhase, type PhaseContext } from './protocol.ts';
 import type { WorkerBuffers, WorkerInit } from './worker.ts';
 
@@ -78,7 +79,7 @@ export class ThreadPool {
     const started: Promise<void>[] = [];
     for (let index = 1; index < threads; index++) {
       const channel = new MessageChannel();
-      const init: WorkerInit = { config: { ...config }, parameters, control, index, port: channel.port2 };
+      const init: WorkerInit = { config: { ...config }, parameters, control, index, port: channel.port2, kernels: kernelChoice() };
       const worker = new Worker(entry.script, {
         eval: entry.eval,
         workerData: init,

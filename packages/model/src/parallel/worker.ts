@@ -7,6 +7,7 @@ import { isMainThread, parentPort, receiveMessageOnPort, workerData, type Messag
 import type { DecoderConfig } from '@llmcp/format';
 import type { BatchBuffers } from '../internal/batch-reduce.ts';
 import { SequenceEngine } from '../internal/sequence-engine.ts';
+import { setKernels, type KernelChoice } from '../kernels/native.ts';
 import { COMMAND, CTRL, runPhase, type PhaseContext } from './protocol.ts';
 
 /** What the pool hands to each worker. */
@@ -16,6 +17,8 @@ export interface WorkerInit {
   readonly control: Int32Array;
   readonly index: number;
   readonly port: MessagePort;
+  /** The starting thread's kernel choice (native.ts), so a worker runs the same kernels. */
+  readonly kernels: KernelChoice;
 }
 
 /** Buffers sent with a RECONFIGURE phase. */
@@ -37,6 +40,7 @@ function main(init: WorkerInit): void {
   const { control, port, index } = init;
   let ctx: PhaseContext;
   try {
+    setKernels(init.kernels);
     const engine = new SequenceEngine(init.config);
     ctx = {
       config: init.config,

@@ -1,5 +1,5 @@
 /**
- * Replays forward-trace.json (model.md §15, backward.md §6): the initial ch33
+ * Replays forward-trace.json (../../../../docs/spec/model.md §15, ../../../../docs/spec/backward.md §6): the initial ch33
  * model on the sequence [0, 1] with targets [1, 2], comparing every activation
  * and every node's pass adjoint of the reference tape with our buffers.
  */
@@ -156,7 +156,7 @@ export function forwardTraceChecks(): Check[] {
   add('logits', engine.logits.subarray(0, T * V), t('logits').bits);
   add('loss (decoder)', [loss], [trace.loss.bits]);
 
-  // Pass adjoints of every tape node (backward.md §2).
+  // Pass adjoints of every tape node (../../../../docs/spec/backward.md §2).
   const F = config.feedForwardWidth;
   const grad = (name: string): Float64Array => {
     const e = engine.layout.entries[engine.layout.indexByName.get(name)!]!;

@@ -1,5 +1,5 @@
 /**
- * Central-difference gradient checks (STYLE §19): the analytic gradient of a
+ * Central-difference gradient checks ([STYLE §19](../../../../docs/STYLE.md)): the analytic gradient of a
  * scalar function must match `(f(x + h) − f(x − h)) / 2h` within a stated
  * tolerance. h = 1e-5 gives a truncation error of order h²·f''' ≈ 1e-10 and a
  * rounding error of order 1e-16·|f| / h ≈ 1e-11 for the O(1) functions used

@@ -1,0 +1,540 @@
+/*
+ * llmcp native kernels: an optional Node-API addon with the matrix products of
+ * @llmcp/model, bit for bit the same as the WebAssembly and JavaScript kernels.
+ *
+ * The rule that keeps the bits (../../../docs/spec/model.md §1, §8): every output element C[i, j]
+ * is one dot product accumulated from +0.0 in increasing k, each term an IEEE
+ * multiply rounded on its own and then an IEEE add. A vector lane is one
+ * output's accumulator and never meets another lane, so any vector width and
+ * any register blocking give the same bits; what must never happen is a fused
+ * multiply-add or a reassociated sum. Hence: explicit `mul` then `add`
+ * intrinsics, compiled with -ffp-contract=off (GCC contracts intrinsics into
+ * FMA otherwise) and never -ffast-math.
+ *
+ * Paths, chosen at run time per thread (__builtin_cpu_supports): AVX-512F
+ * (8 rows × 3 zmm = 24 columns of accumulators), AVX2 (6 rows × 2 ymm = 8
+ * columns), and plain C. Build: native/build.mjs.
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define LLMCP_X86 1
+#include <immintrin.h>
+#endif
+
+/* Flag bits, identical to src/kernels/gemm.ts. */
+#define F_ADD 1
+#define F_LOWER_OUT 2
+#define F_LOWER_K 4
+#define F_UPPER_K 8
+/* A is stored transposed, [K, M]: A[i, k] at a + k·lda + i (gemm.ts TRANS_A). */
+#define F_TRANS_A 16
+
+enum { PATH_SCALAR = 0, PATH_AVX2 = 1, PATH_AVX512 = 2 };
+static const char *const PATH_NAMES[] = {"scalar", "avx2", "avx512"};
+
+typedef struct {
+  double *c;
+  const double *a;
+  const double *b;
+  /* A[i, k] at a + i·ars + k·aks: (lda, 1), or (1, lda) with F_TRANS_A. */
+  ptrdiff_t ldc, ars, aks, ldb;
+  int M, N, K, flags;
+} gemm_args;
+
+static int imin(int x, int y) { return x < y ? x : y; }
+
+/* ── plain C ───────────────────────────────────────────────────────────── */
+
+/* One row block's causal bounds, the same rule as the other kernels (see gemm.ts). */
+static void block_bounds(const gemm_args *g, int i0, int rows, int *jEnd, int *kBeg, int *kEnd) {
+  *jEnd = (g->flags & F_LOWER_OUT) ? imin(g->N, i0 + rows) : g->N;
+  *kBeg = (g->flags & F_UPPER_K) ? i0 : 0;
+  *kEnd = (g->flags & F_LOWER_K) ? imin(g->K, i0 + rows) : g->K;
+}
+
+static void gemm_scalar(const gemm_args *g) {
+  const int add = g->flags & F_ADD;
+  for (int i = 0; i < g->M; i++) {
+    int jEnd, kBeg, kEnd;
+    block_bounds(g, i, 1, &jEnd, &kBeg, &kEnd);
+    const double *a = g->a + i * g->ars;
+    double *c = g->c + i * g->ldc;
+    for (int j = 0; j < jEnd; j++) {
+      double s = 0.0;
+      const double *b = g->b + (ptrdiff_t)kBeg * g->ldb + j;
+      for (int k = kBeg; k < kEnd; k++) {
+        double p = a[k * g->aks] * *b;
+        s = s + p;
+        b += g->ldb;
+      }
+      if (add) c[j] = c[j] + s;
+      else c[j] = s;
+    }
+  }
+}
+
+#ifdef LLMCP_X86
+
+/* ── AVX-512F ──────────────────────────────────────────────────────────── */
+
+#define MR512 8
+#define NV512 3
+
+/*
+ * broadcast(*p) · v, one rounded multiply per lane (vmulpd with an embedded {1to8} broadcast: the broadcast
+ * costs no shuffle, which lifts this kernel from ~75% to ~97% of the mul/add ceiling on Zen 4). GCC does not
+ * fold _mm512_set1_pd into the multiply when the broadcast feeds several products, hence the asm.
+ */
+#if defined(__GNUC__) && !defined(LLMCP_NO_ASM)
+#define MUL_BCAST512(p, v)                                                                                            \
+  __extension__({                                                                                                     \
+    __m512d r_;                                                                                                       \
+    __asm__("vmulpd %1%{1to8%}, %2, %0" : "=v"(r_) : "m"(*(p)), "v"(v));                                              \
+    r_;                                                                                                               \
+  })
+#else
+#define MUL_BCAST512(p, v) _mm512_mul_pd(_mm512_set1_pd(*(p)), (v))
+#endif
+
+/*
+ * One MR × (NV·8) block: rows i0 … i0+MR−1 of A (from `a`, stride lda),
+ * columns of B from `b`; the last vector's lanes are masked by `mask`.
+ * k is the innermost loop of every accumulator; each lane is one output.
+ */
+#define DEFINE_MK512(MR, NV)                                                                                          \
+  __attribute__((target("avx512f"))) static void mk512_##MR##_##NV(const double *a, ptrdiff_t ars, ptrdiff_t aks,   \
+                                                                    const double *b, ptrdiff_t ldb, double *c,       \
+                                                                    ptrdiff_t ldc, int kBeg, int kEnd, __mmask8 mask, \
+                                                                    int add) {                                       \
+    __m512d acc[MR][NV];                                                                                              \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)       \
+        acc[r][v] = _mm512_setzero_pd();                                                                              \
+    const double *bp = b + (ptrdiff_t)kBeg * ldb;                                                                     \
+    const double *ap = a + (ptrdiff_t)kBeg * aks;                                                                     \
+    for (int k = kBeg; k < kEnd; k++) {                                                                               \
+      __m512d bv[NV];                                                                                                 \
+      _Pragma("GCC unroll 3") for (int v = 0; v < NV - 1; v++) bv[v] = _mm512_loadu_pd(bp + 8 * v);                 \
+      bv[NV - 1] = _mm512_maskz_loadu_pd(mask, bp + 8 * (NV - 1));                                                  \
+      _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                         \
+        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                       \
+          const __m512d p = MUL_BCAST512(ap + r * ars, bv[v]);                                                        \
+          acc[r][v] = _mm512_add_pd(acc[r][v], p);                                                                    \
+        }                                                                                                             \
+      }                                                                                                               \
+      bp += ldb;                                                                                                      \
+      ap += aks;                                                                                                      \
+    }                                                                                                                 \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                           \
+      double *cp = c + r * ldc;                                                                                       \
+      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                         \
+        const __mmask8 m = v == NV - 1 ? mask : (__mmask8)0xff;                                                       \
+        __m512d out = acc[r][v];                                                                                      \
+        if (add) out = _mm512_add_pd(_mm512_maskz_loadu_pd(m, cp + 8 * v), out);                                     \
+        _mm512_mask_storeu_pd(cp + 8 * v, m, out);                                                                    \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+
+#define DEFINE_MK512_ROW(MR) DEFINE_MK512(MR, 1) DEFINE_MK512(MR, 2) DEFINE_MK512(MR, 3)
+DEFINE_MK512_ROW(1)
+DEFINE_MK512_ROW(2)
+DEFINE_MK512_ROW(3)
+DEFINE_MK512_ROW(4)
+DEFINE_MK512_ROW(5)
+DEFINE_MK512_ROW(6)
+DEFINE_MK512_ROW(7)
+DEFINE_MK512_ROW(8)
+
+typedef void (*mk512_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *, ptrdiff_t, double *, ptrdiff_t, int, int, __mmask8,
+                         int);
+#define MK512_ROW(MR) {mk512_##MR##_1, mk512_##MR##_2, mk512_##MR##_3}
+static const mk512_fn MK512[MR512][NV512] = {MK512_ROW(1), MK512_ROW(2), MK512_ROW(3), MK512_ROW(4),
+                                             MK512_ROW(5), MK512_ROW(6), MK512_ROW(7), MK512_ROW(8)};
+
+__attribute__((target("avx512f"))) static void gemm_avx512(const gemm_args *g) {
+  const int add = g->flags & F_ADD;
+  const int W = 8 * NV512;
+  /* Column panels outside, row blocks inside: a K × 24 panel of B stays in L1 across the row blocks. */
+  for (int j0 = 0; j0 < g->N; j0 += W) {
+    for (int i0 = 0; i0 < g->M; i0 += MR512) {
+      const int rows = imin(MR512, g->M - i0);
+      int jEnd, kBeg, kEnd;
+      block_bounds(g, i0, rows, &jEnd, &kBeg, &kEnd);
+      if (j0 >= jEnd) continue;
+      const int w = imin(W, jEnd - j0);
+      const int nv = (w + 7) / 8;
+      const int last = w - 8 * (nv - 1);
+      const __mmask8 mask = (__mmask8)((1u << last) - 1u);
+      MK512[rows - 1][nv - 1](g->a + i0 * g->ars, g->ars, g->aks, g->b + j0, g->ldb, g->c + i0 * g->ldc + j0, g->ldc,
+                              kBeg, kEnd, mask, add);
+    }
+  }
+}
+
+/* ── AVX2 ──────────────────────────────────────────────────────────────── */
+
+#define MR256 6
+#define NV256 2
+
+#define DEFINE_MK256(MR, NV)                                                                                          \
+  __attribute__((target("avx2"))) static void mk256_##MR##_##NV(const double *a, ptrdiff_t ars, ptrdiff_t aks,      \
+                                                                 const double *b, ptrdiff_t ldb, double *c,          \
+                                                                 ptrdiff_t ldc, int kBeg, int kEnd, __m256i mask,    \
+                                                                 int add) {                                          \
+    __m256d acc[MR][NV];                                                                                              \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)       \
+        acc[r][v] = _mm256_setzero_pd();                                                                              \
+    const double *bp = b + (ptrdiff_t)kBeg * ldb;                                                                     \
+    const double *ap = a + (ptrdiff_t)kBeg * aks;                                                                     \
+    for (int k = kBeg; k < kEnd; k++) {                                                                               \
+      __m256d bv[NV];                                                                                                 \
+      _Pragma("GCC unroll 3") for (int v = 0; v < NV - 1; v++) bv[v] = _mm256_loadu_pd(bp + 4 * v);                 \
+      bv[NV - 1] = _mm256_maskload_pd(bp + 4 * (NV - 1), mask);                                                     \
+      _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                         \
+        const __m256d x = _mm256_broadcast_sd(ap + r * ars);                                                          \
+        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                       \
+          const __m256d p = _mm256_mul_pd(x, bv[v]);                                                                  \
+          acc[r][v] = _mm256_add_pd(acc[r][v], p);                                                                    \
+        }                                                                                                             \
+      }                                                                                                               \
+      bp += ldb;                                                                                                      \
+      ap += aks;                                                                                                      \
+    }                                                                                                                 \
+    const __m256i full = _mm256_set1_epi64x(-1);                                                                      \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                           \
+      double *cp = c + r * ldc;                                                                                       \
+      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                         \
+        const __m256i m = v == NV - 1 ? mask : full;                                                                  \
+        __m256d out = acc[r][v];                                                                                      \
+        if (add) out = _mm256_add_pd(_mm256_maskload_pd(cp + 4 * v, m), out);                                        \
+        _mm256_maskstore_pd(cp + 4 * v, m, out);                                                                      \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+
+#define DEFINE_MK256_ROW(MR) DEFINE_MK256(MR, 1) DEFINE_MK256(MR, 2)
+DEFINE_MK256_ROW(1)
+DEFINE_MK256_ROW(2)
+DEFINE_MK256_ROW(3)
+DEFINE_MK256_ROW(4)
+DEFINE_MK256_ROW(5)
+DEFINE_MK256_ROW(6)
+
+typedef void (*mk256_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *, ptrdiff_t, double *, ptrdiff_t, int, int, __m256i,
+                         int);
+#define MK256_ROW(MR) {mk256_##MR##_1, mk256_##MR##_2}
+static const mk256_fn MK256[MR256][NV256] = {MK256_ROW(1), MK256_ROW(2), MK256_ROW(3),
+                                             MK256_ROW(4), MK256_ROW(5), MK256_ROW(6)};
+
+__attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
+  const int add = g->flags & F_ADD;
+  const int W = 4 * NV256;
+  for (int j0 = 0; j0 < g->N; j0 += W) {
+    for (int i0 = 0; i0 < g->M; i0 += MR256) {
+      const int rows = imin(MR256, g->M - i0);
+      int jEnd, kBeg, kEnd;
+      block_bounds(g, i0, rows, &jEnd, &kBeg, &kEnd);
+      if (j0 >= jEnd) continue;
+      const int w = imin(W, jEnd - j0);
+      const int nv = (w + 3) / 4;
+      const int last = w - 4 * (nv - 1);
+      const __m256i mask = _mm256_set_epi64x(last > 3 ? -1 : 0, last > 2 ? -1 : 0, last > 1 ? -1 : 0, -1);
+      MK256[rows - 1][nv - 1](g->a + i0 * g->ars, g->ars, g->aks, g->b + j0, g->ldb, g->c + i0 * g->ldc + j0, g->ldc,
+                              kBeg, kEnd, mask, add);
+    }
+  }
+}
+
+#endif /* LLMCP_X86 */
+
+/* ── path selection ────────────────────────────────────────────────────── */
+
+static int best_path(void) {
+#ifdef LLMCP_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return PATH_AVX512;
+  if (__builtin_cpu_supports("avx2")) return PATH_AVX2;
+#endif
+  return PATH_SCALAR;
+}
+
+/* Per thread: worker threads each choose for themselves (tests force a path on one thread). */
+static _Thread_local int t_path = -1;
+
+static int current_path(void) {
+  if (t_path < 0) t_path = best_path();
+  return t_path;
+}
+
+static void run_gemm(const gemm_args *g) {
+  if (g->M <= 0 || g->N <= 0) return;
+  switch (current_path()) {
+#ifdef LLMCP_X86
+    case PATH_AVX512:
+      gemm_avx512(g);
+      return;
+    case PATH_AVX2:
+      gemm_avx2(g);
+      return;
+#endif
+    default:
+      gemm_scalar(g);
+  }
+}
+
+/* ── ceiling microbenchmark: independent multiply-then-add chains ─────── */
+
+#ifdef LLMCP_X86
+#define CHAINS 12
+/*
+ * 12 accumulator chains acc_c = acc_c + x·y_c in named registers; the empty asm
+ * makes x opaque each iteration, so the products cannot be hoisted out of the loop.
+ */
+#define PEAK_BODY(VT, SET1, ZERO, MUL, ADD, LANES, STORE, CONSTRAINT)                                               \
+  VT x = SET1(1.0000001);                                                                                           \
+  VT y0 = SET1(1e-9), y1 = SET1(2e-9), y2 = SET1(3e-9), y3 = SET1(4e-9), y4 = SET1(5e-9), y5 = SET1(6e-9);           \
+  VT y6 = SET1(7e-9), y7 = SET1(8e-9), y8 = SET1(9e-9), y9 = SET1(1e-8), y10 = SET1(1.1e-8), y11 = SET1(1.2e-8);     \
+  VT a0 = ZERO(), a1 = ZERO(), a2 = ZERO(), a3 = ZERO(), a4 = ZERO(), a5 = ZERO();                                  \
+  VT a6 = ZERO(), a7 = ZERO(), a8 = ZERO(), a9 = ZERO(), a10 = ZERO(), a11 = ZERO();                                \
+  for (int64_t n = 0; n < iters; n++) {                                                                             \
+    __asm__ volatile("" : "+" CONSTRAINT(x));                                                                       \
+    a0 = ADD(a0, MUL(x, y0)); a1 = ADD(a1, MUL(x, y1)); a2 = ADD(a2, MUL(x, y2));                                    \
+    a3 = ADD(a3, MUL(x, y3)); a4 = ADD(a4, MUL(x, y4)); a5 = ADD(a5, MUL(x, y5));                                    \
+    a6 = ADD(a6, MUL(x, y6)); a7 = ADD(a7, MUL(x, y7)); a8 = ADD(a8, MUL(x, y8));                                    \
+    a9 = ADD(a9, MUL(x, y9)); a10 = ADD(a10, MUL(x, y10)); a11 = ADD(a11, MUL(x, y11));                              \
+  }                                                                                                                 \
+  VT t = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));                                         \
+  t = ADD(t, ADD(ADD(a8, a9), ADD(a10, a11)));                                                                      \
+  double out[LANES];                                                                                                \
+  STORE(out, t);                                                                                                    \
+  return out[0];
+
+__attribute__((target("avx512f"))) static double peak_avx512(int64_t iters) {
+  PEAK_BODY(__m512d, _mm512_set1_pd, _mm512_setzero_pd, _mm512_mul_pd, _mm512_add_pd, 8, _mm512_storeu_pd, "v")
+}
+__attribute__((target("avx2"))) static double peak_avx2(int64_t iters) {
+  PEAK_BODY(__m256d, _mm256_set1_pd, _mm256_setzero_pd, _mm256_mul_pd, _mm256_add_pd, 4, _mm256_storeu_pd, "x")
+}
+#endif
+
+/* Lanes per chain-step of each path (MACs per inner iteration of its peak loop). */
+static double peak_run(int path, int64_t iters, double *macs) {
+  switch (path) {
+#ifdef LLMCP_X86
+    case PATH_AVX512:
+      *macs = (double)iters * CHAINS * 8;
+      return peak_avx512(iters);
+    case PATH_AVX2:
+      *macs = (double)iters * CHAINS * 4;
+      return peak_avx2(iters);
+#endif
+    default: {
+      double x = 1.0000001;
+      const double y0 = 1e-9, y1 = 2e-9, y2 = 3e-9, y3 = 4e-9, y4 = 5e-9, y5 = 6e-9, y6 = 7e-9, y7 = 8e-9;
+      double a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+      for (int64_t n = 0; n < iters; n++) {
+        __asm__ volatile("" : "+x"(x));
+        a0 = a0 + x * y0;
+        a1 = a1 + x * y1;
+        a2 = a2 + x * y2;
+        a3 = a3 + x * y3;
+        a4 = a4 + x * y4;
+        a5 = a5 + x * y5;
+        a6 = a6 + x * y6;
+        a7 = a7 + x * y7;
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7));
+      }
+      *macs = (double)iters * 8;
+      return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    }
+  }
+}
+
+/* ── Node-API glue ─────────────────────────────────────────────────────── */
+
+#define MAX_DIM 2147483647.0
+#define MAX_OFFSET 9007199254740991.0
+
+static int get_f64_array(napi_env env, napi_value v, double **data, size_t *length, const char *what) {
+  napi_typedarray_type type;
+  void *p = NULL;
+  if (napi_get_typedarray_info(env, v, &type, length, &p, NULL, NULL) != napi_ok || type != napi_float64_array) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "llmcp kernels: %s must be a Float64Array", what);
+    napi_throw_type_error(env, NULL, msg);
+    return 0;
+  }
+  *data = (double *)p;
+  return 1;
+}
+
+static int get_int(napi_env env, napi_value v, double max, int64_t *out, const char *what) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok || !(d >= 0 && d <= max) || d != (double)(int64_t)d) {
+    char msg[112];
+    snprintf(msg, sizeof msg, "llmcp kernels: %s must be a non-negative integer", what);
+    napi_throw_range_error(env, NULL, msg);
+    return 0;
+  }
+  *out = (int64_t)d;
+  return 1;
+}
+
+/* Element [rows−1, cols−1] of a (rows, cols) view at `off` with stride `ld` must be inside the array. */
+static int check_extent(napi_env env, size_t length, int64_t off, int64_t ld, int64_t rows, int64_t cols, const char *what) {
+  if (rows == 0 || cols == 0) return 1;
+  if (rows > 1 && ld < cols) {
+    char msg[112];
+    snprintf(msg, sizeof msg, "llmcp kernels: the row stride of %s is smaller than its width", what);
+    napi_throw_range_error(env, NULL, msg);
+    return 0;
+  }
+  const int64_t end = off + (rows - 1) * ld + cols; /* < 2^53 + 2^62: no overflow */
+  if (end > (int64_t)length) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "llmcp kernels: %s needs %lld elements, the array has %llu", what, (long long)end,
+             (unsigned long long)length);
+    napi_throw_range_error(env, NULL, msg);
+    return 0;
+  }
+  return 1;
+}
+
+/*
+ * gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags): the semantics of gemm() in gemm.ts, and of
+ * gemmTransA() with flag 16 (A stored [K, M]).
+ */
+static napi_value js_gemm(napi_env env, napi_callback_info info) {
+  size_t argc = 13;
+  napi_value argv[13];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
+  if (argc < 13) {
+    napi_throw_type_error(env, NULL, "llmcp kernels: gemm takes 13 arguments");
+    return NULL;
+  }
+  double *C, *A, *B;
+  size_t cLen, aLen, bLen;
+  int64_t cOff, ldc, aOff, lda, bOff, ldb, M, N, K, flags;
+  if (!get_f64_array(env, argv[0], &C, &cLen, "C") || !get_int(env, argv[1], MAX_OFFSET, &cOff, "cOff") ||
+      !get_int(env, argv[2], MAX_DIM, &ldc, "ldc") || !get_f64_array(env, argv[3], &A, &aLen, "A") ||
+      !get_int(env, argv[4], MAX_OFFSET, &aOff, "aOff") || !get_int(env, argv[5], MAX_DIM, &lda, "lda") ||
+      !get_f64_array(env, argv[6], &B, &bLen, "B") || !get_int(env, argv[7], MAX_OFFSET, &bOff, "bOff") ||
+      !get_int(env, argv[8], MAX_DIM, &ldb, "ldb") || !get_int(env, argv[9], MAX_DIM, &M, "M") ||
+      !get_int(env, argv[10], MAX_DIM, &N, "N") || !get_int(env, argv[11], MAX_DIM, &K, "K") ||
+      !get_int(env, argv[12], 31, &flags, "flags"))
+    return NULL;
+  const int transA = (flags & F_TRANS_A) != 0;
+  if (!check_extent(env, cLen, cOff, ldc, M, N, "C") ||
+      !check_extent(env, aLen, aOff, lda, transA ? K : M, transA ? M : K, "A") ||
+      !check_extent(env, bLen, bOff, ldb, K, N, "B"))
+    return NULL;
+  gemm_args g = {C + cOff, A + aOff, B + bOff, (ptrdiff_t)ldc, transA ? 1 : (ptrdiff_t)lda, transA ? (ptrdiff_t)lda : 1,
+                 (ptrdiff_t)ldb, (int)M, (int)N, (int)K, (int)flags};
+  run_gemm(&g);
+  return NULL;
+}
+
+static int path_by_name(napi_env env, napi_value v, int *path) {
+  char name[16];
+  size_t n = 0;
+  if (napi_get_value_string_utf8(env, v, name, sizeof name, &n) != napi_ok) return 0;
+  for (int p = 0; p < 3; p++)
+    if (strcmp(name, PATH_NAMES[p]) == 0) {
+      *path = p;
+      return 1;
+    }
+  return 0;
+}
+
+static int path_supported(int path) { return path <= best_path(); }
+
+/* path(): the calling thread's path name. */
+static napi_value js_path(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+  napi_create_string_utf8(env, PATH_NAMES[current_path()], NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
+/* supported(): the best path this CPU runs. */
+static napi_value js_best(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+  napi_create_string_utf8(env, PATH_NAMES[best_path()], NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
+/* setPath(name): forces the calling thread's path (tests); 'best' restores the default. Returns the previous name. */
+static napi_value js_set_path(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  const int previous = current_path();
+  int path;
+  char name[16];
+  size_t n = 0;
+  if (argc >= 1 && napi_get_value_string_utf8(env, argv[0], name, sizeof name, &n) == napi_ok && strcmp(name, "best") == 0) {
+    t_path = best_path();
+  } else if (argc < 1 || !path_by_name(env, argv[0], &path) || !path_supported(path)) {
+    napi_throw_range_error(env, NULL, "llmcp kernels: setPath takes 'best', 'scalar', or a vector path this CPU supports");
+    return NULL;
+  } else {
+    t_path = path;
+  }
+  napi_value out;
+  napi_create_string_utf8(env, PATH_NAMES[previous], NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
+/* peak(name, iterations): { macs, seconds } of independent multiply-then-add chains on that path. */
+static napi_value js_peak(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int path;
+  int64_t iters;
+  if (argc < 2 || !path_by_name(env, argv[0], &path) || !path_supported(path)) {
+    napi_throw_range_error(env, NULL, "llmcp kernels: peak takes a path this CPU supports");
+    return NULL;
+  }
+  if (!get_int(env, argv[1], MAX_OFFSET, &iters, "iterations")) return NULL;
+  struct timespec t0, t1;
+  double macs = 0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  volatile double sink = peak_run(path, iters, &macs);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  (void)sink;
+  const double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  napi_value out, vm, vs;
+  napi_create_object(env, &out);
+  napi_create_double(env, macs, &vm);
+  napi_create_double(env, seconds, &vs);
+  napi_set_named_property(env, out, "macs", vm);
+  napi_set_named_property(env, out, "seconds", vs);
+  return out;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  static const struct {
+    const char *name;
+    napi_callback fn;
+  } fns[] = {{"gemm", js_gemm}, {"path", js_path}, {"bestPath", js_best}, {"setPath", js_set_path}, {"peak", js_peak}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    napi_value f;
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) != napi_ok) return NULL;
+    if (napi_set_named_property(env, exports, fns[i].name, f) != napi_ok) return NULL;
+  }
+  napi_value version;
+  napi_create_uint32(env, 1, &version);
+  napi_set_named_property(env, exports, "abiVersion", version);
+  return exports;
+}
+
+NAPI_MODULE_INIT() { return init(env, exports); }

@@ -1,0 +1,193 @@
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isModelError } from '../errors.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, rowTimesMatrix, setGemmBackend } from './gemm.ts';
+import { kernelInfo } from './kernel-info.ts';
+import { loadNativeKernels, setKernels, type NativeAddon, type NativePath } from './native.ts';
+
+const load = loadNativeKernels();
+const addon = load.addon;
+const PATHS: NativePath[] = addon === null ? [] : (['scalar', 'avx2', 'avx512'] as const).filter((p) => p === 'scalar' || p === 'avx2' || addon.bestPath() === 'avx512');
+/** Skipped tests say why in their name (build the addon: node packages/model/native/build.mjs). */
+const SKIPPED = addon === null ? ` — skipped: ${load.error ?? 'addon not built'}` : '';
+
+afterEach(() => {
+  setGemmBackend('auto');
+  setKernels('auto');
+  addon?.setPath('best');
+});
+
+/** Values of every magnitude, signed zeros included (a −0 product must not leave a −0 sum: sums start at +0). */
+function random(n: number, seed: number): Float64Array {
+  let s = seed >>> 0;
+  return Float64Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    if (s % 29 === 0) return -0;
+    if (s % 31 === 0) return 0;
+    return (s / 2 ** 32 - 0.5) * 2 ** ((s % 61) - 30);
+  });
+}
+
+/** The index and both bit patterns of the first differing element, or null. */
+function firstDifference(actual: Float64Array, expected: Float64Array, keep: (index: number) => boolean): string | null {
+  const a = new BigUint64Array(actual.buffer, actual.byteOffset, actual.length);
+  const e = new BigUint64Array(expected.buffer, expected.byteOffset, expected.length);
+  if (a.length !== e.length) return `length ${a.length} ≠ ${e.length}`;
+  for (let i = 0; i < a.length; i++) if (keep(i) && a[i] !== e[i]) return `index ${i}: ${a[i]!.toString(16)} ≠ ${e[i]!.toString(16)}`;
+  return null;
+}
+
+interface Case {
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  readonly flags: number;
+  /** Extra row-stride padding and leading offsets (views into larger arrays, as the model passes). */
+  readonly pad: number;
+  readonly seed: number;
+}
+
+/** The addon's flag for A stored transposed, [K, M] (gemm.ts `gemmTransA`). */
+const TRANS_A = 16;
+
+/** Runs one case through `run` and the WebAssembly kernel (on A transposed back under TRANS_A); returns the first differing output or null. */
+function compare(c: Case, run: (C: Float64Array, cOff: number, ldc: number, A: Float64Array, aOff: number, lda: number, B: Float64Array, bOff: number, ldb: number) => void): string | null {
+  const { M, N, K, flags, pad, seed } = c;
+  const transA = (flags & TRANS_A) !== 0;
+  const lda = (transA ? M : K) + pad, ldb = N + pad, ldc = N + pad;
+  const aOff = pad, bOff = 2 * pad, cOff = 3 * pad;
+  const A = random(aOff + (transA ? K : M) * lda, seed);
+  const at = (i: number, k: number): number => aOff + (transA ? k * lda + i : i * lda + k);
+  // The causal flags require +0 in the masked part of A (row i: k > i for LOWER_K, k < i for UPPER_K).
+  for (let i = 0; i < M; i++)
+    for (let k = 0; k < K; k++) if (((flags & GEMM_LOWER_K) !== 0 && k > i) || ((flags & GEMM_UPPER_K) !== 0 && k < i)) A[at(i, k)] = 0;
+  // The WebAssembly kernel's operand: A as stored [M, K] (the definition of the transposed variant).
+  const plainA = new Float64Array(M * K);
+  for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) plainA[i * K + k] = A[at(i, k)]!;
+  const B = random(bOff + K * ldb, seed + 1);
+  const C0 = random(cOff + M * ldc, seed + 2);
+  const native = C0.slice();
+  const wasm = C0.slice();
+  run(native, cOff, ldc, A, aOff, lda, B, bOff, ldb);
+  setGemmBackend('simd');
+  try {
+    gemm(wasm, cOff, ldc, plainA, 0, K, B, bOff, ldb, M, N, K, flags & ~TRANS_A);
+  } finally {
+    setGemmBackend('auto');
+  }
+  // Compared: every element of C except the unspecified ones above the diagonal under LOWER_OUT.
+  const keep = (index: number): boolean => {
+    const r = index - cOff;
+    const i = Math.floor(r / ldc), j = r % ldc;
+    if (r < 0 || j >= N) return true; // outside the view: must be untouched
+    return (flags & GEMM_LOWER_OUT) === 0 || j <= i;
+  };
+  return firstDifference(native, wasm, keep);
+}
+
+const shapes = fc.record({
+  M: fc.integer({ min: 1, max: 41 }),
+  N: fc.integer({ min: 1, max: 53 }),
+  K: fc.integer({ min: 0, max: 37 }),
+  flags: fc.integer({ min: 0, max: 31 }),
+  pad: fc.integer({ min: 0, max: 3 }),
+  seed: fc.integer(),
+});
+
+/** Edge shapes every path must pass: 1 × 1, k = 0 and 1, sizes around the vector and block widths. */
+const EDGES: [number, number, number][] = [
+  [1, 1, 0], [1, 1, 1], [1, 1, 7], [3, 5, 0], [2, 9, 1], [7, 7, 7], [8, 8, 8], [9, 25, 3], [6, 24, 16], [13, 23, 1], [1, 53, 33], [64, 16, 64], [17, 33, 129],
+];
+
+describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
+  const nativeAddon = addon as NativeAddon;
+  describe.each(PATHS)('%s path', (path) => {
+    const run = (c: Case) => (C: Float64Array, cOff: number, ldc: number, A: Float64Array, aOff: number, lda: number, B: Float64Array, bOff: number, ldb: number): void => {
+      nativeAddon.setPath(path);
+      nativeAddon.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, c.M, c.N, c.K, c.flags);
+    };
+
+    it('equals the WebAssembly kernel bit for bit for random shapes, strides and every flag combination (A transposed too)', () => {
+      fc.assert(
+        fc.property(shapes, (c) => {
+          const d = compare(c, run(c));
+          if (d !== null) throw new Error(`${JSON.stringify(c)}: ${d}`);
+        }),
+        { numRuns: 300 },
+      );
+    });
+
+    it.each(EDGES)('equals the WebAssembly kernel for %i × %i × %i under every flag combination', (M, N, K) => {
+      for (let flags = 0; flags < 32; flags++)
+        for (const pad of [0, 2]) {
+          const c = { M, N, K, flags, pad, seed: M * 1000 + N * 10 + K };
+          expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
+        }
+    });
+  });
+
+  it('runs through gemm() and rowTimesMatrix() under setKernels("native"), with the bits of the WebAssembly/JavaScript kernels', () => {
+    setKernels('native');
+    expect(kernelInfo().kind).toBe(`native-${nativeAddon.bestPath()}`);
+    const c = { M: 19, N: 37, K: 23, flags: GEMM_ADD | GEMM_LOWER_OUT, pad: 1, seed: 5 };
+    expect(compare(c, (C, cOff, ldc, A, aOff, lda, B, bOff, ldb) => gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, c.M, c.N, c.K, c.flags))).toBeNull();
+    for (const [N, K] of [[1, 1], [5, 0], [37, 23], [64, 128]] as const) {
+      const x = random(K + 2, N), W = random(3 + K * N, K);
+      const native = new Float64Array(N + 1), js = new Float64Array(N + 1);
+      rowTimesMatrix(native, x, W, 3, N, K);
+      setKernels('wasm');
+      rowTimesMatrix(js, x, W, 3, N, K);
+      setKernels('native');
+      expect(firstDifference(native, js, () => true)).toBeNull();
+    }
+  });
+
+  it('refuses views that reach outside their arrays (RangeError) and wrong array types (TypeError)', () => {
+    const A = new Float64Array(12), B = new Float64Array(12), C = new Float64Array(9);
+    expect(() => nativeAddon.gemm(C, 0, 3, A, 0, 4, B, 0, 3, 3, 3, 4, 0)).not.toThrow();
+    expect(() => nativeAddon.gemm(C, 1, 3, A, 0, 4, B, 0, 3, 3, 3, 4, 0)).toThrow(RangeError);
+    expect(() => nativeAddon.gemm(C, 0, 3, A, 0, 4, B, 1, 3, 3, 3, 4, 0)).toThrow(RangeError);
+    expect(() => nativeAddon.gemm(C, 0, 3, A, 0, 5, B, 0, 3, 3, 3, 4, 0)).toThrow(RangeError);
+    expect(() => nativeAddon.gemm(C, 0, 2, A, 0, 4, B, 0, 3, 3, 3, 4, 0)).toThrow(RangeError);
+    expect(() => nativeAddon.gemm(C, -1, 3, A, 0, 4, B, 0, 3, 3, 3, 4, 0)).toThrow(RangeError);
+    expect(() => nativeAddon.gemm(C, 0.5, 3, A, 0, 4, B, 0, 3, 3, 3, 4, 0)).toThrow(RangeError);
+    expect(() => nativeAddon.gemm(new Float32Array(9) as unknown as Float64Array, 0, 3, A, 0, 4, B, 0, 3, 3, 3, 4, 0)).toThrow(TypeError);
+  });
+
+  it('works on SharedArrayBuffer views (the threaded decoder)', () => {
+    const share = (a: Float64Array): Float64Array => {
+      const s = new Float64Array(new SharedArrayBuffer(a.byteLength));
+      s.set(a);
+      return s;
+    };
+    const A = random(6 * 5, 1), B = random(5 * 7, 2);
+    const plain = new Float64Array(42), shared = share(plain);
+    nativeAddon.gemm(plain, 0, 7, A, 0, 5, B, 0, 7, 6, 7, 5, 0);
+    nativeAddon.gemm(shared, 0, 7, share(A), 0, 5, share(B), 0, 7, 6, 7, 5, 0);
+    expect(firstDifference(shared, plain, () => true)).toBeNull();
+  });
+});
+
+describe('setKernels / kernelInfo', () => {
+  it('reports the WebAssembly kernels under "wasm" and the JavaScript loop under the scalar backend', () => {
+    setKernels('wasm');
+    expect(kernelInfo().requested).toBe('wasm');
+    expect(['wasm-simd', 'js-scalar']).toContain(kernelInfo().kind);
+    setGemmBackend('scalar');
+    setKernels('auto');
+    expect(kernelInfo().kind).toBe('js-scalar');
+  });
+
+  it.skipIf(addon !== null)('refuses "native" with MODEL_KERNELS_UNAVAILABLE when the addon is missing', () => {
+    try {
+      setKernels('native');
+      expect.unreachable();
+    } catch (e) {
+      expect(isModelError(e) && e.code === 'MODEL_KERNELS_UNAVAILABLE').toBe(true);
+    }
+  });
+
+  it('refuses an unknown choice', () => {
+    expect(() => setKernels('gpu' as 'auto')).toThrow(RangeError);
+  });
+});

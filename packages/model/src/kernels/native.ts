@@ -1,0 +1,149 @@
+/**
+ * The optional native kernels: a Node-API addon (`native/kernels.c`, built at
+ * install into `native/build/llmcp_kernels.node` when a C compiler exists)
+ * whose matrix products give the same bits as the WebAssembly and JavaScript
+ * kernels — each vector lane one output, separate IEEE multiply and add in
+ * increasing k, no fused multiply-add (compiled with -ffp-contract=off).
+ *
+ * Which kernels run: `LLMCP_KERNELS` (`auto` — native when it loads, else
+ * WebAssembly, silently; `native` — native or a typed error; `wasm` — never
+ * native), or {@link setKernels} on the calling thread (worker threads started
+ * later follow it). Outside Node.js (a browser) nothing is ever loaded: the
+ * module reaches Node only through `globalThis.process.getBuiltinModule`.
+ */
+import type * as NodeFs from 'node:fs';
+import type * as NodeModule from 'node:module';
+import type * as NodeUrl from 'node:url';
+import { ModelError } from '../errors.ts';
+
+/** A vector path of the addon: chosen per thread from the CPU's features. */
+export type NativePath = 'avx512' | 'avx2' | 'scalar';
+
+/** The addon's surface (see native/kernels.c). */
+export interface NativeAddon {
+  /** `gemm` of gemm.ts on the arrays in place (same parameters, same bits); throws RangeError for out-of-bounds views. */
+  gemm(C: Float64Array, cOff: number, ldc: number, A: Float64Array, aOff: number, lda: number, B: Float64Array, bOff: number, ldb: number, M: number, N: number, K: number, flags: number): void;
+  /** The calling thread's path. */
+  path(): NativePath;
+  /** The best path this CPU runs. */
+  bestPath(): NativePath;
+  /** Forces the calling thread's path ('best' restores the default); returns the previous one. */
+  setPath(path: NativePath | 'best'): NativePath;
+  /** Independent multiply-then-add chains on a path: the ceiling of that path. */
+  peak(path: NativePath, iterations: number): { macs: number; seconds: number };
+  readonly abiVersion: number;
+}
+
+/** What the caller asked for: `LLMCP_KERNELS` or {@link setKernels}. */
+export type KernelChoice = 'auto' | 'native' | 'wasm';
+
+/** The addon file, relative to the package root. */
+export const NATIVE_ADDON_FILE = 'native/build/llmcp_kernels.node';
+const ABI_VERSION = 1;
+
+interface NodeProcess {
+  readonly versions?: { readonly node?: string };
+  readonly env?: Record<string, string | undefined>;
+  getBuiltinModule?(id: string): unknown;
+}
+
+/** The outcome of trying to load the addon (once per thread). */
+export interface NativeLoad {
+  readonly addon: NativeAddon | null;
+  /** The file that was loaded, when one was. */
+  readonly file: string | undefined;
+  /** Why nothing was loaded, when nothing was. */
+  readonly error: string | undefined;
+}
+
+let load: NativeLoad | undefined;
+let choice: KernelChoice | undefined;
+let active: NativeAddon | null | undefined;
+
+function nodeProcess(): NodeProcess | undefined {
+  const p = (globalThis as { process?: NodeProcess }).process;
+  return p !== undefined && typeof p.versions?.node === 'string' ? p : undefined;
+}
+
+function tryLoad(): NativeLoad {
+  const proc = nodeProcess();
+  if (proc === undefined || typeof proc.getBuiltinModule !== 'function') return { addon: null, file: undefined, error: 'not running on Node.js (≥ 20.16)' };
+  try {
+    const { createRequire } = proc.getBuiltinModule('node:module') as typeof NodeModule;
+    const { existsSync } = proc.getBuiltinModule('node:fs') as typeof NodeFs;
+    const { fileURLToPath } = proc.getBuiltinModule('node:url') as typeof NodeUrl;
+    // dist/*.js sits one level below the package root, src/kernels/*.ts two.
+    for (const up of ['../', '../../']) {
+      const file = fileURLToPath(new URL(up + NATIVE_ADDON_FILE, import.meta.url));
+      if (!existsSync(file)) continue;
+      const addon = createRequire(import.meta.url)(file) as NativeAddon;
+      if (addon.abiVersion !== ABI_VERSION) return { addon: null, file, error: `${file} has ABI version ${String(addon.abiVersion)}, expected ${ABI_VERSION} (rebuild: node native/build.mjs)` };
+      return { addon, file, error: undefined };
+    }
+    return { addon: null, file: undefined, error: `${NATIVE_ADDON_FILE} was not built (no C compiler at install, or LLMCP_NATIVE_BUILD=0)` };
+  } catch (e) {
+    return { addon: null, file: undefined, error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+/** @returns the load outcome so far, without loading (undefined when no load was tried on this thread). */
+export function nativeLoadSoFar(): NativeLoad | undefined {
+  return load;
+}
+
+/** @returns the load outcome (the addon is loaded at most once per thread). */
+export function loadNativeKernels(): NativeLoad {
+  if (load === undefined) load = tryLoad();
+  return load;
+}
+
+function parseChoice(value: string | undefined): KernelChoice {
+  if (value === undefined || value === '' || value === 'auto') return 'auto';
+  if (value === 'native' || value === 'wasm') return value;
+  throw new ModelError('MODEL_INVALID_CONFIG', `LLMCP_KERNELS must be 'auto', 'native' or 'wasm', found '${value}'`, { field: 'LLMCP_KERNELS' });
+}
+
+function resolve(c: KernelChoice): NativeAddon | null {
+  if (c === 'wasm') return null;
+  const l = loadNativeKernels();
+  if (l.addon === null && c === 'native') throw new ModelError('MODEL_KERNELS_UNAVAILABLE', `native kernels required but not available: ${l.error ?? 'unknown reason'}`, { field: 'LLMCP_KERNELS' });
+  return l.addon;
+}
+
+/**
+ * The addon the matrix products of this thread use, or null for the
+ * WebAssembly/JavaScript kernels. Resolved once from `LLMCP_KERNELS` (or the
+ * last {@link setKernels}).
+ * @returns the addon or null.
+ * @throws ModelError `MODEL_KERNELS_UNAVAILABLE` when native kernels are required but missing.
+ */
+export function activeNativeKernels(): NativeAddon | null {
+  if (active === undefined) {
+    const c = choice ?? parseChoice(nodeProcess()?.env?.['LLMCP_KERNELS']);
+    active = resolve(c);
+    choice = c;
+  }
+  return active;
+}
+
+/** @returns the current choice of this thread (`LLMCP_KERNELS` until {@link setKernels} is called). */
+export function kernelChoice(): KernelChoice {
+  activeNativeKernels();
+  return choice ?? 'auto';
+}
+
+/**
+ * Chooses the kernels of the calling thread (worker threads started afterwards
+ * follow it): 'native' — the native addon, 'wasm' — the WebAssembly SIMD
+ * kernel (or the JavaScript loop without SIMD), 'auto' — native when it loads.
+ * All give identical bits; this overrides `LLMCP_KERNELS` for tests and
+ * benchmarks.
+ * @param c - 'auto', 'native' or 'wasm'.
+ * @throws ModelError `MODEL_KERNELS_UNAVAILABLE` for 'native' when the addon is not available (the choice is then unchanged).
+ * @throws RangeError for another value.
+ */
+export function setKernels(c: KernelChoice): void {
+  if (c !== 'auto' && c !== 'native' && c !== 'wasm') throw new RangeError(`kernels must be 'auto', 'native' or 'wasm', found ${String(c)}`);
+  active = resolve(c);
+  choice = c;
+}
