@@ -4,8 +4,11 @@
  * and improving samples within minutes on a small machine.
  */
 import { fileURLToPath } from 'node:url';
+import { bundledCorpusFiles } from '@llmcp/data/node';
+import { SIZE_PRESETS, sizePresetConfigInput, type SizePresetName } from '@llmcp/trainer';
 
 const corpusFile = (name: string): string => fileURLToPath(new URL(`../corpus/${name}`, import.meta.url));
+const [bilingualCorpus, bilingualSplit] = bundledCorpusFiles('tiny-bilingual');
 
 /** A data source of the trainer config. */
 export type CorpusChoice =
@@ -15,18 +18,15 @@ export type CorpusChoice =
 /** Embedded corpora. */
 export const CORPORA = {
   default: { kind: 'corpus', corpus: corpusFile('stories.json'), split: corpusFile('stories-split.json') },
-  bilingual: { kind: 'corpus', corpus: corpusFile('bilingual/tiny-bilingual-corpus.json'), split: corpusFile('bilingual/splits.json') },
+  // The reference's tiny bilingual corpus, as shipped once by @llmcp/data.
+  bilingual: { kind: 'corpus', corpus: bilingualCorpus, split: bilingualSplit },
 } as const satisfies Record<string, CorpusChoice>;
 
-/** Model sizes (and the step budget that suits each). */
-export const SIZES = {
-  tiny: { width: 32, heads: 2, feedForwardWidth: 128, layers: 1, contextLength: 32, steps: 600, validateEvery: 50, checkpointEvery: 100 },
-  small: { width: 64, heads: 4, feedForwardWidth: 256, layers: 2, contextLength: 64, steps: 1000, validateEvery: 100, checkpointEvery: 200 },
-  medium: { width: 128, heads: 4, feedForwardWidth: 512, layers: 2, contextLength: 64, steps: 2000, validateEvery: 100, checkpointEvery: 200 },
-} as const;
+/** Model sizes (and the step budget that suits each): the trainer's size presets, shared with `llmcp train --size`. */
+export const SIZES = SIZE_PRESETS;
 
 /** A size name. */
-export type SizeName = keyof typeof SIZES;
+export type SizeName = SizePresetName;
 
 /**
  * The config input of an app run (validated later by `parseConfig`).
@@ -35,19 +35,5 @@ export type SizeName = keyof typeof SIZES;
  * @returns a trainer config input.
  */
 export function appConfigInput(options: { readonly corpus: CorpusChoice; readonly size: SizeName; readonly steps?: number; readonly timing: boolean }): unknown {
-  const size = SIZES[options.size];
-  const steps = options.steps ?? size.steps;
-  const validateEvery = Math.min(size.validateEvery, steps);
-  return {
-    steps,
-    data: { source: options.corpus, contextLength: size.contextLength, stride: 1, batchSize: 8, shuffle: { seed: 1, epochs: 'reshuffle' } },
-    tokenizer: { kind: 'bpe', merges: 254 },
-    model: { width: size.width, heads: size.heads, feedForwardWidth: size.feedForwardWidth, layers: size.layers, initSeed: 1 },
-    optimizer: { learningRate: 0.01, weightDecay: 0.01, clipNorm: 1 },
-    schedule: { kind: 'warmup-cosine', warmupSteps: Math.min(100, Math.floor(steps / 10)), floor: 0.001 },
-    evaluation: { validateEvery, batchSize: 32, stride: size.contextLength },
-    checkpoint: { every: Math.max(validateEvery, Math.floor(Math.min(size.checkpointEvery, steps) / validateEvery) * validateEvery), keepSteps: 3 },
-    sampling: { seed: 7, prompt: '', count: 2, maxNewTokens: 64, temperature: 0.8, topK: 40 },
-    log: { timing: options.timing },
-  };
+  return sizePresetConfigInput({ source: options.corpus, size: options.size, ...(options.steps === undefined ? {} : { steps: options.steps }), timing: options.timing });
 }

@@ -6,7 +6,7 @@
  * [i32 step] [i32 n_params] [f32 weights × n] [f32 m × n] [f32 v × n]     total 8 + 12·n bytes
  * ```
  *
- * with parameters flattened in model order (format.md §7) and the AdamW
+ * with parameters flattened in model order (../../format/SPEC.md §7) and the AdamW
  * moments m, v in the same order. Export rounds every f64 to the nearest f32
  * (lossy); import restores the AdamW step from the header and recomputes the
  * beta powers the way the optimizer does (repeated multiplication from 1.0),
@@ -217,7 +217,7 @@ export function checkpointFromAndreaBin(bin: AndreaBin, config: AndreaImportConf
     samplingRngState: config.samplingRngState,
   };
   try {
-    // Encoding then decoding applies every LLMCP35 rule (format.md §6, §9).
+    // Encoding then decoding applies every LLMCP35 rule (../../format/SPEC.md §6, §9).
     return decodeCheckpoint(encodeCheckpoint(state));
   } catch (e) {
     if (!isFormatError(e)) throw e;

@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import manifest from '../package.json' with { type: 'json' };
+import { configCommand } from './commands/config.ts';
 import { diffCommand } from './commands/diff.ts';
 import { evalCommand, reportCommand } from './commands/eval.ts';
 import { exportCommand } from './commands/export.ts';
@@ -81,6 +82,7 @@ function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErro
     pivotCommand(ctx, setExit),
     forkCommand(ctx, setExit),
     statusCommand(ctx, setExit),
+    configCommand(ctx, setExit),
     evalCommand(ctx, setExit),
     reportCommand(ctx, setExit),
   ]) {

@@ -1,8 +1,13 @@
 /**
  * What a command runs against: injected output streams, environment and
  * working directory (so tests run commands in-process), plus the colour
- * policy (TTY only, never with `NO_COLOR`, forced by `FORCE_COLOR`).
+ * helpers. The colour policy itself (TTY only, never with `NO_COLOR`, forced
+ * by `FORCE_COLOR`, off for `TERM=dumb`) has one home, `@llmcp/trainer/terminal`,
+ * shared with the training progress display.
  */
+import { colorEnabled } from '@llmcp/trainer/terminal';
+
+export { colorEnabled };
 
 /**
  * A writable text stream (`process.stdout` fits). A program passes the
@@ -42,23 +47,6 @@ export interface Colors {
   green(text: string): string;
   yellow(text: string): string;
   cyan(text: string): string;
-}
-
-/**
- * Whether to colour output written to `stream`: never when `NO_COLOR` is set
- * and non-empty (no-color.org), always when `FORCE_COLOR` is set to anything
- * but `0`/`false`, otherwise only on a TTY whose `TERM` is not `dumb`.
- *
- * @param stream - the stream to be written.
- * @param env - the environment.
- * @returns whether to emit ANSI colour codes.
- */
-export function colorEnabled(stream: CliStream, env: CliContext['env']): boolean {
-  const noColor = env.NO_COLOR;
-  if (noColor !== undefined && noColor !== '') return false;
-  const force = env.FORCE_COLOR;
-  if (force !== undefined) return force !== '0' && force !== 'false';
-  return stream.isTTY === true && env.TERM !== 'dumb';
 }
 
 function wrap(on: boolean, open: number, close: number): (text: string) => string {

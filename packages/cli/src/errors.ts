@@ -38,6 +38,8 @@ export const CLI_ERROR_CODES = {
   CLI_READ_FAILED: 'CLI_READ_FAILED',
   /** An output could not be written, or exists and `--force` was not given. */
   CLI_WRITE_FAILED: 'CLI_WRITE_FAILED',
+  /** A slot (`run:slot`, `--slot`) that is not a slot name or that the run does not have; the message lists the slots it has. */
+  CLI_UNKNOWN_SLOT: 'CLI_UNKNOWN_SLOT',
   /** A checkpoint that an operation needs valid does not decode (the format error is the cause). */
   CLI_INVALID_CHECKPOINT: 'CLI_INVALID_CHECKPOINT',
   /** A raw ANDREA `step_NNNNNN.bin` file is malformed (short, wrong count, trailing bytes, mismatched config). */
@@ -62,6 +64,7 @@ const DEFAULT_EXIT: Record<CliErrorCode, ExitCode> = {
   CLI_WRONG_FILE_KIND: EXIT_CODES.INPUT,
   CLI_READ_FAILED: EXIT_CODES.INPUT,
   CLI_WRITE_FAILED: EXIT_CODES.RUNTIME,
+  CLI_UNKNOWN_SLOT: EXIT_CODES.INPUT,
   CLI_INVALID_CHECKPOINT: EXIT_CODES.INPUT,
   CLI_ANDREA_BIN_INVALID: EXIT_CODES.INPUT,
   CLI_INVALID_INPUT: EXIT_CODES.INPUT,

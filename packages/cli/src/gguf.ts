@@ -1,7 +1,7 @@
 /**
  * Export of a checkpoint as a GGUF v3 file for llama.cpp (and the tools built
  * on it: ollama, LM Studio, node-llama-cpp), following ggml's GGUF
- * specification (ggml `docs/gguf.md`) and llama.cpp's `llama` architecture.
+ * specification (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md) and llama.cpp's `llama` architecture.
  *
  * File layout (all little-endian): magic `GGUF`, u32 version 3, u64 tensor
  * count, u64 metadata count; the metadata key/value pairs; the tensor infos

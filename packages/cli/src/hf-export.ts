@@ -12,7 +12,7 @@
  *   regex pre-tokenization, so it gives llmcp's ids exactly;
  * - `generation_config.json`: the run's sampling settings (or llmcp's
  *   `sample` defaults for a bare checkpoint);
- * - `README.md`: a model card.
+ * - `../README.md`: a model card.
  *
  * Two conventions differ and are converted:
  *
@@ -28,7 +28,7 @@
  *   a head's features, so permuting query and key alike leaves them, and the
  *   logits, unchanged.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { checksumLabel, type DecodedCheckpoint, type DecoderConfig } from '@llmcp/format';
 import { writeFileAtomic } from '@llmcp/format/node';
@@ -37,7 +37,8 @@ import type { Job } from '@llmcp/trainer';
 import type { CliContext } from './context.ts';
 import { CliError } from './errors.ts';
 import { GGUF_BOS_TEXT, GGUF_EOS_TEXT, gpt2ByteCharacters } from './gguf.ts';
-import { readCheckpointFile, requireCreatableDirectory, requirePath, resolvePath } from './internal/files.ts';
+import { resolveCheckpoint } from './internal/checkpoint-address.ts';
+import { requireCreatableDirectory } from './internal/files.ts';
 import { encodeSafetensorsTensors, totalParameters, type SafetensorsDType, type SafetensorsTensor } from './safetensors.ts';
 
 /** Text of the begin-of-document token (id 0) in `tokenizer.json` (the same as in a GGUF export). */
@@ -282,7 +283,7 @@ function formatLoss(x: number | null | undefined): string {
 }
 
 /**
- * The model card (`README.md`): what the model is, its size, how far it was
+ * The model card (`../README.md`): what the model is, its size, how far it was
  * trained, its validation loss and where it came from, and how to load it.
  *
  * @param source - checkpoint, job and description.
@@ -414,98 +415,31 @@ export function hfExportFiles(source: HfExportSource, options: HfExportOptions =
   return files;
 }
 
-/** The slot names of a run besides `step_NNNNNN`. */
-const NAMED_SLOTS: readonly string[] = ['latest', 'latest.backup', 'best', 'best.backup'];
-
-function isRunDirectory(absolute: string): boolean {
-  return existsSync(path.join(absolute, 'run.json')) || existsSync(path.join(absolute, 'checkpoints'));
-}
-
-async function trainerCall<T>(what: string, absolute: string, f: (t: typeof import('@llmcp/trainer')) => Promise<T> | T): Promise<T> {
-  const t = await import('@llmcp/trainer');
-  try {
-    return await f(t);
-  } catch (e) {
-    if (!t.isTrainerError(e)) throw e;
-    throw new CliError('CLI_INVALID_CHECKPOINT', `${what}: ${e.code}: ${e.message}`, {
-      path: absolute,
-      causeCode: e.code,
-      hint: "run 'llmcp verify <run-dir>' to see every slot and whether it verifies",
-      cause: e,
-    });
-  }
-}
-
 /**
- * The job beside a checkpoint file (`<slot>/job.json`), when it decodes and
- * names this very file (same LLMCP35 checksum label); otherwise null.
- */
-async function pairedJob(stateFile: string, checkpoint: DecodedCheckpoint): Promise<Job | null> {
-  const jobFile = path.join(path.dirname(stateFile), 'job.json');
-  if (!existsSync(jobFile)) return null;
-  const { decodeJob } = await import('@llmcp/trainer');
-  try {
-    const job = decodeJob(new Uint8Array(readFileSync(jobFile)), jobFile);
-    return job.state.checksum === checkpoint.layout.checksumLabel ? job : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Resolves `<checkpoint|run[:slot]>`: a checkpoint file (with the `job.json`
- * beside it when that job pairs with it), a run directory (its `best` slot,
- * or the slot a resume would use when it has no best), or `run:slot` (that
- * slot, by name). Run slots are verified in full (job digest, state, pairing).
+ * Resolves `<checkpoint|run[:slot]|slot-dir>` for an export: the shared
+ * checkpoint address of every command (`resolveCheckpoint`: a checkpoint
+ * file with the `job.json` beside it when that job pairs with it, a run's
+ * `best` slot — or the slot a resume would use when it has no best, and
+ * with `latest` — a slot directory, or `run:slot`). Run slots are verified
+ * in full (job digest, state, pairing).
  *
  * @param ctx - the command context.
  * @param spec - the argument as typed.
+ * @param options - `latest`: a run's newest verified checkpoint instead of its best.
  * @returns checkpoint, job and description.
- * @throws CliError `CLI_FILE_NOT_FOUND`, `CLI_WRONG_FILE_KIND`, `CLI_USAGE` (a slot that is not a slot name), `CLI_INVALID_CHECKPOINT`.
+ * @throws CliError `CLI_FILE_NOT_FOUND`, `CLI_WRONG_FILE_KIND`, `CLI_UNKNOWN_SLOT` (a slot that is not a slot name or not the run's), `CLI_INVALID_CHECKPOINT`.
  */
-export async function resolveExportSource(ctx: CliContext, spec: string): Promise<HfExportSource> {
-  let runPart = spec;
-  let slot: string | null = null;
-  const colon = spec.lastIndexOf(':');
-  if (!existsSync(resolvePath(ctx, spec)) && colon > 0) {
-    runPart = spec.slice(0, colon);
-    slot = spec.slice(colon + 1);
-  }
-  const { absolute, isDirectory } = requirePath(ctx, runPart, 'file-or-directory', 'checkpoint or run directory');
-  if (!isDirectory) {
-    if (slot !== null) throw new CliError('CLI_WRONG_FILE_KIND', `${runPart} is a file; a :slot suffix needs a run directory`, { path: absolute, hint: `give the run directory, e.g. runs/a:${slot}` });
-    const { checkpoint } = readCheckpointFile(ctx, runPart);
-    return { checkpoint, job: await pairedJob(absolute, checkpoint), description: spec };
-  }
-  if (!isRunDirectory(absolute)) {
-    throw new CliError('CLI_WRONG_FILE_KIND', `${runPart} is a directory but not a run directory (no run.json, no checkpoints/)`, {
-      path: absolute,
-      hint: existsSync(path.join(absolute, 'state.llmcp')) ? `give the checkpoint file: ${path.join(runPart, 'state.llmcp')}` : 'give a checkpoint file, a run directory or run:slot',
-    });
-  }
-  const slots = await trainerCall(`cannot read run ${runPart}`, absolute, (t) => t.runStatus(absolute).slots);
-  if (slot !== null) {
-    const t = await import('@llmcp/trainer');
-    const has = slots.length === 0 ? 'no slots' : slots.join(', ');
-    if (!NAMED_SLOTS.includes(slot) && t.stepOfSlot(slot) === null) {
-      throw new CliError('CLI_USAGE', `${JSON.stringify(slot)} is not a slot name (latest, latest.backup, best, best.backup or step_NNNNNN); ${runPart} has: ${has}`, { path: absolute });
-    }
-    if (!slots.includes(slot)) throw new CliError('CLI_FILE_NOT_FOUND', `${runPart} has no slot ${slot}; it has: ${has}`, { path: path.join(absolute, 'checkpoints', slot) });
-  }
-  const named = slot ?? (slots.includes('best') ? 'best' : null);
-  // Without a named slot, the checkpoint a resume would use (verified once, by the choice itself).
-  const verified =
-    named === null
-      ? await trainerCall(`no checkpoint of ${runPart} verifies`, absolute, async (t) => (await t.loadRunCheckpoint(absolute)).checkpoint)
-      : await trainerCall(`slot ${named} of ${runPart} does not verify`, absolute, (t) => t.verifySlot(absolute, named));
-  const { checkpoint } = readCheckpointFile(ctx, verified.stateFile);
-  return { checkpoint, job: verified.job, description: `${runPart}:${verified.slot}` };
+export async function resolveExportSource(ctx: CliContext, spec: string, options: { readonly latest?: boolean } = {}): Promise<HfExportSource & { readonly outputStem: string }> {
+  const r = await resolveCheckpoint(ctx, spec, options.latest === true ? { latest: true } : {});
+  return { checkpoint: r.checkpoint, job: r.job, description: r.description, outputStem: r.outputStem };
 }
 
 /** Options of {@link runHfExport}. */
 export interface RunHfExportOptions {
   readonly dtype?: 'f64' | 'f32';
   readonly force?: boolean;
+  /** A run's newest verified checkpoint instead of its best. */
+  readonly latest?: boolean;
 }
 
 /**
@@ -514,14 +448,15 @@ export interface RunHfExportOptions {
  * the export are replaced, others are left), writes every file atomically.
  *
  * @param ctx - the command context.
- * @param spec - `<checkpoint|run[:slot]>`.
- * @param dir - the output directory.
- * @param options - dtype, force.
+ * @param spec - `<checkpoint|run[:slot]|slot-dir>`.
+ * @param dirArg - the output directory; default `<run>-<slot>-hf` (e.g. `default-best-hf`), or `<file>-hf`.
+ * @param options - dtype, force, latest.
  * @returns 0.
  * @throws CliError for a bad source, an occupied directory without `--force`, or a failed write.
  */
-export async function runHfExport(ctx: CliContext, spec: string, dir: string, options: RunHfExportOptions = {}): Promise<number> {
-  const source = await resolveExportSource(ctx, spec);
+export async function runHfExport(ctx: CliContext, spec: string, dirArg: string | undefined, options: RunHfExportOptions = {}): Promise<number> {
+  const source = await resolveExportSource(ctx, spec, options.latest === true ? { latest: true } : {});
+  const dir = dirArg ?? `${source.outputStem}-hf`;
   const absolute = requireCreatableDirectory(ctx, dir, 'output directory');
   if (existsSync(absolute) && readdirSync(absolute).length > 0 && options.force !== true) {
     throw new CliError('CLI_WRITE_FAILED', `output directory ${dir} is not empty`, { path: absolute, hint: 'pass --force to replace the export files in it, or choose an empty or new directory' });

@@ -50,13 +50,14 @@ export { encodeAndreaBin, decodeAndreaBin, checkpointFromAndreaBin, parameterCou
 export type { AndreaBin, AndreaExportReport, AndreaImportConfig } from './andrea-bin.ts';
 export { parseAndreaImportConfig, andreaImportConfigJson, ANDREA_IMPORT_FORMAT } from './import-config.ts';
 export { VERIFY_SCHEMA_ID } from './commands/verify.ts';
-export type { VerifyFileJson, VerifyForeignJson, VerifyRunJson } from './commands/verify.ts';
+export type { VerifyFileJson, VerifyForeignJson, VerifyRunJson, VerifySlotJson } from './commands/verify.ts';
 export { INSPECT_FOREIGN_SCHEMA_ID } from './commands/inspect.ts';
 export type { InspectForeignJson } from './commands/inspect.ts';
 export { DIFF_SCHEMA_ID } from './commands/diff.ts';
 export { SAMPLE_SCHEMA_ID } from './commands/sample.ts';
 export { EVAL_SCHEMA_ID, REPORT_SCHEMA_ID } from './commands/eval.ts';
 export { evaluationLines, runReportLines, slotMetricLine, debugQuote } from './evaluation-report.ts';
+export { resumeReportLines } from './resume-report.ts';
 export type { EvaluationProvenance } from './evaluation-report.ts';
 export { STATUS_SCHEMA_ID, trainerExitCode } from './commands/run.ts';
 export type { StatusJson } from './commands/run.ts';

@@ -1,6 +1,6 @@
 /**
  * The `llmcp inspect --json` report: the layout audit a reader needs before
- * trusting a payload (format.md §3, §4, §12) as JSON following
+ * trusting a payload (../../format/SPEC.md §3, §4, §12) as JSON following
  * `schema/inspect.schema.json`. Built from `@llmcp/format`'s
  * `inspectCheckpoint`, so it covers damaged files as far as they parse; the
  * text form of the same audit is `renderInspection` of `@llmcp/format`.

@@ -23,7 +23,7 @@ describe('llmcp (global)', () => {
   it('prints help with the exit codes and exits 0 for --help', async () => {
     const r = await llmcp(['--help']);
     expect(r.code).toBe(0);
-    for (const cmd of ['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status', 'eval', 'report']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
+    for (const cmd of ['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status', 'config', 'eval', 'report']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd}\\b`, 'm'));
     expect(r.stdout).toContain('2    usage error');
     expect(r.stdout).toContain('NO_COLOR');
   });
@@ -47,7 +47,7 @@ describe('llmcp (global)', () => {
     expect(r.stderr).toBe("llmcp: error: unknown command 'inspekt'\n(Did you mean inspect?)\nhint: run 'llmcp --help' for usage and examples\n");
   });
 
-  it.each(['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status', 'eval', 'report'])('%s --help shows examples and exits 0', async (cmd) => {
+  it.each(['inspect', 'verify', 'diff', 'sample', 'export', 'import', 'train', 'resume', 'pivot', 'fork', 'status', 'config', 'eval', 'report'])('%s --help shows examples and exits 0', async (cmd) => {
     const r = await llmcp([cmd, '--help']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Usage: llmcp ${cmd}`);
@@ -82,8 +82,9 @@ describe.each([
       expect(line).toBe(`llmcp verify: error: ${aDirectory} is a directory but not a run directory (no run.json, no checkpoints/)`);
       expect(hint).toBe('hint: give a checkpoint file or a run directory');
     } else {
-      expect(line).toMatch(/^llmcp \w+: error: .*a-directory is a directory, expected a checkpoint file$/);
-      expect(hint).toBe(`hint: give the file inside it, e.g. ${path.join(aDirectory, 'state.llmcp')}`);
+      // Never a suggestion of a file that is not there: what the argument can be instead.
+      expect(line).toMatch(/^llmcp \w+: error: .*a-directory is a directory but not a run directory \(no run\.json, no checkpoints\/\) or a slot directory of one$/);
+      expect(hint).toBe('hint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot');
     }
   });
 });
@@ -133,7 +134,7 @@ describe('wrong-format inputs', () => {
 describe('usage errors (exit 2)', () => {
   it.each([
     [['inspect', GOLDEN, '--jsn'], "llmcp inspect: error: unknown option '--jsn'"],
-    [['inspect'], "llmcp inspect: error: missing required argument 'file'"],
+    [['inspect'], "llmcp inspect: error: missing required argument 'checkpoint'"],
     [['inspect', GOLDEN, GOLDEN], 'llmcp inspect: error: too many arguments for \'inspect\'. Expected 1 argument but got 2.'],
     [['inspect', GOLDEN, '--tokens', '0'], "llmcp inspect: error: option '--tokens <n>' argument '0' is invalid. expected an integer ≥ 1, found '0'."],
     [['diff', GOLDEN], "llmcp diff: error: missing required argument 'b'"],
@@ -242,18 +243,41 @@ describe('llmcp diff', () => {
 
 describe('llmcp sample', () => {
   it('reproduces ch36: prompt [0], τ = 1, k = 3, 4 new tokens from the stored state gives [4, 4] (context limit)', async () => {
-    const r = await llmcp(['sample', GOLDEN, '--prompt-ids', '0', '--temperature', '1', '--top-k', '3', '--max-tokens', '4', '--json']);
+    const r = await llmcp(['sample', GOLDEN, '--prompt-ids', '0', '--temperature', '1', '--top-k', '3', '--max-tokens', '4', '--no-slide', '--json']);
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout) as { rngState: string; samples: { tokens: number[]; stopReason: string; text: string }[] };
     expect(doc.rngState).toBe('0x9e3779b97f4a7c38');
     expect(doc.samples).toEqual([{ promptTokens: [0], tokens: [4, 4], text: '44', bytesHex: '3434', stopReason: 'context-limit' }]);
   });
 
-  it('prints the text and the RNG continuation', async () => {
-    const r = await llmcp(['sample', GOLDEN, '--prompt', '0', '--top-k', '3', '--max-tokens', '4']);
-    expect(r.stdout.split('\n')[0]).toBe('"0" 44');
-    expect(r.stdout).toContain('tokens [4, 4], stopped: context-limit');
-    expect(r.stdout).toMatch(/sampling RNG 0x9e3779b97f4a7c38 \(from the checkpoint\) → 0x[0-9a-f]{16}/);
+  it('prints plain text on stdout (the prompt and its continuation), what it did on stderr', async () => {
+    const r = await llmcp(['sample', GOLDEN, '--prompt', '0', '--top-k', '3', '--max-tokens', '4', '--no-slide']);
+    expect(r.stdout).toBe('044\n');
+    expect(r.stderr).toMatch(
+      new RegExp(`^${GOLDEN.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: temperature 1, top-k 3; key/value cache; stops at the 2-token context; stopped: context-limit; sampling RNG 0x9e3779b97f4a7c38 \\(from the checkpoint\\) → 0x[0-9a-f]{16}\n$`),
+    );
+  });
+
+  it('--ids prints the new token ids, one sample a line', async () => {
+    const r = await llmcp(['sample', GOLDEN, '--prompt-ids', '0', '--top-k', '3', '--max-tokens', '4', '--no-slide', '--seed', '36', '--count', '2', '--ids']);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse((await llmcp(['sample', GOLDEN, '--prompt-ids', '0', '--top-k', '3', '--max-tokens', '4', '--no-slide', '--seed', '36', '--count', '2', '--json'])).stdout) as { samples: { tokens: number[] }[] };
+    expect(r.stdout).toBe(doc.samples.map((s) => `${s.tokens.join(',')}\n`).join(''));
+  });
+
+  it('slides past the context window by default: the first tokens are the ch36 ones, then it goes on (cached = uncached)', async () => {
+    const args = ['sample', GOLDEN, '--prompt-ids', '0', '--temperature', '1', '--top-k', '3', '--max-tokens', '9', '--json'];
+    const cached = JSON.parse((await llmcp(args)).stdout) as { contextOverflow: string; rngStateAfter: string; samples: { tokens: number[]; stopReason: string }[] };
+    const plain = JSON.parse((await llmcp([...args, '--no-cache'])).stdout) as typeof cached;
+    expect(cached.contextOverflow).toBe('slide');
+    expect(cached.samples[0]?.tokens).toHaveLength(9);
+    expect(cached.samples[0]?.tokens.slice(0, 2)).toEqual([4, 4]);
+    expect(cached.samples[0]?.stopReason).toBe('max-new-tokens');
+    expect(plain.samples).toEqual(cached.samples);
+    expect(plain.rngStateAfter).toBe(cached.rngStateAfter);
+    const help = (await llmcp(['sample', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(help).toContain('Generation goes past the context window (maxPositions) by sliding it');
+    expect(help).toContain('--no-slide');
   });
 
   it('sample --no-cache gives the cached tokens, text and RNG state', async () => {

@@ -18,7 +18,7 @@ writeFileSync(good, bytes);
 const cut = path.join(tmp.dir, 'cut.safetensors');
 writeFileSync(cut, bytes.subarray(0, bytes.length - 8));
 const gguf = path.join(tmp.dir, 'empty.gguf');
-// A GGUF v3 header with no tensors and no metadata (ggml docs/gguf.md).
+// A GGUF v3 header with no tensors and no metadata (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md).
 writeFileSync(gguf, Uint8Array.of(0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array<number>(16).fill(0)));
 
 describe('llmcp inspect on foreign files', () => {

@@ -20,7 +20,7 @@ interface ReadTensor {
 }
 
 /**
- * An independent GGUF v3 reader written from ggml's docs/gguf.md, sharing no
+ * An independent GGUF v3 reader written from ggml's GGUF specification (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), sharing no
  * code with the writer: magic, version, counts, typed key/values (every value
  * type), tensor infos, alignment padding, and the data section.
  */
@@ -351,15 +351,21 @@ describe('llmcp export --to gguf', () => {
     expect(r.stderr).toMatch(/--dtype f16 applies to --to gguf only/);
   });
 
-  it('exports a run directory (its best slot, <run>.gguf) and run:slot (<run>-<slot>.gguf)', async () => {
+  it('exports a run directory (its best slot, <run>-best.gguf), run:slot and a slot directory (<run>-<slot>.gguf), never overwriting', async () => {
     const run = path.join(tmp.dir, 'ch33');
     expect((await llmcp(['train', run, '--preset', 'ch33', '--plain'])).code).toBe(0);
     const best = await llmcp(['export', '--to', 'gguf', run], { cwd: tmp.dir });
     expect(best.code).toBe(0);
-    expect(best.stdout).toMatch(/from .*ch33:best \(step 8, fnv1a64:2b8b6097eaed6a91\)/);
+    expect(best.stdout).toMatch(/^wrote ch33-best\.gguf: .*from .*ch33:best \(step 8, fnv1a64:2b8b6097eaed6a91\)/);
     const latest = await llmcp(['export', '--to', 'gguf', `${run}:latest`], { cwd: tmp.dir });
     expect(latest.code).toBe(0);
-    for (const file of ['ch33.gguf', 'ch33-latest.gguf']) {
+    const slotDir = await llmcp(['export', '--to', 'gguf', path.join(run, 'checkpoints', 'step_000008')], { cwd: tmp.dir });
+    expect(slotDir.stdout).toMatch(/^wrote ch33-step_000008\.gguf: /);
+    const again = await llmcp(['export', '--to', 'gguf', run], { cwd: tmp.dir });
+    expect(again.code).toBe(4);
+    expect(again.stderr).toBe('llmcp export: error: output ch33-best.gguf already exists\nhint: pass --force to replace it, or choose another --out\n');
+    expect((await llmcp(['export', '--to', 'gguf', run, '--force'], { cwd: tmp.dir })).code).toBe(0);
+    for (const file of ['ch33-best.gguf', 'ch33-latest.gguf', 'ch33-step_000008.gguf']) {
       const g = readGguf(new Uint8Array(readFileSync(path.join(tmp.dir, file))));
       expect(g.kv.get('general.source.checksum')).toBe('fnv1a64:2b8b6097eaed6a91'); // the ch33 run reproduces the golden file
     }

@@ -124,11 +124,17 @@ describe('llmcp export --to hf', () => {
   });
 
   it('explains a bad slot, a missing directory argument and options that do not apply', async () => {
-    expect((await llmcp(['export', '--to', 'hf', `${run}:../../etc`, path.join(tmp.dir, 'x')])).code).toBe(2);
+    const bad = await llmcp(['export', '--to', 'hf', `${run}:../../etc`, path.join(tmp.dir, 'x')]);
+    expect(bad.code).toBe(3);
+    expect(bad.stderr.split('\n')[0]).toBe(`llmcp export: error: slot "../../etc" is not a slot name (latest, latest.backup, best, best.backup or step_NNNNNN); ${run} has: best, best.backup, latest, latest.backup, step_000008, step_000012`);
     const missing = await llmcp(['export', '--to', 'hf', `${run}:step_000004`, path.join(tmp.dir, 'x')]);
     expect(missing.code).toBe(3);
-    expect(missing.stderr).toContain('has no slot step_000004');
-    expect((await llmcp(['export', '--to', 'hf', run])).stderr).toContain('--to hf needs the output directory');
+    expect(missing.stderr.split('\n')[0]).toBe(`llmcp export: error: slot step_000004: ${run} has no such slot; it has: best, best.backup, latest, latest.backup, step_000008, step_000012`);
+    // Without a directory: one named after the run and slot, in the working directory.
+    const named = await llmcp(['export', '--to', 'hf', run], { cwd: tmp.dir });
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stdout.split('\n')[0]).toMatch(new RegExp(`^wrote ${path.basename(run)}-best-hf: Hugging Face LlamaForCausalLM from `));
+    expect(existsSync(path.join(tmp.dir, `${path.basename(run)}-best-hf`, 'config.json'))).toBe(true);
     expect((await llmcp(['export', '--to', 'hf', run, path.join(tmp.dir, 'x'), '--moments'])).code).toBe(2);
   });
 

@@ -48,7 +48,7 @@ describe('llmcp inspect', () => {
     expect(stdout).toMatch(/\[14,16\)\s+35 0b\s+header_bytes: u64 LE, bytes 1–2 of 8 \(header_bytes = 2869\)/);
     expect(stdout).toContain('checksum: stored fnv1a64:2b8b6097eaed6a91, computed fnv1a64:2b8b6097eaed6a91 — match');
     expect(stdout.split('\n')[1]).toBe('verdict: VALID (fnv1a64:2b8b6097eaed6a91)');
-    // Configuration, step and RNG state as in format.md §12.1.
+    // Configuration, step and RNG state as in ../../format/SPEC.md §12.1.
     expect(stdout).toMatch(/115\s+8\s+decoder rope_base\s+10000 \(bits 0x40c3880000000000\)/);
     expect(stdout).toMatch(/512\s+8\s+beta1 power\s+0\.43046721000000016 \(bits 0x3fdb8cc6573cd2c7\)/);
     expect(stdout).toContain('pieces: 0="0"  1="1"  2="2"  3="3"  4="4"');

@@ -116,10 +116,10 @@ describe('llmcp train / fork: where the new run directory cannot be', () => {
 });
 
 describe('llmcp fork --slot', () => {
-  it.each(['../../etc', 'latest/../best', '/etc', 'step_1', 'latest.', '.tmp-latest-1-1', ''])('refuses %j (not a plain slot name), listing the slots, exit 2', async (slot) => {
+  it.each(['../../etc', 'latest/../best', '/etc', 'step_1', 'latest.', '.tmp-latest-1-1', ''])('refuses %j (not a plain slot name) as an input error listing the slots, exit 3', async (slot) => {
     const target = path.join(tmp.dir, 'fork-bad');
     const r = await llmcp(['fork', run, target, '--slot', slot]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr.split('\n')[0]).toBe(
       `llmcp fork: error: --slot ${JSON.stringify(slot)} is not a slot name (latest, latest.backup, best, best.backup or step_NNNNNN); ${run} has: best, best.backup, latest, step_000008`,
     );

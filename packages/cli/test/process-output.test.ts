@@ -71,7 +71,8 @@ function longRunConfig(): string {
 
 function lossRecords(runDir: string): number {
   const file = path.join(runDir, 'loss.jsonl');
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').length : 0;
+  // Training records only: evaluation records ({"step":N,"validationLoss":…}) share the file.
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '' && !l.includes('"validationLoss"')).length : 0;
 }
 
 /** Resolves once `condition` holds (checked on every turn of a short poll), or rejects when `gone` settles first. */

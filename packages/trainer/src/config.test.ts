@@ -1,8 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { diffConfig, isCheckpointStep, isPolicyField, isValidationStep, learningRateAt, loadConfig, parseConfig } from './config.ts';
+import { defaultThreads, diffConfig, isCheckpointStep, isPolicyField, isValidationStep, learningRateAt, loadConfig, MAX_THREADS, parseConfig } from './config.ts';
+import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
 import { isTrainerError } from './errors.ts';
 import { CH33_CONFIG_INPUT, ch33Config } from './presets.ts';
 
@@ -27,6 +28,14 @@ describe('parseConfig', () => {
     expect(c.schedule).toEqual({ kind: 'warmup-cosine', peak: null, warmupSteps: 100, floor: null, totalSteps: null });
     expect(c.data.source).toEqual({ kind: 'text', path: 'stories.txt', documents: 'paragraphs', validationFraction: 0.05, testFraction: 0 });
     expect(c.log.timing).toBe(true);
+  });
+
+  it('defaults threads to this machine\'s cores (at most MAX_THREADS), and threads is never a difference', () => {
+    const c = parseConfig(minimal);
+    expect(c.threads).toBe(Math.min(MAX_THREADS, availableParallelism()));
+    expect(c.threads).toBe(defaultThreads());
+    expect(diffConfig(c, { ...c, threads: c.threads + 1 })).toEqual([]);
+    expect(refusal({ ...minimal, threads: MAX_THREADS + 1 }).fields).toEqual(['threads']);
   });
 
   it('refuses an unknown key and names it', () => {
@@ -107,5 +116,15 @@ describe('cadence', () => {
   it('gives each step its scheduled rate', () => {
     const c = ch33Config();
     expect([1, 2, 3, 8].map((s) => learningRateAt(c, s))).toEqual([0.04, 0.04, 0.025, 0.008]);
+  });
+});
+
+describe('config rules shared with the format', () => {
+  it('reports the decoder-shape and AdamW problems of @llmcp/format, word for word', () => {
+    const shape = decoderConfigProblem({ vocabularySize: 1, modelWidth: 30, heads: 4, feedForwardWidth: 256, layers: 2, maxPositions: 64, ropeBase: 10000, rmsEpsilon: 1e-6 });
+    expect(refusal({ ...minimal, model: { width: 30, heads: 4 } }).message).toContain(`config.model.heads: ${shape?.message}`);
+    const decay = adamwConfigProblem({ learningRate: 0.5, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 4 });
+    expect(decay?.reason).toBe('invalid-decay-product');
+    expect(refusal({ ...minimal, optimizer: { learningRate: 0.5, weightDecay: 4 } }).message).toContain(`config.optimizer.weightDecay: expected ${decay?.expected}, found 2`);
   });
 });

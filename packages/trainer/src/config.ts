@@ -4,15 +4,17 @@
  * refused with a message naming the dotted key.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { constantSchedule, listSchedule, warmupCosineSchedule, type LearningRateSchedule } from '@llmcp/optim';
+import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
 import { TrainerError } from './errors.ts';
 
 /** Where the documents come from. Paths are resolved against the config file's directory. */
 export type DataSourceConfig =
   | {
-      /** The reference-exact JSON corpus with a split manifest (tokenizer-and-data.md §1). */
+      /** The reference-exact JSON corpus with a split manifest (../../../docs/spec/tokenizer-and-data.md §1). */
       readonly kind: 'corpus';
       readonly corpus: string;
       readonly split: string;
@@ -38,7 +40,7 @@ export type DataSourceConfig =
 export type TokenizerConfig =
   | { readonly kind: 'literal'; readonly pieces: readonly string[] }
   | {
-      /** Byte-level BPE learned from the train partition (tokenizer-and-data.md §2). */
+      /** Byte-level BPE learned from the train partition (../../../docs/spec/tokenizer-and-data.md §2). */
       readonly kind: 'bpe';
       readonly merges: number;
       /** Refuse the run if fewer merges than requested are learned. */
@@ -75,7 +77,7 @@ export interface TrainerConfig {
     readonly shuffle: {
       /** SplitMix64 seed of the Fisher–Yates shuffle (used as the raw state). */
       readonly seed: number;
-      /** `repeat`: one shuffled order repeated (training.md §3.2); `reshuffle`: a new order each epoch from the continuing RNG. */
+      /** `repeat`: one shuffled order repeated (../../../docs/spec/training.md §3.2); `reshuffle`: a new order each epoch from the continuing RNG. */
       readonly epochs: 'repeat' | 'reshuffle';
     };
   };
@@ -101,7 +103,7 @@ export interface TrainerConfig {
     readonly weightDecay: number;
     /** `gain-no-decay`: RMSNorm gains are not decayed; `none`: no groups, every parameter decays. */
     readonly groups: 'gain-no-decay' | 'none';
-    /** Global gradient-norm clip (training.md §5); `null` = no clipping. */
+    /** Global gradient-norm clip (../../../docs/spec/training.md §5); `null` = no clipping. */
     readonly clipNorm: number | null;
   };
   readonly schedule: ScheduleConfig;
@@ -144,8 +146,21 @@ export interface TrainerConfig {
     /** Put tokens/s and wall time in each loss record (under `timing`); off = byte-reproducible loss.jsonl. */
     readonly timing: boolean;
   };
-  /** Worker threads for the model (the bits never depend on it). */
+  /** Worker threads for the model (default: {@link defaultThreads}; the bits never depend on it, and a change is never a config change). */
   readonly threads: number;
+}
+
+/** The most model worker threads a config may ask for. */
+export const MAX_THREADS = 64;
+
+/**
+ * The default of `threads`: this machine's cores (`os.availableParallelism()`),
+ * at most {@link MAX_THREADS}. The bits never depend on it.
+ *
+ * @returns the thread count.
+ */
+export function defaultThreads(): number {
+  return Math.max(1, Math.min(MAX_THREADS, availableParallelism()));
 }
 
 const positiveInt = z.number().int().positive();
@@ -268,14 +283,13 @@ const schema = z
       })
       .prefault({}),
     log: z.strictObject({ timing: z.boolean().default(true) }).prefault({}),
-    threads: positiveInt.max(64).default(1),
+    threads: positiveInt.max(MAX_THREADS).default(() => defaultThreads()),
   })
   .superRefine((c, ctx) => {
-    if (c.model.width % c.model.heads !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['model', 'heads'], message: `model.width ${c.model.width} must be divisible by heads ${c.model.heads}` });
-    } else if ((c.model.width / c.model.heads) % 2 !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['model', 'heads'], message: `head width ${c.model.width / c.model.heads} must be even (RoPE)` });
-    }
+    // The decoder's shape rules are the format's (one home); the vocabulary comes from the tokenizer, checked there.
+    const m = c.model;
+    const shape = decoderConfigProblem({ vocabularySize: 1, modelWidth: m.width, heads: m.heads, feedForwardWidth: m.feedForwardWidth, layers: m.layers, maxPositions: m.maxPositions ?? c.data.contextLength, ropeBase: m.ropeBase, rmsEpsilon: m.rmsEpsilon });
+    if (shape !== null) ctx.addIssue({ code: 'custom', path: ['model', shape.field === 'modelWidth' ? 'width' : shape.field], message: shape.message });
     if (c.model.maxPositions !== null && c.model.maxPositions < c.data.contextLength) {
       ctx.addIssue({
         code: 'custom',
@@ -308,10 +322,8 @@ const schema = z
         message: `expected a multiple of evaluation.validateEvery (${c.evaluation.validateEvery}), found ${every}`,
       });
     }
-    const rate = c.optimizer.learningRate * c.optimizer.weightDecay;
-    if (c.optimizer.weightDecay !== 0 && !(rate > 0 && rate < 1)) {
-      ctx.addIssue({ code: 'custom', path: ['optimizer', 'weightDecay'], message: 'learningRate × weightDecay must be in (0, 1)' });
-    }
+    const adamw = adamwConfigProblem(c.optimizer);
+    if (adamw !== null) ctx.addIssue({ code: 'custom', path: ['optimizer', adamw.field], message: `expected ${adamw.expected}, found ${adamw.found}` });
   });
 
 /**
@@ -378,6 +390,18 @@ export function resolveConfigPaths(config: TrainerConfig, baseDir: string): Trai
  * @throws TrainerError `TRAINER_CONFIG_UNREADABLE` or `TRAINER_CONFIG_INVALID`.
  */
 export function loadConfig(file: string): TrainerConfig {
+  return resolveConfigPaths(parseConfig(readConfigFile(file)), path.dirname(path.resolve(file)));
+}
+
+/**
+ * Reads a JSON config file as it is written (not validated, no defaults, paths
+ * as written): the input that overrides apply to before `parseConfig`.
+ *
+ * @param file - path of the JSON config.
+ * @returns the parsed JSON.
+ * @throws TrainerError `TRAINER_CONFIG_UNREADABLE` when it cannot be read or is not JSON.
+ */
+export function readConfigFile(file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -390,7 +414,7 @@ export function loadConfig(file: string): TrainerConfig {
   } catch (cause) {
     throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `config file ${file} is not valid JSON: ${(cause as Error).message}`, { path: file, cause });
   }
-  return resolveConfigPaths(parseConfig(json), path.dirname(path.resolve(file)));
+  return json;
 }
 
 /** Config paths that name file locations; their *contents* are compared through input identities instead. */

@@ -13,7 +13,7 @@ export type EvaluationList = 'validation' | 'training';
 export interface EngineUpdate {
   /** Mean loss of the batch (before the update). */
   readonly loss: number;
-  /** Global gradient norm before clipping (training.md §5). */
+  /** Global gradient norm before clipping (../../../docs/spec/training.md §5). */
   readonly gradientNorm: number;
   readonly clipped: boolean;
   /** Target tokens in the batch. */

@@ -18,6 +18,12 @@ export type TrainerEvent =
       readonly parameterCount: number;
       readonly vocabularySize: number;
       readonly tokensPerStep: number;
+      /** The matrix-product kernels the model runs (`kernelInfo().kind` of @llmcp/model: 'native-avx512', 'wasm-simd', …; never changes bits). */
+      readonly kernels?: string;
+      /** The newest validation result of the job so far (on a resume, from its job state), or null. */
+      readonly lastValidation: { readonly step: number; readonly validationLoss: number } | null;
+      /** The best validation result so far (on a resume, from its job state), or null. */
+      readonly best: { readonly step: number; readonly validationLoss: number } | null;
     }
   | {
       readonly type: 'step';
@@ -59,6 +65,28 @@ export type TrainerEvent =
       readonly samples: readonly string[] | null;
     }
   | { readonly type: 'signal'; readonly signal: 'SIGTERM' | 'SIGINT' | 'SIGUSR1' | 'abort' }
+  | {
+      /** A resume applied a new step budget as a recorded pivot (before training goes on). */
+      readonly type: 'budget-changed';
+      readonly step: number;
+      readonly fromSteps: number;
+      readonly toSteps: number;
+      readonly pivot: number;
+      /** `extending from 60 to 90 steps; the schedule now …` (one line). */
+      readonly description: string;
+    }
+  | {
+      /** A second Ctrl-C: the process exits at once, without a stop checkpoint (the last event of the run). */
+      readonly type: 'exiting';
+      readonly signal: 'SIGINT';
+      /** The checkpoint a resume will use (the newest save seen complete), or null when none was saved. */
+      readonly resumeSlot: string | null;
+      readonly resumeStep: number | null;
+      /** A save was in flight (it is abandoned; if it had published, a resume uses it instead). */
+      readonly saveInFlight: boolean;
+      /** The one line to print, e.g. `second Ctrl-C: exited at once without a stop checkpoint; a resume will use latest (step 40)`. */
+      readonly description: string;
+    }
   | { readonly type: 'stopped'; readonly step: number; readonly reason: string }
   | { readonly type: 'completed'; readonly step: number; readonly bestStep: number | null; readonly bestValidationLoss: number | null };
 

@@ -1,5 +1,5 @@
 /**
- * The final evaluation (tokenizer-and-data.md §5.2–5.3, the reference's
+ * The final evaluation (../../../docs/spec/tokenizer-and-data.md §5.2–5.3, the reference's
  * chapters 34 and 39): after selection is closed, the test partition's window
  * list is built and scored exactly once by the selected decoder and by a
  * frozen add-α bigram baseline fitted on the training partition, on the same
@@ -178,7 +178,7 @@ function slotFingerprint(test: readonly EvaluationDocument[], batches: readonly 
 
 /**
  * Scores the test partition once with the selected decoder and the frozen
- * bigram baseline (tokenizer-and-data.md §5.2–5.3).
+ * bigram baseline (../../../docs/spec/tokenizer-and-data.md §5.2–5.3).
  *
  * The decoder's mean is the token-weighted mean of batch means (Σ mean × w·T
  * in batch order, ÷ total), the bigram's the sum of per-slot surprises in slot

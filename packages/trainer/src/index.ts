@@ -14,6 +14,7 @@ export {
   trainerConfigSchema,
   parseConfig,
   loadConfig,
+  readConfigFile,
   resolveConfigPaths,
   diffConfig,
   isPolicyField,
@@ -24,9 +25,27 @@ export {
   isCheckpointStep,
   learningRateAt,
   scheduleOf,
+  defaultThreads,
+  MAX_THREADS,
 } from './config.ts';
+export { describeStepBudgetChange, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS } from './step-budget.ts';
+export type { StepBudgetChange } from './step-budget.ts';
 export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig } from './config.ts';
-export { CH33_CONFIG_INPUT, ch33Config, CH34_TEST_DOCUMENTS, ch34Config, CH39_CONFIG_INPUT, ch39Config } from './presets.ts';
+export { CONFIG_SCHEMA_FILE, CONFIG_SCHEMA_REF, trainerConfigJsonSchema, configKeyPaths, nearestConfigKey } from './config-schema.ts';
+export { applyConfigOverrides, parseConfigAssignment } from './config-overrides.ts';
+export type { ConfigAssignment } from './config-overrides.ts';
+export {
+  CH33_CONFIG_INPUT,
+  ch33Config,
+  CH34_TEST_DOCUMENTS,
+  ch34Config,
+  CH39_CONFIG_INPUT,
+  ch39Config,
+  SIZE_PRESETS,
+  isSizePresetName,
+  sizePresetConfigInput,
+} from './presets.ts';
+export type { SizePresetName, SizePresetOptions, DataSourceConfigInput } from './presets.ts';
 export { evaluateFinal, FINAL_EVALUATION_VERSION } from './final-evaluation.ts';
 export type { FinalEvaluation, FinalEvaluationOptions, EvaluationDocument, SlotScore } from './final-evaluation.ts';
 export { evaluateRun, evaluateCheckpointFile, loadSelectedSlot, recordedInputs } from './run-evaluation.ts';
@@ -37,6 +56,8 @@ export { JOB_FORMAT, LEGACY_JOB_FORMAT, sealJob, encodeJob, decodeJob } from './
 export type { Job, JobBody, InputIdentity, EvaluationRecord } from './job.ts';
 export {
   RUN_FILES,
+  NAMED_SLOTS,
+  isSlotName,
   stepSlotName,
   stepOfSlot,
   checkpointsDir,
@@ -46,16 +67,22 @@ export {
   resumeCandidates,
   applyRetention,
   loadBestCheckpoint,
+  bestCheckpointSlot,
+  newestCandidateJob,
 } from './run-directory.ts';
 export type { SlotName, VerifiedSlot, SlotReport, CheckpointChoice, RetentionResult } from './run-directory.ts';
 export { LossLog, formatLossRecord, parseLossLog, planLossLogResume, scanLossLog } from './loss-log.ts';
 export type { LossRecord, LossTiming, LossLogPosition, ParsedLossLog, LossLogResumePlan, LossLogScan } from './loss-log.ts';
+export { formatEvaluationRecord, parseLossLine } from './loss-records.ts';
+export type { EvaluationLogRecord, LossLogLine } from './loss-records.ts';
 export { RUN_MANIFEST_FORMAT, readRunManifest } from './run-manifest.ts';
 export type { RunManifest, RunEvent } from './run-manifest.ts';
 export { RunControl } from './signals.ts';
 export type { StopReason } from './signals.ts';
-export { createProgressRenderer, formatDuration } from './progress.ts';
-export type { ProgressRenderer, ProgressOptions, ProgressStream } from './progress.ts';
+export { createProgressRenderer, formatClock, formatDuration, layoutStatusLine } from './progress.ts';
+export type { ProgressRenderer, ProgressOptions, ProgressStream, StatusFields, StatusLayoutOptions, StatusRole } from './progress.ts';
+export { colorEnabled, liveRedrawEnabled } from './terminal.ts';
+export type { TerminalStream, TerminalEnv } from './terminal.ts';
 export type { TrainerEvent, TrainerEventListener, CheckpointReason } from './events.ts';
 export { runSampleAudit } from './sample-audit.ts';
 export type { SampleAudit, SampleAuditSettings, AuditSample } from './sample-audit.ts';

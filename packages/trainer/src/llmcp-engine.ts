@@ -1,7 +1,7 @@
 /**
  * The training engine on the llmcp packages: `@llmcp/model`'s decoder,
  * `@llmcp/optim`'s AdamW and clipping, `@llmcp/data`'s windows, batches and
- * resumable update order. One update is exactly training.md §4: forward →
+ * resumable update order. One update is exactly ../../../docs/spec/training.md §4: forward →
  * backward → finite check → clip → AdamW step → zero-grad.
  */
 import { checksumLabel, fnv1a64, type AdamWConfig, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';

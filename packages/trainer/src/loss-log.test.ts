@@ -90,3 +90,49 @@ describe('parseLossLog', () => {
     expect(parseLossLog(enc.encode('nope\n')).problem).toMatch(/not valid JSON/);
   });
 });
+
+describe('evaluation records', () => {
+  const evaluation = (step: number) => ({ step, validationLoss: 2 + 1 / (step + 1), trainingLoss: null });
+
+  it('are written after the training record of their step, covered by the position, and counted apart from records', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'llmcp-loss-')), 'loss.jsonl');
+    const log = LossLog.create(file);
+    log.appendEvaluation(evaluation(0));
+    log.append(record(1), null);
+    log.append(record(2), null);
+    log.appendEvaluation(evaluation(2));
+    expect(() => log.appendEvaluation(evaluation(2))).toThrow(/evaluation record for step 2 appended twice/);
+    expect(() => log.appendEvaluation(evaluation(1))).toThrow(/evaluation record for step 1 appended after the training record of step 2/);
+    const pos = log.position();
+    log.append(record(3), null); // beyond the checkpoint: orphaned by a crash
+    log.appendEvaluation(evaluation(3));
+    log.close();
+    expect(pos).toMatchObject({ records: 2 });
+    const bytes = new Uint8Array(readFileSync(file));
+    const parsed = parseLossLog(bytes);
+    expect(parsed.problem).toBeNull();
+    expect(parsed.records.map((r) => r.step)).toEqual([1, 2, 3]);
+    expect(parsed.evaluations.map((e) => e.step)).toEqual([0, 2, 3]);
+    const plan = planLossLogResume(file, pos);
+    expect(plan).toMatchObject({ orphanedRecords: 1 });
+    expect(plan.orphanedBytes).toBe(bytes.length - pos.bytes);
+    // The kept prefix ends with step 2's evaluation: the resumed log refuses a second one, takes step 3.
+    const resumed = LossLog.resume(plan, true);
+    expect(() => resumed.appendEvaluation(evaluation(2))).toThrow(/twice/);
+    resumed.append(record(3), null);
+    resumed.close();
+    expect(parseLossLog(new Uint8Array(readFileSync(file))).evaluations.map((e) => e.step)).toEqual([0, 2]);
+  });
+
+  it('follow the continuity rule: the step of the training record before, at most one per step', () => {
+    const enc = new TextEncoder();
+    const line = (step: number) => `{"step":${step},"validationLoss":2.5,"trainingLoss":null}\n`;
+    const t = (step: number) => formatLossRecord(record(step), null);
+    expect(parseLossLog(enc.encode(line(0) + t(1) + line(1) + t(2))).problem).toBeNull();
+    expect(parseLossLog(enc.encode(t(1) + line(2))).problem).toMatch(/line 2 \(byte \d+\) is an evaluation of step 2, but the training record before it is of step 1/);
+    expect(parseLossLog(enc.encode(t(1) + line(1) + line(1))).problem).toMatch(/line 3 .* is a second evaluation record of step 1/);
+    expect(parseLossLog(enc.encode(t(1) + '{"step":1,"validationLoss":"x","trainingLoss":null}\n')).problem).toMatch(/line 2 .*"validationLoss" is not a finite number/);
+    // A log of an old run, without evaluation records, is continuous as before.
+    expect(parseLossLog(enc.encode(t(1) + t(2) + t(3))).problem).toBeNull();
+  });
+});

@@ -1,29 +1,54 @@
 /**
- * `loss.jsonl`: one JSON record per update step, append-only, never archived or
- * reset. Each checkpoint records the log's length and the SHA-256 of that
- * prefix; a resume verifies the prefix unchanged and cuts only the records a
- * crash left beyond the checkpoint (their count and hash go to `run.json`), so
- * after any sequence of kills and resumes the file holds exactly one record per
- * step, in order.
+ * `loss.jsonl`: the run's history, append-only, never archived or reset. Two
+ * kinds of record (their one text form and parser live in `loss-records.ts`):
+ * a training record for every update step, and an evaluation record for
+ * every evaluation, written right after the training record of the step it
+ * evaluated (step 0's first of all). The continuity rule: training steps run
+ * 1, 2, 3, … without gaps; an evaluation record's step equals the step of the
+ * training record before it (0 before the first), at most one per step. Runs
+ * written before evaluation records existed simply have none; they resume.
  *
- * Record layout (fixed key order): `step`, `loss`, `learningRate`,
+ * "Records" counts training records (= steps logged) everywhere: in a
+ * checkpoint's recorded position (`job.json` `lossLog.records`, whose `bytes`
+ * and `sha256` cover both kinds), in `runStatus().lossRecords`, in
+ * `verifyRun().lossLog.records` and `orphaned`, and in a resume's cut count;
+ * evaluation records are counted apart (`evaluations`).
+ *
+ * Each checkpoint records the log's length and the SHA-256 of that prefix; a
+ * resume verifies the prefix unchanged and cuts only what a crash left beyond
+ * the checkpoint (the count of training records cut and the SHA-256 of the
+ * cut bytes go to `run.json`), so after any sequence of kills and resumes the
+ * file holds exactly one training record per step, in order, each evaluation
+ * after its step.
+ *
+ * Training record layout (fixed key order): `step`, `loss`, `learningRate`,
  * `gradientNorm`, `clipped`, `tokens`, then — only with `log.timing` on —
- * `timing: { tokensPerSecond, stepMs, time }`. Numbers are ECMAScript's
- * shortest round-trip decimals, which read back to the exact f64 bits. With
- * timing off the file is byte-identical between an interrupted and an
- * uninterrupted run; with timing on it is identical once `timing` is removed.
+ * `timing: { tokensPerSecond, stepMs, time }`; evaluation records are
+ * `{"step":N,"validationLoss":…,"trainingLoss":…|null}`. Numbers are
+ * ECMAScript's shortest round-trip decimals, which read back to the exact f64
+ * bits. With timing off the file is byte-identical between an interrupted and
+ * an uninterrupted run; with timing on it is identical once `timing` is removed.
  */
 import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, constants } from 'node:fs';
 import { createHash, type Hash } from 'node:crypto';
 import { TrainerError } from './errors.ts';
 import { sha256Hex } from './internal/canonical-json.ts';
 import { writeAllSync } from './internal/durable-fs.ts';
-import { formatLossRecord as formatRecordLine, type LossRecord, type LossTiming } from './loss-records.ts';
+import {
+  formatEvaluationRecord as formatEvaluationLine,
+  formatLossRecord as formatRecordLine,
+  parseLossLine,
+  type EvaluationLogRecord,
+  type LossLogLine,
+  type LossRecord,
+  type LossTiming,
+} from './loss-records.ts';
 
-export type { LossRecord, LossTiming } from './loss-records.ts';
+export type { EvaluationLogRecord, LossRecord, LossTiming } from './loss-records.ts';
 
 /** Position of the log after a given record. */
 export interface LossLogPosition {
+  /** Training records (one per update step) up to here; evaluation records are not counted (the bytes and hash cover them). */
   readonly records: number;
   readonly bytes: number;
   readonly sha256: string;
@@ -53,9 +78,12 @@ export function formatLossRecord(record: LossRecord, timing: LossTiming | null):
 
 /** Parsed view of `loss.jsonl`. */
 export interface ParsedLossLog {
+  /** The training records, one per step (a damaged line is left out; `problem` names it). */
   readonly records: readonly (LossRecord & { readonly timing?: LossTiming })[];
-  /** Byte offset just after each record's newline. */
+  /** Byte offset just after each training record's newline. */
   readonly ends: readonly number[];
+  /** The evaluation records, each right after the training record of its step (step 0's first of all). */
+  readonly evaluations: readonly EvaluationLogRecord[];
   /** Bytes after the last complete line (a torn write), 0 when clean. */
   readonly trailingBytes: number;
   /** First problem found (bad JSON, step out of sequence), or null. */
@@ -68,47 +96,81 @@ const MAX_LINE_BYTES = 1 << 20;
 /** Bytes per read when streaming `loss.jsonl` (any size, bounded memory). */
 const READ_CHUNK = 4 << 20;
 
-const NOT_A_RECORD: LossRecord = { step: Number.NaN, loss: Number.NaN, learningRate: Number.NaN, gradientNorm: Number.NaN, clipped: false, tokens: 0 };
+/** Where a scan starts: at the beginning of the file, or after a prefix already known (a resume's checkpoint). */
+interface ScanStart {
+  /** Training records before the scanned bytes. */
+  readonly records: number;
+  /** Byte offset of the scanned bytes in the file. */
+  readonly offset: number;
+}
 
 /**
- * The one reader of `loss.jsonl` lines: fed bytes in any chunking, it checks
- * every complete line (valid UTF-8 JSON, steps 1, 2, 3, … without gaps) and
- * hands each record on; memory stays bounded by {@link MAX_LINE_BYTES}.
+ * The one reader of `loss.jsonl` lines: fed bytes in any chunking, it parses
+ * every complete line with {@link parseLossLine} and checks the continuity
+ * rule — training records carry steps 1, 2, 3, … without gaps; an evaluation
+ * record's step equals the step of the training record before it (0 before
+ * the first), at most one per step — handing each line on; memory stays
+ * bounded by {@link MAX_LINE_BYTES}.
+ *
+ * `records` counts the training records (one per step; a damaged line counts
+ * as one where it stands), `evaluations` the evaluation records.
  */
 class LossLineScanner {
   readonly #decoder = new TextDecoder('utf-8', { fatal: true });
-  readonly #onRecord: (record: LossRecord & { timing?: LossTiming }, end: number) => void;
+  readonly #onLine: (line: LossLogLine | null, end: number) => void;
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
   #overlong = false;
-  #offset = 0;
-  #lineStart = 0;
-  records = 0;
+  #offset: number;
+  #lineStart: number;
+  #lines = 0;
+  #evaluatedStep: number | null = null;
+  records: number;
+  evaluations = 0;
   problem: string | null = null;
 
-  constructor(onRecord: (record: LossRecord & { timing?: LossTiming }, end: number) => void) {
-    this.#onRecord = onRecord;
+  constructor(onLine: (line: LossLogLine | null, end: number) => void, start: ScanStart = { records: 0, offset: 0 }) {
+    this.#onLine = onLine;
+    this.records = start.records;
+    this.#offset = start.offset;
+    this.#lineStart = start.offset;
+  }
+
+  #report(problem: string): void {
+    if (this.problem === null) this.problem = problem;
   }
 
   #line(bytes: Uint8Array, end: number): void {
-    const start = this.#lineStart;
-    let value: LossRecord & { timing?: LossTiming };
-    if (this.#overlong) {
-      if (this.problem === null) this.problem = `line ${this.records + 1} (byte ${start}) is longer than ${MAX_LINE_BYTES} bytes`;
-      value = NOT_A_RECORD;
-    } else {
+    const where = `line ${this.#lines + 1} (byte ${this.#lineStart})`;
+    this.#lines += 1;
+    let parsed: ReturnType<typeof parseLossLine>;
+    if (this.#overlong) parsed = { kind: 'problem', problem: `is longer than ${MAX_LINE_BYTES} bytes` };
+    else {
+      let text: string;
       try {
-        value = JSON.parse(this.#decoder.decode(bytes)) as LossRecord & { timing?: LossTiming };
-        if (this.problem === null && value.step !== this.records + 1) {
-          this.problem = `record ${this.records + 1} (byte ${start}) has step ${String(value.step)}, expected ${this.records + 1}`;
-        }
+        text = this.#decoder.decode(bytes);
+        parsed = parseLossLine(text);
       } catch (e) {
-        if (this.problem === null) this.problem = `line ${this.records + 1} (byte ${start}) is not valid JSON: ${(e as Error).message}`;
-        value = NOT_A_RECORD;
+        parsed = { kind: 'problem', problem: `is not valid UTF-8: ${(e as Error).message}` };
       }
     }
-    this.records += 1;
-    this.#onRecord(value, end);
+    if (parsed.kind === 'problem') {
+      this.#report(`${where} ${parsed.problem.startsWith('is ') ? parsed.problem : `is ${parsed.problem.startsWith('not ') ? '' : 'not a loss record: '}${parsed.problem}`}`);
+      this.records += 1;
+      this.#onLine(null, end);
+      return;
+    }
+    if (parsed.kind === 'evaluation') {
+      const step = parsed.record.step;
+      if (step !== this.records) this.#report(`${where} is an evaluation of step ${step}, but the training record before it is of step ${this.records}`);
+      else if (this.#evaluatedStep === step) this.#report(`${where} is a second evaluation record of step ${step}`);
+      this.#evaluatedStep = step;
+      this.evaluations += 1;
+    } else {
+      if (parsed.record.step !== this.records + 1) this.#report(`record ${this.records + 1} (byte ${this.#lineStart}) has step ${parsed.record.step}, expected ${this.records + 1}`);
+      this.records += 1;
+    }
+    this.#onLine(parsed, end);
   }
 
   /** Feeds the next bytes of the file. */
@@ -159,7 +221,9 @@ function concat(parts: readonly Uint8Array[], total: number): Uint8Array {
 }
 
 /**
- * Parses `loss.jsonl` bytes and checks that steps run 1, 2, 3, … without gaps.
+ * Parses `loss.jsonl` bytes and checks the continuity rule (training steps
+ * 1, 2, 3, … without gaps; each evaluation record of the step of the training
+ * record before it, at most one per step).
  *
  * @param bytes - the file's bytes.
  * @returns records, their end offsets, and the first problem.
@@ -167,12 +231,16 @@ function concat(parts: readonly Uint8Array[], total: number): Uint8Array {
 export function parseLossLog(bytes: Uint8Array): ParsedLossLog {
   const records: (LossRecord & { timing?: LossTiming })[] = [];
   const ends: number[] = [];
-  const scanner = new LossLineScanner((record, end) => {
-    records.push(record);
-    ends.push(end);
+  const evaluations: EvaluationLogRecord[] = [];
+  const scanner = new LossLineScanner((line, end) => {
+    if (line?.kind === 'evaluation') evaluations.push(line.record);
+    else if (line?.kind === 'training') {
+      records.push(line.timing === null ? line.record : { ...line.record, timing: line.timing });
+      ends.push(end);
+    }
   });
   scanner.push(bytes);
-  return { records, ends, trailingBytes: scanner.trailingBytes, problem: scanner.problem };
+  return { records, ends, evaluations, trailingBytes: scanner.trailingBytes, problem: scanner.problem };
 }
 
 /**
@@ -204,8 +272,14 @@ export function streamFile(file: string, onChunk: (chunk: Uint8Array, offset: nu
 /** What {@link scanLossLog} found, without holding the records. */
 export interface LossLogScan {
   readonly bytes: number;
+  /** Training records (one per step; a damaged line counts as one). */
   readonly records: number;
+  /** Evaluation records. */
+  readonly evaluations: number;
+  /** The last training record. */
   readonly last: (LossRecord & { readonly timing?: LossTiming }) | null;
+  /** The last evaluation record. */
+  readonly lastEvaluation: EvaluationLogRecord | null;
   readonly trailingBytes: number;
   readonly problem: string | null;
   /** SHA-256 of the first `prefixBytes` bytes, when asked for and the file is that long. */
@@ -225,8 +299,10 @@ export interface LossLogScan {
  */
 export function scanLossLog(file: string, prefixBytes: number | null = null, chunkBytes: number = READ_CHUNK): LossLogScan {
   let last: (LossRecord & { timing?: LossTiming }) | null = null;
-  const scanner = new LossLineScanner((record) => {
-    last = record;
+  let lastEvaluation: EvaluationLogRecord | null = null;
+  const scanner = new LossLineScanner((line) => {
+    if (line?.kind === 'training') last = line.timing === null ? line.record : { ...line.record, timing: line.timing };
+    else if (line?.kind === 'evaluation') lastEvaluation = line.record;
   });
   const hash = createHash('sha256');
   let size = 0;
@@ -245,14 +321,23 @@ export function scanLossLog(file: string, prefixBytes: number | null = null, chu
     }
   }
   const prefixSha256 = prefixBytes !== null && size >= prefixBytes ? `sha256:${hash.digest('hex')}` : null;
-  return { bytes: size, records: scanner.records, last, trailingBytes: scanner.trailingBytes, problem: scanner.problem, prefixSha256 };
+  return {
+    bytes: size,
+    records: scanner.records,
+    evaluations: scanner.evaluations,
+    last,
+    lastEvaluation,
+    trailingBytes: scanner.trailingBytes,
+    problem: scanner.problem,
+    prefixSha256,
+  };
 }
 
 /** What a resume will do to `loss.jsonl`, decided before anything is changed. */
 export interface LossLogResumePlan {
   readonly file: string;
   readonly keep: LossLogPosition;
-  /** Complete records beyond the checkpoint (orphaned by a crash). */
+  /** Complete training records (steps) beyond the checkpoint, orphaned by a crash (evaluation records among them are cut too, not counted). */
   readonly orphanedRecords: number;
   readonly orphanedBytes: number;
   /** SHA-256 of the orphaned bytes (recorded in run.json), or null. */
@@ -275,7 +360,8 @@ export function planLossLogResume(file: string, expected: LossLogPosition, chunk
   const prefixHash = createHash('sha256');
   const tailHash = createHash('sha256');
   let size = 0;
-  let orphanedRecords = 0;
+  // The tail is read with the one line reader, starting after the checkpoint's records, to count its training records.
+  const tail = new LossLineScanner(() => {}, { records: expected.records, offset: expected.bytes });
   if (!existsSync(file)) {
     if (expected.bytes !== 0) {
       throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss.jsonl is missing but the checkpoint recorded ${expected.records} records (${expected.bytes} bytes)`, { path: file });
@@ -287,9 +373,8 @@ export function planLossLogResume(file: string, expected: LossLogPosition, chunk
         const cut = Math.max(0, Math.min(chunk.length, expected.bytes - offset));
         if (cut > 0) prefixHash.update(chunk.subarray(0, cut));
         if (cut < chunk.length) {
-          const tail = chunk.subarray(cut);
-          tailHash.update(tail);
-          for (let i = tail.indexOf(0x0a); i >= 0; i = tail.indexOf(0x0a, i + 1)) orphanedRecords += 1;
+          tailHash.update(chunk.subarray(cut));
+          tail.push(chunk.subarray(cut));
         }
       },
       chunkBytes,
@@ -314,7 +399,7 @@ export function planLossLogResume(file: string, expected: LossLogPosition, chunk
   return {
     file,
     keep: expected,
-    orphanedRecords,
+    orphanedRecords: tail.records - expected.records,
     orphanedBytes,
     orphanedSha256: orphanedBytes === 0 ? null : `sha256:${tailHash.digest('hex')}`,
     prefixHash,
@@ -366,12 +451,14 @@ export class LossLog {
   readonly #hash: Hash;
   #records: number;
   #bytes: number;
+  #evaluatedStep: number | null;
 
-  private constructor(fd: number, hash: Hash, records: number, bytes: number) {
+  private constructor(fd: number, hash: Hash, position: { records: number; bytes: number; evaluatedStep: number | null }) {
     this.#fd = fd;
     this.#hash = hash;
-    this.#records = records;
-    this.#bytes = bytes;
+    this.#records = position.records;
+    this.#bytes = position.bytes;
+    this.#evaluatedStep = position.evaluatedStep;
   }
 
   /**
@@ -382,7 +469,7 @@ export class LossLog {
    */
   static create(file: string): LossLog {
     const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND, 0o644);
-    return new LossLog(fd, createHash('sha256'), 0, 0);
+    return new LossLog(fd, createHash('sha256'), { records: 0, bytes: 0, evaluatedStep: null });
   }
 
   /**
@@ -390,9 +477,10 @@ export class LossLog {
    * rewritten) and opens the log for appending.
    *
    * @param plan - from {@link planLossLogResume}.
+   * @param evaluated - whether the kept prefix already ends with the evaluation record of its last step (the checkpoint was validated at its step and logged it).
    * @returns the log positioned after the checkpoint's record.
    */
-  static resume(plan: LossLogResumePlan): LossLog {
+  static resume(plan: LossLogResumePlan, evaluated = false): LossLog {
     const fd = openSync(plan.file, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND, 0o644);
     try {
       if (plan.orphanedBytes > 0) ftruncateSync(fd, plan.keep.bytes);
@@ -400,7 +488,7 @@ export class LossLog {
       closeSync(fd);
       throw e;
     }
-    return new LossLog(fd, plan.prefixHash.copy(), plan.keep.records, plan.keep.bytes);
+    return new LossLog(fd, plan.prefixHash.copy(), { records: plan.keep.records, bytes: plan.keep.bytes, evaluatedStep: evaluated ? plan.keep.records : null });
   }
 
   /**
@@ -413,14 +501,43 @@ export class LossLog {
     if (record.step !== this.#records + 1) {
       throw new TrainerError('TRAINER_LOSS_LOG_INVALID', `loss record for step ${record.step} appended after ${this.#records} records`, { step: record.step });
     }
-    const bytes = ENCODER.encode(formatLossRecord(record, timing));
+    this.#write(formatLossRecord(record, timing));
+    this.#records += 1;
+  }
+
+  /**
+   * Appends the evaluation record of the current step, right after its training record (step 0's first of all).
+   *
+   * @param record - the evaluation.
+   * @throws TrainerError `TRAINER_LOSS_LOG_INVALID` for another step than the last training record's, or a second evaluation of a step; `TRAINER_NON_FINITE` for a non-finite loss.
+   */
+  appendEvaluation(record: EvaluationLogRecord): void {
+    if (record.step !== this.#records || this.#evaluatedStep === record.step) {
+      throw new TrainerError(
+        'TRAINER_LOSS_LOG_INVALID',
+        `evaluation record for step ${record.step} appended ${this.#evaluatedStep === record.step ? 'twice' : `after the training record of step ${this.#records}`}`,
+        { step: record.step },
+      );
+    }
+    let line: string;
+    try {
+      line = formatEvaluationLine(record);
+    } catch (e) {
+      if (e instanceof RangeError) throw new TrainerError('TRAINER_NON_FINITE', e.message, { step: record.step });
+      throw e;
+    }
+    this.#write(line);
+    this.#evaluatedStep = record.step;
+  }
+
+  #write(line: string): void {
+    const bytes = ENCODER.encode(line);
     writeAllSync(this.#fd, bytes);
     this.#hash.update(bytes);
-    this.#records += 1;
     this.#bytes += bytes.length;
   }
 
-  /** The current position (records, bytes, SHA-256 of everything written). */
+  /** The current position (training records, bytes and SHA-256 of everything written, evaluation records included). */
   position(): LossLogPosition {
     return { records: this.#records, bytes: this.#bytes, sha256: `sha256:${this.#hash.copy().digest('hex')}` };
   }

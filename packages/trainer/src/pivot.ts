@@ -143,51 +143,65 @@ export async function pivotRun(runDir: string, options: PivotOptions): Promise<P
 }
 
 async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise<PivotResult> {
-  const manifest = requireRunManifest(runDir);
+  requireRunManifest(runDir);
   const release = acquireRunLock(runDir);
   try {
     assertRunEntries(runDir);
-    const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, manifest));
-    const { changed, unchanged } = checkChanges(chosen.job.config, options.config, options.changes, 'pivot');
-    if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});
-    await checkContinuable(chosen, options.config, 'pivot');
-    const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), chosen.job.lossLog);
-    const pivot = chosen.job.run.pivots + 1;
-    const next = continueUnder(chosen, options.config, { id: chosen.job.run.id, pivots: pivot });
-
-    // Everything checked; now change the directory.
-    removeLeftovers(checkpointsDir(runDir));
-    const archiveRoot = path.join(runDir, RUN_FILES.archive);
-    makeDirectories(archiveRoot);
-    const archive = path.join(archiveRoot, `pivot-${pivot}`);
-    if (existsSync(archive)) rmSync(archive, { recursive: true, force: true });
-    const tmp = makeTempDirectory(archiveRoot, `tmp-pivot-${pivot}`);
-    const samples = path.join(runDir, RUN_FILES.samples);
-    if (existsSync(samples)) copyFileSync(samples, path.join(tmp, RUN_FILES.samples));
-    writeFileSync(path.join(tmp, 'config.json'), `${canonicalJson(chosen.job.config, '  ')}\n`);
-    writeFileSync(path.join(tmp, RUN_FILES.job), encodeJob(chosen.job));
-    fsyncDirectory(tmp);
-    renameSync(tmp, archive);
-    fsyncDirectory(archiveRoot);
-    writeSlot(runDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
-    rmSync(samples, { force: true });
-    LossLog.resume(lossPlan).close();
-    const archiveRel = path.relative(runDir, archive);
-    await appendRunEvent(runDir, manifest.runId, {
-      event: 'pivot',
-      time: nowIso(),
-      pivot,
-      step: chosen.job.step,
-      changed,
-      fromConfigDigest: chosen.job.configDigest,
-      toConfigDigest: next.job.configDigest,
-      archive: archiveRel,
-      reason: options.reason ?? '',
-    });
-    return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report };
+    return await pivotHeldRun(runDir, options);
   } finally {
     release();
   }
+}
+
+/**
+ * The pivot itself, for a caller that already holds the run's lock (`pivotRun`,
+ * and a resume that changes the step budget).
+ *
+ * @param runDir - the run directory (its lock held by this process).
+ * @param options - new config, declared changes, reason.
+ * @returns what was archived and changed.
+ * @throws TrainerError as {@link pivotRun}.
+ */
+export async function pivotHeldRun(runDir: string, options: PivotOptions): Promise<PivotResult> {
+  const manifest = requireRunManifest(runDir);
+  const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, manifest));
+  const { changed, unchanged } = checkChanges(chosen.job.config, options.config, options.changes, 'pivot');
+  if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});
+  await checkContinuable(chosen, options.config, 'pivot');
+  const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), chosen.job.lossLog);
+  const pivot = chosen.job.run.pivots + 1;
+  const next = continueUnder(chosen, options.config, { id: chosen.job.run.id, pivots: pivot });
+
+  // Everything checked; now change the directory.
+  removeLeftovers(checkpointsDir(runDir));
+  const archiveRoot = path.join(runDir, RUN_FILES.archive);
+  makeDirectories(archiveRoot);
+  const archive = path.join(archiveRoot, `pivot-${pivot}`);
+  if (existsSync(archive)) rmSync(archive, { recursive: true, force: true });
+  const tmp = makeTempDirectory(archiveRoot, `tmp-pivot-${pivot}`);
+  const samples = path.join(runDir, RUN_FILES.samples);
+  if (existsSync(samples)) copyFileSync(samples, path.join(tmp, RUN_FILES.samples));
+  writeFileSync(path.join(tmp, 'config.json'), `${canonicalJson(chosen.job.config, '  ')}\n`);
+  writeFileSync(path.join(tmp, RUN_FILES.job), encodeJob(chosen.job));
+  fsyncDirectory(tmp);
+  renameSync(tmp, archive);
+  fsyncDirectory(archiveRoot);
+  writeSlot(runDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
+  rmSync(samples, { force: true });
+  LossLog.resume(lossPlan).close();
+  const archiveRel = path.relative(runDir, archive);
+  await appendRunEvent(runDir, manifest.runId, {
+    event: 'pivot',
+    time: nowIso(),
+    pivot,
+    step: chosen.job.step,
+    changed,
+    fromConfigDigest: chosen.job.configDigest,
+    toConfigDigest: next.job.configDigest,
+    archive: archiveRel,
+    reason: options.reason ?? '',
+  });
+  return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report };
 }
 
 /** Options of {@link forkRun}. */

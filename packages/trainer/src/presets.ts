@@ -1,5 +1,5 @@
 /**
- * Reference configs. `CH33_CONFIG` is the training fixture of training.md
+ * Reference configs. `CH33_CONFIG` is the training fixture of ../../../docs/spec/training.md
  * (the reference's ch33 run): trained to step 8 it selects step 8, whose state
  * is the golden 6330-byte LLMCP35 file.
  */
@@ -8,7 +8,7 @@ import { parseConfig, type TrainerConfig } from './config.ts';
 
 /**
  * The ch33 fixture as a trainer config input: literal pieces "0"…"4", the four
- * documents of training.md §1, context 2, update batches of 2 shuffled with
+ * documents of ../../../docs/spec/training.md §1, context 2, update batches of 2 shuffled with
  * seed 33 (repeat policy), init seed 33, the eight-rate list schedule, clip
  * 0.35, RMSNorm gains without decay, validation at steps 0, 2, 4, 6, 8
  * (training batches of 5, validation batches of 4), one checkpoint at step 8,
@@ -53,7 +53,7 @@ export function ch33Config(): TrainerConfig {
 }
 
 /**
- * The chapter-39 end-to-end recipe (tokenizer-and-data.md §6) as a trainer
+ * The chapter-39 end-to-end recipe (../../../docs/spec/tokenizer-and-data.md §6) as a trainer
  * config input, without the corpus location: byte-level BPE with exactly 8
  * merges learned on the train partition, D4/H1/F4/L1 at context 4 (stride 1),
  * update batches of 16 train windows shuffled with seed 39 (32 updates use
@@ -122,4 +122,76 @@ export function ch34Config(): TrainerConfig {
   const input = JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)) as { data: { source: { documents: unknown[] } } };
   input.data.source.documents.push(...(JSON.parse(JSON.stringify(CH34_TEST_DOCUMENTS)) as unknown[]));
   return parseConfig(input);
+}
+
+/**
+ * Model sizes for a run on your own corpus (and the step budget, validation
+ * and checkpoint cadence that suit each): what `llmcp train --size` and the
+ * trainer app's `--size` build on. One home for both.
+ */
+export const SIZE_PRESETS = {
+  tiny: { width: 32, heads: 2, feedForwardWidth: 128, layers: 1, contextLength: 32, steps: 600, validateEvery: 50, checkpointEvery: 100 },
+  small: { width: 64, heads: 4, feedForwardWidth: 256, layers: 2, contextLength: 64, steps: 1000, validateEvery: 100, checkpointEvery: 200 },
+  medium: { width: 128, heads: 4, feedForwardWidth: 512, layers: 2, contextLength: 64, steps: 2000, validateEvery: 100, checkpointEvery: 200 },
+} as const;
+
+/** A name of {@link SIZE_PRESETS}. */
+export type SizePresetName = keyof typeof SIZE_PRESETS;
+
+/**
+ * Whether `name` names one of {@link SIZE_PRESETS}.
+ *
+ * @param name - e.g. the value of `--size`.
+ * @returns true for `tiny`, `small` or `medium`.
+ */
+export function isSizePresetName(name: string): name is SizePresetName {
+  return Object.prototype.hasOwnProperty.call(SIZE_PRESETS, name);
+}
+
+/** Options of {@link sizePresetConfigInput}. */
+export interface SizePresetOptions {
+  /** The data source of the run (`data.source` of the config). */
+  readonly source: DataSourceConfigInput;
+  readonly size: SizePresetName;
+  /** Update steps; default the size's own budget. */
+  readonly steps?: number;
+  /** Record timing in loss.jsonl (default true). */
+  readonly timing?: boolean;
+}
+
+/** A `data.source` as written in a config file (defaults not yet applied). */
+export type DataSourceConfigInput =
+  | { readonly kind: 'corpus'; readonly corpus: string; readonly split: string }
+  | { readonly kind: 'text'; readonly path: string; readonly documents?: 'paragraphs' | 'lines' | 'file'; readonly validationFraction?: number; readonly testFraction?: number };
+
+/**
+ * The config input of a run of one of {@link SIZE_PRESETS} on a corpus: a
+ * byte-level BPE of 254 merges (512 ids with the 256 bytes and BOS/EOS),
+ * AdamW 0.01 with warm-up and cosine decay, validation and checkpoints at the
+ * size's cadence, and a sample audit of two samples (τ = 0.8, top-k 40).
+ * Validate it with `parseConfig` (after any overrides).
+ *
+ * @param options - corpus, size, steps, timing.
+ * @returns a plain JSON config input.
+ * @example
+ * ```ts
+ * const config = parseConfig(sizePresetConfigInput({ source: { kind: 'text', path: '/data/stories.txt' }, size: 'tiny' }));
+ * ```
+ */
+export function sizePresetConfigInput(options: SizePresetOptions): Record<string, unknown> {
+  const size = SIZE_PRESETS[options.size];
+  const steps = options.steps ?? size.steps;
+  const validateEvery = Math.min(size.validateEvery, steps);
+  return {
+    steps,
+    data: { source: { ...options.source }, contextLength: size.contextLength, stride: 1, batchSize: 8, shuffle: { seed: 1, epochs: 'reshuffle' } },
+    tokenizer: { kind: 'bpe', merges: 254 },
+    model: { width: size.width, heads: size.heads, feedForwardWidth: size.feedForwardWidth, layers: size.layers, initSeed: 1 },
+    optimizer: { learningRate: 0.01, weightDecay: 0.01, clipNorm: 1 },
+    schedule: { kind: 'warmup-cosine', warmupSteps: Math.min(100, Math.floor(steps / 10)), floor: 0.001 },
+    evaluation: { validateEvery, batchSize: 32, stride: size.contextLength },
+    checkpoint: { every: Math.max(validateEvery, Math.floor(Math.min(size.checkpointEvery, steps) / validateEvery) * validateEvery), keepSteps: 3 },
+    sampling: { seed: 7, prompt: '', count: 2, maxNewTokens: 64, temperature: 0.8, topK: 40 },
+    log: { timing: options.timing ?? true },
+  };
 }

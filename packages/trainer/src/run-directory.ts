@@ -1,5 +1,5 @@
 /**
- * The run directory (docs/DESIGN.md "A run directory"): slot layout, durable
+ * The run directory (../../../docs/DESIGN.md "A run directory"): slot layout, durable
  * publication of a checkpoint directory, verification of a slot (job digest,
  * LLMCP35 validation, job/state pairing), the fallback choice of the
  * checkpoint to resume from, and retention of rolling step snapshots.
@@ -40,7 +40,26 @@ export const RUN_FILES = {
 /** Slot names: `latest`, `latest.backup`, `best`, `best.backup`, `step_NNNNNN`. */
 export type SlotName = string;
 
+/** The slot names a run directory can hold besides the `step_NNNNNN` snapshots, in resume order then best. */
+export const NAMED_SLOTS: readonly SlotName[] = ['latest', 'latest.backup', 'best', 'best.backup'];
+
 const STEP_SLOT = /^step_(\d{6,})$/;
+
+/**
+ * Whether `name` is a slot name (one of {@link NAMED_SLOTS} or `step_NNNNNN`),
+ * never a path: a caller can join it below `checkpoints/` without leaving it.
+ *
+ * @param name - a candidate slot name, e.g. from the command line.
+ * @returns true for a slot name.
+ * @example
+ * ```ts
+ * isSlotName('step_000600'); // true
+ * isSlotName('../../etc');   // false
+ * ```
+ */
+export function isSlotName(name: string): boolean {
+  return NAMED_SLOTS.includes(name) || STEP_SLOT.test(name);
+}
 
 /**
  * The slot name of a step snapshot (`step_000100`).
@@ -238,8 +257,10 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
   let decoded;
+  // The SHA-256 of the pairing is taken over the very bytes the load validates (one read of the file).
+  const sha = createHash('sha256');
   try {
-    decoded = await loadCheckpoint(stateFile);
+    decoded = await loadCheckpoint(stateFile, { onFileBytes: (chunk) => sha.update(chunk) });
   } catch (cause) {
     throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is not a valid LLMCP35 checkpoint: ${(cause as Error).message}`, {
       path: stateFile,
@@ -247,12 +268,7 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
       cause,
     });
   }
-  let sha256: string;
-  try {
-    sha256 = await sha256File(stateFile);
-  } catch (cause) {
-    throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp cannot be read: ${(cause as Error).message}`, { path: stateFile, slot, cause });
-  }
+  const sha256 = `sha256:${sha.digest('hex')}`;
   const { layout, ...state } = decoded;
   verifyPairing(job, state, { bytes: layout.fileLength, sha256, checksum: layout.checksumLabel }, slot);
   return { slot, dir, job, state, stateFile };
@@ -337,6 +353,45 @@ function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unkn
  */
 export function readSlotJob(runDir: string, slot: SlotName): Job | null {
   return peekJob(runDir, slot).job;
+}
+
+/**
+ * The newest job among the resume candidates whose `job.json` verifies (its
+ * digest; the state is not read): the cheap view of where a run stands.
+ *
+ * @param runDir - the run directory.
+ * @returns the slot and its job, or null when none reads.
+ */
+export function newestCandidateJob(runDir: string): { readonly slot: SlotName; readonly job: Job } | null {
+  let newest: { slot: SlotName; job: Job } | null = null;
+  for (const slot of resumeCandidates(runDir)) {
+    const job = readSlotJob(runDir, slot);
+    if (job !== null && (newest === null || job.step > newest.job.step)) newest = { slot, job };
+  }
+  return newest;
+}
+
+/**
+ * The one rule for which slot holds a run's best checkpoint (status, verify
+ * and {@link loadBestCheckpoint} all use it): the recorded best step (the
+ * `best` of the newest checkpoint) is held by `best/`, else `best.backup/`,
+ * else — when a kill interrupted the publication of `best/`, as a second
+ * Ctrl-C can — by the rolling slot of that step, whose state is the same
+ * (a resume republishes `best/` from it). A slot holds it when its job is of
+ * that step and records it as the best.
+ *
+ * @param runDir - the run directory.
+ * @param bestStep - the recorded best step.
+ * @param jobOf - the job of a slot, or null when it is missing or not to be trusted (status: digest-checked; verify: fully verified).
+ * @returns the slot, or null when no slot holds it.
+ */
+export function bestCheckpointSlot(runDir: string, bestStep: number, jobOf: (slot: SlotName) => Job | null): SlotName | null {
+  const rolling = resumeCandidates(runDir).filter((s) => s !== 'best' && s !== 'best.backup');
+  for (const slot of ['best', 'best.backup', ...rolling]) {
+    const job = jobOf(slot);
+    if (job !== null && job.step === bestStep && job.best?.step === bestStep) return slot;
+  }
+  return null;
 }
 
 function describe(error: unknown): { reason: string; code: string } {
@@ -547,8 +602,11 @@ export async function writeCheckpointFromState(
   const tmp = makeTempDirectory(parent, `tmp-${label}`);
   try {
     const stateFile = path.join(tmp, RUN_FILES.state);
-    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false });
-    const facts: StateFileFacts = { bytes: saved.byteLength, sha256: await sha256File(stateFile), checksum: saved.checksumLabel };
+    // One pass of each checksum: the LLMCP35 FNV-1a from the format's writer, the SHA-256 of the file
+    // over the very bytes it writes (in file order, header with its final checksum first), no read-back.
+    const sha = createHash('sha256');
+    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false, onFileBytes: (chunk) => sha.update(chunk) });
+    const facts: StateFileFacts = { bytes: saved.byteLength, sha256: `sha256:${sha.digest('hex')}`, checksum: saved.checksumLabel };
     const jobBytes = seal(facts);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
     fsyncDirectory(tmp);
@@ -709,7 +767,8 @@ export async function applyRetention(runDir: string, keep: number, knownGood: Sl
 }
 
 /**
- * Loads the best checkpoint (`best`, else `best.backup`).
+ * Loads the best checkpoint: the slot {@link bestCheckpointSlot} names for
+ * the recorded best, else `best`, else `best.backup`.
  *
  * @param runDir - the run directory.
  * @returns the verified slot, or null when the run has no best checkpoint yet.
@@ -717,7 +776,9 @@ export async function applyRetention(runDir: string, keep: number, knownGood: Sl
  */
 export async function loadBestCheckpoint(runDir: string): Promise<VerifiedSlot | null> {
   const errors: string[] = [];
-  for (const slot of ['best', 'best.backup']) {
+  const best = newestCandidateJob(runDir)?.job.best ?? null;
+  const holder = best === null ? null : bestCheckpointSlot(runDir, best.step, (slot) => readSlotJob(runDir, slot));
+  for (const slot of [...(holder === null ? [] : [holder]), ...['best', 'best.backup'].filter((s) => s !== holder)]) {
     if (!existsSync(path.join(checkpointsDir(runDir), slot))) continue;
     try {
       return await verifySlot(runDir, slot);

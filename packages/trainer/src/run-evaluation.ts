@@ -58,7 +58,7 @@ export async function recordedInputs(verified: VerifiedSlot): Promise<PreparedIn
 }
 
 /**
- * The final evaluation of a run (tokenizer-and-data.md §5.2): the selected
+ * The final evaluation of a run (../../../docs/spec/tokenizer-and-data.md §5.2): the selected
  * (`best`) slot, or a named one, scored once on the run's test partition with
  * the run's context length, evaluation stride and evaluation batch size,
  * against a bigram fitted on its train partition.
@@ -97,7 +97,7 @@ export async function evaluateRun(runDir: string, options: { readonly slot?: str
 
 /** Options of {@link evaluateCheckpointFile}. */
 export interface CheckpointEvaluationOptions {
-  /** The reference-format JSON corpus (tokenizer-and-data.md §1). */
+  /** The reference-format JSON corpus (../../../docs/spec/tokenizer-and-data.md §1). */
   readonly corpus: string;
   /** Its split manifest. */
   readonly split: string;

@@ -33,7 +33,7 @@ export interface RunReportOptions {
 /** The end-to-end report of a run. */
 export interface RunReport {
   readonly data: {
-    /** The corpus checksum: the FNV-1a 64 label of a JSON corpus (tokenizer-and-data.md §1.4), else the SHA-256 identity. */
+    /** The corpus checksum: the FNV-1a 64 label of a JSON corpus (../../../docs/spec/tokenizer-and-data.md §1.4), else the SHA-256 identity. */
     readonly checksum: string;
     /** The split strategy (the manifest's), `inline` or `hash-split`. */
     readonly split: string;

@@ -4,7 +4,7 @@
  * selection, stop/checkpoint requests, the loss log and background saves.
  *
  * Order at every step boundary s (after update s, or s = 0 at the start):
- * 1. validation, if due at s and not done yet (training.md §7; interruptible
+ * 1. validation, if due at s and not done yet (../../../docs/spec/training.md §7; interruptible
  *    between batches); a strictly lower validation loss makes s the best;
  * 2. the cadence checkpoint with its sample audit, if due at s and not done;
  *    a new best is published in the same save;
@@ -18,8 +18,9 @@ import { existsSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
+import { kernelInfo } from '@llmcp/model';
 import { CheckpointSaver, type SaveMode } from './background-saver.ts';
-import { diffConfig, isCheckpointStep, isValidationStep, learningRateAt, type TrainerConfig } from './config.ts';
+import { diffConfig, isCheckpointStep, isPolicyField, isValidationStep, learningRateAt, parseConfig, type TrainerConfig } from './config.ts';
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
@@ -53,6 +54,8 @@ import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
 import { createEngine, type EngineFaults } from './llmcp-engine.ts';
 import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs } from './inputs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
+import { pivotHeldRun } from './pivot.ts';
+import { describeStepBudgetChange, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS, type StepBudgetChange } from './step-budget.ts';
 
 /** Options shared by every operation that trains. */
 export interface TrainingOptions {
@@ -85,8 +88,21 @@ export interface ResumeFaults extends EngineFaults {
 
 /** Options of {@link resumeRun}. */
 export interface ResumeRunOptions extends TrainingOptions {
-  /** The config to continue with; refused unless equal to the recorded one. Default: the recorded config. */
+  /**
+   * The config to continue with; refused unless equal to the recorded one,
+   * except for the step budget (see `steps`). Default: the recorded config.
+   */
   readonly config?: TrainerConfig;
+  /**
+   * The step budget to train to (default: `config.steps`, else the recorded
+   * budget). When the budget is the only difference from the recorded config,
+   * the resume applies it as a recorded pivot of `steps` (run.json, archive)
+   * and reports it (`budgetChange`, a `budget-changed` event); it may not be
+   * below the checkpoint's step.
+   */
+  readonly steps?: number;
+  /** Model worker threads (default: `config.threads`, else the recorded value); never a config change, the bits do not depend on it. */
+  readonly threads?: number;
   /** Negative-control faults (tests only). */
   readonly faults?: ResumeFaults;
 }
@@ -112,6 +128,14 @@ export interface RunResult {
    * `latest/`, `best/`, the `completed` event), completed before going on.
    */
   readonly repaired: readonly string[];
+  /** The step-budget change this resume applied as a pivot, or null. */
+  readonly budgetChange: StepBudgetChange | null;
+  /**
+   * Training records (steps) of `loss.jsonl` beyond the resumed checkpoint
+   * that the resume cut (a crash lost those steps; they are recomputed
+   * identically). 0 for a fresh start.
+   */
+  readonly lossRecordsCut: number;
 }
 
 interface JobState {
@@ -261,6 +285,8 @@ async function runLoop(ctx: JobContext): Promise<{ status: 'completed' | 'stoppe
       const record = await evaluate(ctx);
       if (record !== null) {
         state.evaluations.push(record);
+        // Its own record in loss.jsonl, right after the step's training record (covered by the next checkpoint's position).
+        ctx.lossLog.appendEvaluation(record);
         state.validated = true;
         const improved = state.best === null || record.validationLoss < state.best.validationLoss;
         if (improved) state.best = { step: state.step, validationLoss: record.validationLoss };
@@ -346,6 +372,14 @@ interface JobSetup {
   readonly loadReport: readonly SlotReport[] | null;
   /** Pieces of the resumed step that were due but missing, and were completed before training went on. */
   readonly repaired: readonly string[];
+  readonly budgetChange: StepBudgetChange | null;
+  readonly lossRecordsCut: number;
+}
+
+/** The newest evaluation of a job (for the progress display of a resumed run), or null. */
+function lastValidationOf(evaluations: readonly EvaluationRecord[]): { step: number; validationLoss: number } | null {
+  const last = evaluations.at(-1);
+  return last === undefined ? null : { step: last.step, validationLoss: last.validationLoss };
 }
 
 async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLock): Promise<RunResult> {
@@ -354,7 +388,15 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
   control.onRequest = (what) => emit({ type: 'signal', signal: what });
   if (options.signal !== undefined) control.followAbortSignal(options.signal);
   let saver: CheckpointSaver | null = null;
-  if (options.handleSignals === true) control.installProcessHandlers((code) => exitAtOnce(code, saver?.busy === true ? () => (saver as CheckpointSaver).abandon() : null));
+  // The newest checkpoint known to be complete: what a resume will use after an exit without a stop checkpoint.
+  let lastSaved: { slot: string; step: number } | null = setup.resumedFrom === null ? null : { slot: setup.resumedFrom, step: setup.state.step };
+  if (options.handleSignals === true) {
+    control.installProcessHandlers((code) => {
+      const inFlight = saver?.busy === true;
+      emit({ type: 'exiting', signal: 'SIGINT', resumeSlot: lastSaved?.slot ?? null, resumeStep: lastSaved?.step ?? null, saveInFlight: inFlight, description: describeExitAtOnce(lastSaved, inFlight) });
+      exitAtOnce(code, inFlight ? () => (saver as CheckpointSaver).abandon() : null);
+    });
+  }
   const ctx: JobContext = {
     runDir: setup.runDir,
     config: setup.config,
@@ -365,6 +407,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     saver: new CheckpointSaver(
       options.saveMode ?? 'worker',
       (result) => {
+        if (lastSaved === null || result.step >= lastSaved.step) lastSaved = { slot: result.slots.includes('latest') ? 'latest' : (result.slots[0] ?? 'latest'), step: result.step };
         emit({ type: 'checkpoint-saved', step: result.step, slots: result.slots, saveMs: result.durationMs, samples: result.audit?.samples.map((s) => s.text ?? '') ?? null });
       },
       undefined,
@@ -389,6 +432,9 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     parameterCount: setup.engine.parameterCount,
     vocabularySize: setup.engine.vocabularySize,
     tokensPerStep: setup.engine.tokensPerStep,
+    kernels: kernelInfo().kind,
+    lastValidation: lastValidationOf(setup.state.evaluations),
+    best: setup.state.best === null ? null : { ...setup.state.best },
   });
   let outcome: { status: 'completed' | 'stopped'; reason: string | null };
   try {
@@ -432,7 +478,25 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     loadReport: setup.loadReport,
     lastSave: ctx.lastSave,
     repaired: setup.repaired,
+    budgetChange: setup.budgetChange,
+    lossRecordsCut: setup.lossRecordsCut,
   };
+}
+
+/**
+ * The one line of a second Ctrl-C: no stop checkpoint, and the checkpoint a
+ * resume will use (the newest save this process saw complete, or the one it
+ * resumed from).
+ *
+ * @param lastSaved - the newest complete save, or null.
+ * @param saveInFlight - whether a save is being written.
+ * @returns the line (no newline).
+ */
+function describeExitAtOnce(lastSaved: { readonly slot: string; readonly step: number } | null, saveInFlight: boolean): string {
+  const head = 'second Ctrl-C: exited at once without a stop checkpoint; ';
+  const inFlight = saveInFlight ? ' (or the checkpoint that was being saved, if its publication had finished)' : '';
+  if (lastSaved === null) return `${head}no checkpoint was saved yet, so a resume starts the run over from step 0${inFlight}`;
+  return `${head}a resume will use ${lastSaved.slot} (step ${lastSaved.step})${inFlight}`;
 }
 
 function freshState(config: TrainerConfig): JobState {
@@ -507,7 +571,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [] },
+        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0 },
         options,
         lock,
       );
@@ -572,15 +636,15 @@ export interface ResumePlan {
  * input identity, and the loss log.
  *
  * @param runDir - the run directory.
- * @param requested - the config the caller wants to continue with (default: the recorded one).
- * @param allowedChanges - config keys that may differ (pivot); default none.
+ * @param requested - the config the caller wants to continue with, or a function of the recorded one (default: the recorded one).
+ * @param allowedChanges - config keys that may differ (pivot); default none. When any other key differs, the refusal names every differing key.
  * @param evidence - what run.json and best/ prove about the run's checkpoints (default: read them).
  * @returns the plan.
  * @throws TrainerError naming every changed field or input.
  */
 export async function planResume(
   runDir: string,
-  requested: TrainerConfig | undefined,
+  requested: TrainerConfig | ((recorded: TrainerConfig) => TrainerConfig) | undefined,
   allowedChanges: (key: string) => boolean = () => false,
   evidence: CheckpointEvidence = checkpointEvidence(runDir, readRunManifest(runDir)),
 ): Promise<ResumePlan> {
@@ -594,14 +658,9 @@ export async function planResume(
       { slot: chosen.slot, fields: ['inputs.implementation'] },
     );
   }
-  const config = requested ?? job.config;
-  const changed = diffConfig(job.config, config).filter((k) => !allowedChanges(k));
-  if (changed.length > 0) {
-    throw new TrainerError('TRAINER_CONFIG_CHANGED', `the config differs from the one ${runDir} was trained with: ${changed.join(', ')} changed`, {
-      slot: chosen.slot,
-      fields: changed,
-    });
-  }
+  const config = typeof requested === 'function' ? requested(job.config) : (requested ?? job.config);
+  const changed = diffConfig(job.config, config);
+  if (changed.some((k) => !allowedChanges(k))) throw configChangedError(runDir, changed, chosen.slot);
   const inputs = await prepareInputs(config, { tokenizerState: chosen.state.tokenizer });
   const inputChanges = diffInputs(job.inputs, inputs.identity);
   if (inputChanges.length > 0) {
@@ -613,6 +672,44 @@ export async function planResume(
   }
   const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), job.lossLog);
   return { runDir, chosen, report, config, inputs, lossPlan };
+}
+
+/**
+ * The refusal of a resume whose config differs: every differing field, and
+ * how to apply them (a pivot for policy fields; a new run or fork otherwise).
+ *
+ * @param runDir - the run directory.
+ * @param changed - every differing config key.
+ * @param slot - the chosen slot, if any.
+ * @returns the error.
+ */
+function configChangedError(runDir: string, changed: readonly string[], slot: string | null): TrainerError {
+  const fixed = changed.filter((k) => !isPolicyField(k));
+  const how =
+    fixed.length === 0
+      ? `a resume changes only the step budget by itself; apply ${changed.length === 1 ? 'this change' : 'these changes'} with a pivot (pivotRun, or llmcp pivot ${runDir} --config <file> --change ${changed.join(',')}), then resume`
+      : `${fixed.join(', ')} cannot change in an existing run (not policy fields); resume with the recorded settings, or start a new run`;
+  return new TrainerError('TRAINER_CONFIG_CHANGED', `the config differs from the one ${runDir} was trained with: ${changed.join(', ')} changed; ${how}`, {
+    ...(slot === null ? {} : { slot }),
+    fields: [...changed],
+  });
+}
+
+/**
+ * What a resume asks for: the caller's config (or the recorded one) with the requested budget and threads.
+ *
+ * @param options - the resume options.
+ * @returns the requested config as a function of the recorded one.
+ */
+function requestedConfig(options: ResumeRunOptions): (recorded: TrainerConfig) => TrainerConfig {
+  return (recorded) => {
+    const base = options.config ?? recorded;
+    const steps = options.steps ?? base.steps;
+    const threads = options.threads ?? base.threads;
+    if (steps === base.steps && threads === base.threads) return base;
+    // Validated again: a budget can make the config invalid (a list schedule too short, warm-up beyond the end).
+    return parseConfig({ ...base, steps, threads });
+  };
 }
 
 /**
@@ -649,8 +746,8 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
   const lock = acquireRunLock(runDir);
   try {
     assertRunEntries(runDir);
-    const manifest = readRunManifest(runDir);
-    const evidence = checkpointEvidence(runDir, manifest);
+    let manifest = readRunManifest(runDir);
+    let evidence = checkpointEvidence(runDir, manifest);
     if (resumeCandidates(runDir).length === 0) {
       if (evidence.blocksRestart !== null) {
         const where = existsSync(checkpointsDir(runDir)) ? 'checkpoints/ holds no latest, latest.backup or step_N slot' : 'checkpoints/ is missing';
@@ -662,7 +759,37 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       }
       return await restartRun(runDir, options, lock);
     }
-    const plan = await planResume(runDir, options.config, undefined, evidence);
+    let plan = await planResume(runDir, requestedConfig(options), (k) => RESUME_CHANGEABLE_FIELDS.includes(k), evidence);
+    let budgetChange: StepBudgetChange | null = null;
+    // What the choice of checkpoint found (refused slots) is reported from the first look, before any pivot.
+    const loadReport = plan.report;
+    const recorded = plan.chosen.job.config;
+    if (isStepBudgetChange(diffConfig(recorded, plan.config))) {
+      if (plan.config.steps < plan.chosen.job.step) {
+        throw new TrainerError(
+          'TRAINER_CONFIG_INVALID',
+          `a step budget of ${plan.config.steps} is below the step ${plan.chosen.job.step} of ${plan.chosen.slot}; a run is never cut back behind its checkpoint (fork an earlier step snapshot instead)`,
+          { slot: plan.chosen.slot, fields: ['steps'] },
+        );
+      }
+      // The budget alone changed: a recorded pivot of `steps` (checked fully before it writes), then the resume proper.
+      const pivot = await pivotHeldRun(runDir, {
+        config: plan.config,
+        changes: [...RESUME_CHANGEABLE_FIELDS],
+        reason: `step budget changed from ${recorded.steps} to ${plan.config.steps} on resume`,
+      });
+      budgetChange = {
+        step: pivot.step,
+        fromSteps: recorded.steps,
+        toSteps: plan.config.steps,
+        pivot: pivot.pivot,
+        description: describeStepBudgetChange(recorded, plan.config, pivot.step),
+      };
+      emitter(options.onEvent)({ type: 'budget-changed', ...budgetChange });
+      manifest = readRunManifest(runDir);
+      evidence = checkpointEvidence(runDir, manifest);
+      plan = await planResume(runDir, plan.config, undefined, evidence);
+    }
     const faults = options.faults ?? {};
     const job = plan.chosen.job;
     const engine = await createEngine(plan.config, plan.inputs, { state: plan.chosen.state, data: job.data }, faults);
@@ -708,12 +835,14 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
         stopReason: null,
         best: job.best,
         resumedFrom: plan.chosen.slot,
-        loadReport: plan.report,
+        loadReport,
         lastSave: null,
         repaired,
+        budgetChange,
+        lossRecordsCut: 0,
       };
     }
-    const lossLog = LossLog.resume(plan.lossPlan);
+    const lossLog = LossLog.resume(plan.lossPlan, job.evaluations.some((e) => e.step === job.step));
     await appendRunEvent(runDir, runId, {
       event: 'resumed',
       time: nowIso(),
@@ -721,7 +850,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       step: job.step,
       orphanedLossRecords: plan.lossPlan.orphanedRecords,
       orphanedLossSha256: plan.lossPlan.orphanedSha256,
-      refused: plan.report.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
+      refused: loadReport.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
       ...(repaired.length === 0 ? {} : { repaired }),
     });
     const state: JobState = {
@@ -747,8 +876,10 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
         pivots: job.run.pivots,
         state,
         resumedFrom: plan.chosen.slot,
-        loadReport: plan.report,
+        loadReport,
         repaired,
+        budgetChange,
+        lossRecordsCut: plan.lossPlan.orphanedRecords,
       },
       options,
       lock,
@@ -822,10 +953,15 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
   if (manifest === null || recorded === undefined) {
     throw new TrainerError('TRAINER_NO_CHECKPOINT', `${runDir} has no checkpoint and no recorded config to restart from`, { path: runDir });
   }
-  const config = options.config ?? recorded;
+  const config = requestedConfig(options)(recorded);
   const changed = diffConfig(recorded, config);
   if (changed.length > 0) {
-    throw new TrainerError('TRAINER_CONFIG_CHANGED', `the config differs from the one ${runDir} was started with: ${changed.join(', ')} changed`, { fields: changed });
+    // Nothing was checkpointed, so there is nothing to pivot: the run starts over with the config it was created with.
+    throw new TrainerError(
+      'TRAINER_CONFIG_CHANGED',
+      `the config differs from the one ${runDir} was started with: ${changed.join(', ')} changed; it has no checkpoint yet, so it restarts only with its recorded config (or start a new run)`,
+      { fields: changed },
+    );
   }
   const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), EMPTY_LOSS_LOG);
   const inputs = await prepareInputs(config, {});
@@ -841,7 +977,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     orphanedLossSha256: lossPlan.orphanedSha256,
   });
   return executeJob(
-    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [] },
+    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },
     options,
     lock,
   );

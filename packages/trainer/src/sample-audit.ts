@@ -1,7 +1,7 @@
 /**
  * The sample audit written with each cadence checkpoint (`samples.json`): a few
  * generations from the checkpoint's own model and its own stored sampling RNG
- * state (training.md §9, uncached generation), so anyone can regenerate them
+ * state (../../../docs/spec/training.md §9, uncached generation), so anyone can regenerate them
  * from `state.llmcp` alone. The stream then continues from the state after the
  * audit.
  */

@@ -12,10 +12,12 @@ import { scanLossLog, type LossLogScan } from './loss-log.ts';
 import { readRunManifest, requireRunManifest } from './run-manifest.ts';
 import {
   assertRunEntries,
+  bestCheckpointSlot,
   checkpointEvidence,
   checkpointsDir,
   chooseCheckpoint,
   listSlots,
+  newestCandidateJob,
   readSlotJob,
   resumeCandidates,
   RUN_FILES,
@@ -66,8 +68,13 @@ export interface RunStatus {
   readonly step: number | null;
   readonly totalSteps: number | null;
   readonly best: { readonly step: number; readonly validationLoss: number } | null;
+  /** The slot holding the best checkpoint (the rule of `bestCheckpointSlot`, shared with {@link verifyRun}), or null. */
+  readonly bestSlot: string | null;
   readonly lastValidationLoss: number | null;
+  /** Training records in loss.jsonl (one per step). */
   readonly lossRecords: number;
+  /** Evaluation records in loss.jsonl (one per evaluated step; runs written before they existed have none). */
+  readonly lossEvaluations: number;
   readonly lastLoss: number | null;
   readonly pivots: number;
   /** Slots present in `checkpoints/`. */
@@ -85,15 +92,10 @@ export interface RunStatus {
  */
 export function runStatus(runDir: string): RunStatus {
   const manifest = requireRunManifest(runDir);
-  let job: Job | null = null;
-  let slot: string | null = null;
-  for (const candidate of resumeCandidates(runDir)) {
-    const j = readSlotJob(runDir, candidate);
-    if (j !== null && (job === null || j.step > job.step)) {
-      job = j;
-      slot = candidate;
-    }
-  }
+  const newest = newestCandidateJob(runDir);
+  const job: Job | null = newest?.job ?? null;
+  const slot: string | null = newest?.slot ?? null;
+  const best = job?.best ?? null;
   const loss = scanLossLog(path.join(runDir, RUN_FILES.lossLog));
   const slots = listSlots(runDir);
   const state: RunStatus['state'] =
@@ -106,8 +108,10 @@ export function runStatus(runDir: string): RunStatus {
     step: job?.step ?? null,
     totalSteps: job?.config.steps ?? null,
     best: job?.best ?? null,
+    bestSlot: best === null ? null : bestCheckpointSlot(runDir, best.step, (s) => readSlotJob(runDir, s)),
     lastValidationLoss: job?.evaluations.at(-1)?.validationLoss ?? null,
     lossRecords: loss.records,
+    lossEvaluations: loss.evaluations,
     lastLoss: loss.last?.loss ?? null,
     pivots: job?.run.pivots ?? 0,
     slots,
@@ -132,10 +136,15 @@ export interface RunVerification {
   readonly slots: readonly SlotVerification[];
   /** The slot a resume would use, or null. */
   readonly resumeSlot: string | null;
+  /** The best checkpoint: the best recorded by the resume slot and the verified slot holding it (the rule `runStatus` uses too), or null. */
+  readonly best: { readonly step: number; readonly validationLoss: number; readonly slot: string | null } | null;
   readonly lossLog: {
     readonly ok: boolean;
+    /** Training records (one per step). */
     readonly records: number;
-    /** Records beyond the resume checkpoint (left by a crash, or written since it by a live run; a resume cuts them). */
+    /** Evaluation records. */
+    readonly evaluations: number;
+    /** Training records beyond the resume checkpoint (left by a crash, or written since it by a live run; a resume cuts them). */
     readonly orphaned: number;
     /** Whether the prefix up to the resume checkpoint has the recorded SHA-256. */
     readonly prefixMatches: boolean | null;
@@ -182,9 +191,11 @@ const LIVE_ATTEMPTS = 5;
 
 /**
  * Verifies every checkpoint slot (job digest and schema, LLMCP35 validation,
- * job/state pairing), the loss log's continuity (one record per step, in
- * order, and the prefix hash recorded by the resume checkpoint), and run.json.
- * Never throws for a damaged run; the result says what is wrong.
+ * job/state pairing), the loss log's continuity (one training record per
+ * step, in order, each evaluation record after its step's, and the prefix
+ * hash recorded by the resume checkpoint), and run.json; it names the best
+ * checkpoint by the rule `runStatus` uses. Never throws for a damaged run; the
+ * result says what is wrong.
  *
  * On a run that is being trained (`run.lock` names a live process), slots are
  * replaced while they are read: each attempt fingerprints `checkpoints/`
@@ -246,11 +257,12 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
     if (v !== undefined && (resume === null || v.job.step > resume.job.step)) resume = v;
   }
   const want = resume?.job.lossLog ?? null;
+  const recordedBest = resume?.job.best ?? null;
   let scan: LossLogScan;
   try {
     scan = scanLossLog(path.join(runDir, RUN_FILES.lossLog), want?.bytes ?? null);
   } catch (e) {
-    scan = { bytes: 0, records: 0, last: null, trailingBytes: 0, problem: (e as Error).message, prefixSha256: null };
+    scan = { bytes: 0, records: 0, evaluations: 0, last: null, lastEvaluation: null, trailingBytes: 0, problem: (e as Error).message, prefixSha256: null };
   }
   let prefixMatches: boolean | null = null;
   let orphaned = 0;
@@ -286,7 +298,8 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
     runDir,
     slots,
     resumeSlot: resume?.slot ?? null,
-    lossLog: { ok: lossOk, records: scan.records, orphaned, prefixMatches, problem },
+    best: recordedBest === null ? null : { ...recordedBest, slot: bestCheckpointSlot(runDir, recordedBest.step, (s) => verified.get(s)?.job ?? null) },
+    lossLog: { ok: lossOk, records: scan.records, evaluations: scan.evaluations, orphaned, prefixMatches, problem },
     manifest: { ok: manifestProblem === null, events, problem: manifestProblem },
     entries: { ok: entriesProblem === null, problem: entriesProblem },
   };

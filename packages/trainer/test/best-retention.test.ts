@@ -1,5 +1,5 @@
 /**
- * Acceptance 4: with a learning rate high enough that the validation loss
+ * With a learning rate high enough that the validation loss
  * rises and falls, best/ holds the lowest-validation step; retention keeps
  * only the newest snapshots but never best/ or the newest verified
  * checkpoint; a corrupted latest/ falls back to latest.backup/ and the run

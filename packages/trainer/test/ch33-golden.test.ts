@@ -1,6 +1,6 @@
 /**
  * The ch33 fixture as a trainer run reproduces the reference: every loss
- * record and evaluation of training.md, the golden 6330-byte checkpoint as both
+ * record and evaluation of ../../../docs/spec/training.md, the golden 6330-byte checkpoint as both
  * `best/` (the selected step 8) and `latest/`, and the ch36 sample audit
  * ([4, 4], stopped at the context limit) from the checkpoint's own RNG state.
  * Run with background saves in the worker thread, as in real use.
@@ -22,7 +22,7 @@ const bits = (x: number): string => {
   return v.getBigUint64(0).toString(16).padStart(16, '0');
 };
 
-// training.md §5 and §7 (shortest round-trip decimals are exact f64 values).
+// ../../../docs/spec/training.md §5 and §7 (shortest round-trip decimals are exact f64 values).
 const LOSSES = [2.453998177776215, 1.6367322789938998, 1.8096883681952716, 1.1164941983832595, 1.1692238060030815, 1.771532993887185, 1.0192718846021271, 1.6981702634659523];
 const NORMS = [4.05136176268048, 3.11335190523836, 1.8619596646719843, 1.5357914185471035, 1.6973764661255575, 1.7069534040165908, 1.1684972288402495, 1.4905352765055722];
 const EVALUATIONS = [

@@ -1,5 +1,5 @@
 /**
- * The final evaluation (tokenizer-and-data.md §5.2–5.3) reproduces the
+ * The final evaluation (../../../docs/spec/tokenizer-and-data.md §5.2–5.3) reproduces the
  * reference's chapter-34 report on the ch34 fixture and chapter 39's test
  * section on the ch39 recipe, opens the test partition once, fits the bigram
  * on train only, and leaves the model's parameters and gradients bit for bit

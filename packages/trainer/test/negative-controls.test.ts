@@ -1,5 +1,5 @@
 /**
- * Acceptance 2: the equivalence tests can fail. Resuming without the
+ * The equivalence tests can fail. Resuming without the
  * optimizer state, without the shuffle state, or with a re-seeded sampling
  * RNG each changes the final bytes, while the same resume without the fault
  * reproduces the uninterrupted run exactly.

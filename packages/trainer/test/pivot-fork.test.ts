@@ -1,5 +1,5 @@
 /**
- * Acceptance 6: pivot and fork end to end, with their records; after a pivot
+ * Pivot and fork end to end, with their records; after a pivot
  * the loss history is continuous.
  */
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -39,6 +39,37 @@ beforeAll(async () => {
   const dir = path.join(tempDir(), 'reference');
   await trainRun({ runDir: dir, config, saveMode: 'inline' });
   reference = finalBytes(dir);
+});
+
+describe('resumeRun with a new step budget', () => {
+  it('extends an interrupted run as a recorded pivot of steps: the same bytes as pivotRun, then resumeRun', async () => {
+    const longer = smallBpe({ steps: 50 });
+    const viaPivot = await stoppedAt(20);
+    await pivotRun(viaPivot, { config: longer, changes: ['steps'] });
+    await resumeRun(viaPivot, { saveMode: 'inline' });
+    const dir = await stoppedAt(20);
+    const events: string[] = [];
+    const result = await resumeRun(dir, { steps: 50, saveMode: 'inline', onEvent: (e) => events.push(e.type === 'budget-changed' ? e.description : e.type) });
+    expect(result).toMatchObject({ status: 'completed', step: 50, totalSteps: 50, budgetChange: { step: 20, fromSteps: 40, toSteps: 50, pivot: 1 } });
+    expect(events[0]).toMatch(/^extending from 40 to 50 steps; the schedule is constant: updates 21 to 50 use learning rate 0\.04$/);
+    expect(readRunManifest(dir)?.events.map((e) => e.event)).toEqual(['created', 'stopped', 'pivot', 'resumed', 'completed']);
+    expect(readRunManifest(dir)?.events[2]).toMatchObject({ event: 'pivot', pivot: 1, step: 20, changed: ['steps'] });
+    expect(sameBytes(finalBytes(viaPivot), finalBytes(dir))).toBeNull();
+    // The loss history runs on without a gap, the first 20 steps as the uninterrupted run's.
+    expect(lossOf(dir).problem).toBeNull();
+    expect(lossOf(dir).records.map((r) => r.step)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+
+  it('refuses steps with any other change (naming all of them) and a budget below the checkpoint, changing nothing', async () => {
+    const dir = await stoppedAt(20);
+    const before = snapshotTree(dir);
+    const both = await resumeRun(dir, { config: smallBpe({ steps: 50, optimizer: { clipNorm: 0.5 } }) }).catch((e: unknown) => e);
+    expect(both).toMatchObject({ code: 'TRAINER_CONFIG_CHANGED', fields: ['optimizer.clipNorm', 'steps'] });
+    expect((both as Error).message).toMatch(/optimizer\.clipNorm, steps changed; a resume changes only the step budget by itself; apply these changes with a pivot/);
+    const below = await resumeRun(dir, { steps: 10 }).catch((e: unknown) => e);
+    expect(below).toMatchObject({ code: 'TRAINER_CONFIG_INVALID', fields: ['steps'] });
+    expect(snapshotTree(dir)).toEqual(before);
+  });
 });
 
 describe('pivotRun', () => {

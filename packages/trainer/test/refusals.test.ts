@@ -1,5 +1,5 @@
 /**
- * Acceptance 3: resume refuses, with a clear message and without changing
+ * Resume refuses, with a clear message and without changing
  * anything on disk, a tampered job.json, a truncated state.llmcp, a job/state
  * pair from different checkpoints, a changed config (listing the fields), a
  * changed corpus with the same document count, a changed tokenizer with the

@@ -1,5 +1,5 @@
 /**
- * Acceptance 5, with real signals to child processes (background saves in the
+ * Signals, real ones to child processes (background saves in the
  * worker thread): SIGUSR1 writes a checkpoint at the end of the current step
  * and the run continues to the same final bytes; SIGTERM during a long
  * evaluation checkpoints within one evaluation batch; a second SIGINT exits at
@@ -92,5 +92,39 @@ describe('signals', () => {
     expect(resumed.status).toBe('completed');
     expect(sameBytes(referenceLong, finalBytes(dir))).toBeNull();
     expect((await verifyRun(dir)).ok).toBe(true);
+  });
+
+  it('a second SIGINT reports, in one event, the checkpoint a resume will use; the resume uses exactly that one', async () => {
+    const dir = path.join(tempDir(), 'double-int-line');
+    const child = new TrainerChild({
+      runDir: dir,
+      config: longEvaluation,
+      mode: 'train',
+      // Inline saves: no save is in flight when the second SIGINT lands, so the claim is exact.
+      saveMode: 'inline',
+      pauseAt: [{ type: 'evaluation-batch', step: 20, index: 5 }, { type: 'signal' }],
+    });
+    await child.waitForPause(1);
+    child.signal('SIGINT');
+    child.release();
+    await child.waitForPause(2);
+    child.signal('SIGINT');
+    child.release();
+    expect((await child.exited).code).toBe(130);
+    const exiting = child.events.filter((e) => e.type === 'exiting');
+    expect(exiting).toEqual([
+      {
+        type: 'exiting',
+        signal: 'SIGINT',
+        resumeSlot: 'latest',
+        resumeStep: 10,
+        saveInFlight: false,
+        description: 'second Ctrl-C: exited at once without a stop checkpoint; a resume will use latest (step 10)',
+      },
+    ]);
+    expect(child.events.at(-1)).toMatchObject({ type: 'exiting' });
+    const resumed = await resumeRun(dir, { saveMode: 'inline' });
+    expect(resumed.resumedFrom).toBe('latest');
+    expect(resumed.loadReport?.find((r) => r.status === 'used')).toMatchObject({ slot: 'latest', step: 10 });
   });
 });

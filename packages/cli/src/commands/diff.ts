@@ -8,7 +8,7 @@ import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { EXIT_CODES } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
-import { readCheckpointFile } from '../internal/files.ts';
+import { resolveCheckpoint } from '../internal/checkpoint-address.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
 /** Identifier of the JSON document (`schema` member). */
@@ -38,6 +38,8 @@ function statusText(t: TensorDifference): string {
       return 'only in a';
     case 'only-in-b':
       return 'only in b';
+    case 'unreadable':
+      return 'not comparable (bytes outside the file)';
   }
 }
 
@@ -63,16 +65,17 @@ function render(ctx: CliContext, a: string, b: string, d: CheckpointDiff, all: b
  * Runs `llmcp diff`.
  *
  * @param ctx - the command context.
- * @param a - first checkpoint path.
- * @param b - second checkpoint path.
+ * @param a - first checkpoint: a file, run directory (its best slot), slot directory or `run:slot`.
+ * @param b - second checkpoint.
  * @param options - `--json`, `--all`.
  * @returns 0 when bit-identical, 1 when they differ.
  * @throws CliError when either file is missing or not a valid checkpoint.
  */
-export function runDiff(ctx: CliContext, a: string, b: string, options: DiffOptions): number {
-  const left = readCheckpointFile(ctx, a);
-  const right = readCheckpointFile(ctx, b);
-  const d = diffCheckpoints(left.checkpoint, right.checkpoint, left.bytes, right.bytes);
+export async function runDiff(ctx: CliContext, a: string, b: string, options: DiffOptions): Promise<number> {
+  // Each side: a checkpoint file, a run directory (its best slot), a slot directory or run:slot.
+  const left = await resolveCheckpoint(ctx, a);
+  const right = await resolveCheckpoint(ctx, b);
+  const d = diffCheckpoints(left.bytes, right.bytes);
   if (options.json === true) {
     const tensors = (options.all === true ? d.tensors : d.tensors.filter((t) => t.status !== 'identical')).map((t) => ({
       ...t,
@@ -100,8 +103,8 @@ export function diffCommand(ctx: CliContext, setExit: SetExit): Command {
         'differ, the largest |Δ| and the first differing element with both bit patterns.\n\n' +
         'Exit status: 0 bit-identical, 1 different, 3 a file is missing or invalid.',
     )
-    .argument('<a>', 'first checkpoint')
-    .argument('<b>', 'second checkpoint')
+    .argument('<a>', 'first checkpoint: a file, run directory (its best slot), slot directory or run:slot')
+    .argument('<b>', 'second checkpoint (the same forms)')
     .option('--all', 'list identical tensors too')
     .option('--json', `print a JSON document (schema "${DIFF_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
@@ -109,10 +112,11 @@ export function diffCommand(ctx: CliContext, setExit: SetExit): Command {
       `
 Examples:
   $ llmcp diff runs/a/checkpoints/latest/state.llmcp runs/b/checkpoints/latest/state.llmcp
+  $ llmcp diff runs/a:step_000400 runs/a:best       # two slots of one run
   $ llmcp diff before.llmcp after.llmcp --json | jq '.tensors[] | {name, differing, maxAbsDelta}'
 `,
     )
-    .action((a: string, b: string, options: DiffOptions) => {
-      setExit(runDiff(ctx, a, b, options));
+    .action(async (a: string, b: string, options: DiffOptions) => {
+      setExit(await runDiff(ctx, a, b, options));
     });
 }

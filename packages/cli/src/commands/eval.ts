@@ -13,6 +13,7 @@ import { CliError, EXIT_CODES } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { evaluationLines, runReportLines, type EvaluationProvenance } from '../evaluation-report.ts';
 import { parsePositiveInteger } from '../internal/arguments.ts';
+import { parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
 import { requirePath, resolvePath } from '../internal/files.ts';
 import { trainer } from './run.ts';
 
@@ -54,12 +55,15 @@ const jsonReplacer = (_key: string, value: unknown): unknown => (typeof value ==
  * @throws CliError for a missing path, a file without --corpus/--split, or a failed evaluation.
  */
 export async function runEval(ctx: CliContext, arg: string, options: EvalOptions): Promise<number> {
-  const t = target(ctx, arg);
-  const { absolute, isDirectory: dir } = requirePath(ctx, t.path, 'file-or-directory', 'checkpoint or run directory');
+  // The shared checkpoint address: a run (its best slot), a slot directory, run:slot, or a checkpoint file.
+  const address = await parseCheckpointAddress(ctx, arg, { what: 'checkpoint or run directory' });
+  if (address.kind === 'run' && address.slot !== null) await runSlots(address.run, address.runDir, address.slot);
+  const t = address.kind === 'run' ? { path: address.run, ...(address.slot === null ? {} : { slot: address.slot }) } : { path: address.file };
+  const absolute = address.kind === 'run' ? address.runDir : address.absolute;
   let evaluation: FinalEvaluation;
   let provenance: EvaluationProvenance;
   let source: Record<string, unknown>;
-  if (dir) {
+  if (address.kind === 'run') {
     if (options.corpus !== undefined || options.split !== undefined || options.batchSize !== undefined || options.context !== undefined) {
       throw new CliError('CLI_USAGE', 'a run is evaluated on its recorded inputs and settings; --corpus, --split, --batch-size and --context are for a checkpoint file', { option: '--corpus' });
     }
@@ -68,7 +72,6 @@ export async function runEval(ctx: CliContext, arg: string, options: EvalOptions
     provenance = { corpus: r.job.inputs.corpus.sha256, split: r.job.inputs.split.sha256, tokenizer: r.job.inputs.tokenizer.identity, vocabulary: r.job.inputs.tokenizer.vocabularySize };
     source = { run: absolute, slot: r.slot, step: r.job.step, inputs: r.job.inputs };
   } else {
-    if (t.slot !== undefined) throw new CliError('CLI_USAGE', `${t.path} is a file; ':${t.slot}' names a slot of a run directory`, { option: '<target>' });
     if (options.corpus === undefined || options.split === undefined) {
       throw new CliError('CLI_USAGE', 'evaluating a checkpoint file needs --corpus <file> and --split <file> (a run directory uses its own)', { option: '--corpus' });
     }
@@ -141,7 +144,7 @@ export function evalCommand(ctx: CliContext, setExit: SetExit): Command {
         '<target> is a run directory (its best slot; run:slot for another, e.g. runs/a:latest; the inputs must be unchanged) or an .llmcp file with --corpus and --split (encoded with the checkpoint\'s tokenizer).\n\n' +
         'Exit status: 0 ok, 1 the run does not verify, 2 bad options, 3 missing or changed inputs, no test window, 4 evaluation failed.',
     )
-    .argument('<target>', 'run directory (optionally run:slot) or checkpoint file')
+    .argument('<target>', 'run directory (its best slot), slot directory, run:slot (runs/a:step_000600), or checkpoint file')
     .option('--corpus <file>', 'JSON corpus (checkpoint files only)')
     .option('--split <file>', 'split manifest (checkpoint files only)')
     .option('--batch-size <n>', 'evaluation batch size (checkpoint files only; default 128)', parsePositiveInteger)

@@ -2,13 +2,12 @@
  * `llmcp export --to gguf <checkpoint|run[:slot]> [-o file.gguf] [--dtype f32|f16]`:
  * the model as a GGUF v3 file for llama.cpp (see ../gguf.ts).
  */
-import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { encodeGguf, ggufTensorInfos, type GgufDType } from '../gguf.ts';
 import { resolveExportSource } from '../hf-export.ts';
-import { resolvePath, writeOutputFile } from '../internal/files.ts';
+import { writeOutputFile } from '../internal/files.ts';
 import { plural } from '../internal/text.ts';
 
 /** Options of {@link runGgufExport}. */
@@ -17,31 +16,16 @@ export interface GgufExportOptions {
   /** `f32` (default) or `f16`; `f64` is refused (GGUF has no f64 tensors llama.cpp runs). */
   readonly dtype?: string;
   readonly force?: boolean;
-}
-
-/**
- * The default output name: `<file>.gguf` for a checkpoint file (without
- * `.llmcp`), `<run>.gguf` for a run directory, `<run>-<slot>.gguf` for run:slot.
- *
- * @param ctx - the command context.
- * @param spec - the source as typed (it resolved: the path exists).
- * @returns the file name.
- */
-function defaultOut(ctx: CliContext, spec: string): string {
-  const colon = spec.lastIndexOf(':');
-  const slot = colon > 0 && !existsSync(resolvePath(ctx, spec)) ? spec.slice(colon + 1) : null;
-  const source = slot === null ? spec : spec.slice(0, colon);
-  const base = path.basename(resolvePath(ctx, source));
-  if (!statSync(resolvePath(ctx, source)).isDirectory()) return `${base.replace(/\.llmcp$/, '')}.gguf`;
-  return slot === null ? `${base}.gguf` : `${base}-${slot}.gguf`;
+  /** A run's newest verified checkpoint instead of its best. */
+  readonly latest?: boolean;
 }
 
 /**
  * Runs `llmcp export --to gguf`.
  *
  * @param ctx - the command context.
- * @param spec - `<checkpoint|run[:slot]>`.
- * @param options - output, dtype, force.
+ * @param spec - `<checkpoint|run[:slot]|slot-dir>`.
+ * @param options - output (default `<run>-<slot>.gguf`, e.g. `default-best.gguf`, or `<file>.gguf`), dtype, force, latest.
  * @returns 0.
  * @throws CliError `CLI_USAGE` for `--dtype f64`, a bad source, a model llama.cpp cannot hold, an existing output without `--force`, or a failed write.
  */
@@ -50,8 +34,8 @@ export async function runGgufExport(ctx: CliContext, spec: string, options: Gguf
     throw new CliError('CLI_USAGE', `--dtype ${options.dtype} does not apply to --to gguf: llama.cpp runs f32 or f16 tensors (--dtype f32, the default, or f16)`, { option: '--dtype' });
   }
   const dtype: GgufDType = options.dtype === 'f16' ? 'F16' : 'F32';
-  const source = await resolveExportSource(ctx, spec);
-  const out = options.out ?? defaultOut(ctx, spec);
+  const source = await resolveExportSource(ctx, spec, options.latest === true ? { latest: true } : {});
+  const out = options.out ?? `${source.outputStem}.gguf`;
   const c = source.checkpoint;
   const name = path.basename(out).replace(/\.gguf$/i, '') || 'llmcp model';
   const bytes = encodeGguf(c, { dtype, name, sourceChecksum: c.layout.checksum });

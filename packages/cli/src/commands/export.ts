@@ -3,7 +3,6 @@
  * (and optionally AdamW moments) as a standard safetensors file, or the raw
  * ANDREA `step_NNNNNN.bin` layout (lossy f64 → f32).
  */
-import path from 'node:path';
 import { Command, Option } from 'commander';
 import { encodeAndreaBin } from '../andrea-bin.ts';
 import { runHfExport } from '../hf-export.ts';
@@ -12,7 +11,8 @@ import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { andreaImportConfigJson } from '../import-config.ts';
-import { readCheckpointFile, writeOutputFile } from '../internal/files.ts';
+import { defaultOutputName, resolveCheckpoint, type LocatedCheckpoint } from '../internal/checkpoint-address.ts';
+import { writeOutputFile } from '../internal/files.ts';
 import { plural } from '../internal/text.ts';
 import { encodeSafetensors, SAFETENSORS_FIRST_MOMENT_PREFIX, SAFETENSORS_SECOND_MOMENT_PREFIX } from '../safetensors.ts';
 
@@ -27,19 +27,25 @@ export interface ExportOptions {
   readonly dtype?: 'f64' | 'f32' | 'f16';
   readonly configOut?: string;
   readonly force?: boolean;
+  /** A run's newest verified checkpoint instead of its best. */
+  readonly latest?: boolean;
 }
 
-function defaultOut(file: string, to: ExportOptions['to'], step: bigint): string {
-  if (to === 'andrea-bin') return `step_${step.toString().padStart(6, '0')}.bin`;
-  const base = path.basename(file).replace(/\.llmcp$/, '');
-  return `${base}.safetensors`;
+/**
+ * The default output file: named after the run and slot (`default-best.safetensors`, `default-step_000600.bin`)
+ * for a run's checkpoint, else after the file (`state.safetensors`; an ANDREA .bin of a bare file keeps the
+ * layout's own `step_NNNNNN.bin`).
+ */
+function defaultOut(source: LocatedCheckpoint, to: ExportOptions['to'], step: bigint): string {
+  if (to === 'andrea-bin') return source.run === null ? `step_${step.toString().padStart(6, '0')}.bin` : defaultOutputName(source, '.bin');
+  return defaultOutputName(source, '.safetensors');
 }
 
 /**
  * Runs `llmcp export`.
  *
  * @param ctx - the command context.
- * @param file - checkpoint path.
+ * @param file - a checkpoint address: file, run directory (its best slot), slot directory or run:slot.
  * @param options - target format, output, moments, dtype.
  * @returns 0.
  * @throws CliError for options that do not apply to the format, an invalid input, an existing output without `--force`, or a failed write.
@@ -53,9 +59,8 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
   if (options.dtype === 'f16') throw new CliError('CLI_USAGE', '--dtype f16 applies to --to gguf only', { option: '--dtype' });
   if (options.to === 'hf') {
     const wrong = options.moments === true ? '--moments' : options.configOut !== undefined ? '--config-out' : options.out !== undefined ? '--out' : null;
-    if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to hf (it writes a directory: llmcp export --to hf <checkpoint|run[:slot]> <dir>)`, { option: wrong });
-    if (options.dir === undefined) throw new CliError('CLI_USAGE', '--to hf needs the output directory: llmcp export --to hf <checkpoint|run[:slot]> <dir>', { option: '--to' });
-    return runHfExport(ctx, file, options.dir, { ...(options.dtype === undefined ? {} : { dtype: options.dtype }), force: options.force === true });
+    if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to hf (it writes a directory: llmcp export --to hf <checkpoint|run[:slot]> [dir])`, { option: wrong });
+    return runHfExport(ctx, file, options.dir, { ...(options.dtype === undefined ? {} : { dtype: options.dtype }), force: options.force === true, latest: options.latest === true });
   }
   if (options.dir !== undefined) throw new CliError('CLI_USAGE', `a second argument (${options.dir}) applies to --to hf only; use -o for the output file`, { option: '--out' });
   if (options.to === 'andrea-bin' && (options.moments === true || options.dtype === 'f32')) {
@@ -64,8 +69,9 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
   if (options.to === 'safetensors' && options.configOut !== undefined) {
     throw new CliError('CLI_USAGE', '--config-out applies to --to andrea-bin only (safetensors keeps the configuration in __metadata__)', { option: '--config-out' });
   }
-  const { checkpoint } = readCheckpointFile(ctx, file);
-  const out = options.out ?? defaultOut(file, options.to, checkpoint.selectedStep);
+  const source = await resolveCheckpoint(ctx, file, options.latest === true ? { latest: true } : {});
+  const { checkpoint } = source;
+  const out = options.out ?? defaultOut(source, options.to, checkpoint.selectedStep);
   const force = options.force === true;
   const c = colorsFor(ctx.stderr, ctx.env);
   if (options.to === 'safetensors') {
@@ -124,13 +130,16 @@ export function exportCommand(ctx: CliContext, setExit: SetExit): Command {
         'without merges). --dtype f32 (default) or f16 (matrices; norms stay f32); both round (lossy). llama.cpp splits text ' +
         'with a regex before BPE and llmcp does not, so its text tokenization can differ from llmcp\'s: for the exact ids, tokenize with ' +
         'llmcp and pass token ids. A run directory exports its best slot (or the one a resume would use); run:slot names the slot.\n\n' +
-        'Outputs are written atomically; an existing output is replaced only with --force.\n' +
+        'Every form takes a checkpoint file, a run directory (its best slot; --latest: its newest verified checkpoint), a slot directory, or run:slot. ' +
+        'The default output is named after the run and slot (default-best.safetensors, default-step_000600.gguf, default-best-hf/).\n\n' +
+        'Outputs are written atomically; an existing output is never replaced silently: the export is refused naming the file, and --force replaces it.\n' +
         'Exit status: 0 ok, 2 bad options, 3 invalid input, 4 write failed or output exists.',
     )
     .addOption(new Option('--to <format>', 'target format').choices(['safetensors', 'andrea-bin', 'hf', 'gguf']).makeOptionMandatory())
-    .argument('<checkpoint>', 'checkpoint file (.llmcp); for --to hf and gguf also a run directory or run:slot')
-    .argument('[dir]', 'hf: output directory')
-    .option('-o, --out <file>', 'output file (default: <name>.safetensors, step_NNNNNN.bin, or <name>.gguf)')
+    .argument('<checkpoint>', 'checkpoint file (.llmcp), run directory (its best slot), slot directory, or run:slot (runs/a:best, runs/a:step_000600, runs/a:latest)')
+    .argument('[dir]', 'hf: output directory (default: <run>-<slot>-hf, e.g. default-best-hf)')
+    .option('-o, --out <file>', 'output file (default: named after the run and slot, e.g. default-best.safetensors, default-step_000600.gguf, default-best.bin; for a file: <name>.safetensors, step_NNNNNN.bin, <name>.gguf)')
+    .option('--latest', "a run's newest verified checkpoint (the one a resume would use) instead of its best slot")
     .option('--moments', 'safetensors: include AdamW first and second moments')
     .addOption(new Option('--dtype <dtype>', 'element type: safetensors, hf f64 (default) or f32; gguf f32 (default) or f16').choices(['f64', 'f32', 'f16']))
     .option('--config-out <file>', 'andrea-bin: also write the import config (tokenizer, configuration, groups, RNG state)')
@@ -146,6 +155,8 @@ Examples:
   $ llmcp export --to hf runs/a:step_000400 hf-model --dtype f32 --force
   $ llmcp export --to gguf runs/a -o stories.gguf                         # the best slot, f32
   $ llmcp export --to gguf runs/a:latest --dtype f16                     # writes a-latest.gguf
+  $ llmcp export --to safetensors runs/a                                 # writes a-best.safetensors
+  $ llmcp export --to safetensors runs/a:step_000600 --force             # replaces a-step_000600.safetensors
   $ llama-cli -m stories.gguf -p "One morning" -n 40 --temp 0            # llama.cpp (text goes through its own tokenizer)
 `,
     )

@@ -11,14 +11,15 @@ import type { SetExit } from '../cli.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES, type ExitCode } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
+import { parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
+import { CONFIG_PRESETS, configOptions, readTrainConfig, type ConfigFlags } from './config.ts';
 import { requireCreatableDirectory, requirePath, resolvePath } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
+import { resumeReportLines } from '../resume-report.ts';
 
 /** Identifier of the `status --json` document. */
 export const STATUS_SCHEMA_ID = 'llmcp-status/1';
 
-/** Built-in configs for `train --preset`. */
-const PRESETS: readonly string[] = ['ch33', 'ch34', 'ch39'];
 
 /** The trainer, loaded when a run command runs (keeps the other commands' start-up fast). */
 type Trainer = typeof import('@llmcp/trainer');
@@ -77,43 +78,80 @@ const TRAINER_HINT: Readonly<Record<string, string>> = {
  *
  * @param work - what to do with the trainer.
  * @param what - what failed, for the message.
+ * @param hints - hints by trainer error code that depend on the fields the error names (default: the fixed hints).
  * @returns the result of `work`.
  * @throws CliError `CLI_RUN_FAILED` for a trainer failure.
  */
-export async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string): Promise<T> {
+export async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string, hints: Readonly<Record<string, (fields: readonly string[], t: Trainer) => string>> = {}): Promise<T> {
   const t = await loadTrainer();
   try {
     return await work(t);
   } catch (e) {
     if (!t.isTrainerError(e)) throw e;
-    const hint = TRAINER_HINT[e.code];
+    const hint = hints[e.code]?.(e.fields ?? [], t) ?? TRAINER_HINT[e.code];
     throw new CliError('CLI_RUN_FAILED', `${what}: ${e.code}: ${e.message}`, { causeCode: e.code, exitCode: trainerExitCode(e.code), ...(hint === undefined ? {} : { hint }), cause: e });
   }
 }
 
 /** Options shared by the commands that train. */
-interface TrainFlags {
-  readonly config?: string;
-  readonly preset?: string;
+interface TrainFlags extends ConfigFlags {
   readonly plain?: boolean;
+  /** `--steps`: the step budget (train: overrides the config's; resume: a new budget, applied as a recorded pivot). */
+  readonly steps?: number;
+  /** `--threads`: model worker threads (default: this machine's cores; never changes bits). */
+  readonly threads?: number;
 }
 
+/**
+ * A positive integer option value parser (commander's argument parser).
+ *
+ * @param name - the option, for the message.
+ * @returns the parser.
+ */
+function positiveInteger(name: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n <= 0) throw new CliError('CLI_USAGE', `${name} expects a positive integer, got ${JSON.stringify(value)}`, { option: name });
+    return n;
+  };
+}
+
+/**
+ * The hint of a refused config change: the `llmcp pivot` command that applies
+ * the fields when all are policy fields, else what cannot change.
+ *
+ * @param runDir - the run directory as typed.
+ * @param configFile - the `--config` file as typed, if any.
+ * @returns the hint of the fields a refusal names.
+ */
+function configChangedHint(runDir: string, configFile: string | undefined): (fields: readonly string[], t: Trainer) => string {
+  return (fields, t) => {
+    const fixed = fields.filter((f) => !t.isPolicyField(f));
+    if (fixed.length > 0) return `${fixed.join(', ')} cannot change in an existing run; resume with the recorded settings, or start a new run ('llmcp fork' allows policy changes only)`;
+    return `apply ${fields.length === 1 ? 'it' : 'them'} with: llmcp pivot ${runDir} --config ${configFile ?? '<config.json>'} --change ${fields.join(',')} && llmcp resume ${runDir}`;
+  };
+}
+
+/** The config of `--config`/`--preset`/`--size`+`--corpus` with `--set` overrides (one home: commands/config.ts). */
 async function readConfig(ctx: CliContext, flags: TrainFlags): Promise<TrainerConfig | undefined> {
-  if (flags.config !== undefined && flags.preset !== undefined) throw new CliError('CLI_USAGE', 'give either --config or --preset, not both', { option: '--preset' });
-  if (flags.preset === 'ch33') return (await loadTrainer()).ch33Config();
-  if (flags.preset === 'ch34') return (await loadTrainer()).ch34Config();
-  if (flags.preset === 'ch39') return trainer((t) => t.ch39Config(), 'preset ch39');
-  if (flags.config === undefined) return undefined;
-  const file = flags.config;
-  requirePath(ctx, file, 'file', 'config');
-  return trainer((t) => t.loadConfig(resolvePath(ctx, file)), `config ${file}`);
+  return readTrainConfig(ctx, flags);
 }
 
 async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ options: TrainingOptions; finish: () => void }> {
   const { createProgressRenderer } = await loadTrainer();
   const progress = createProgressRenderer({ stream: ctx.stderr, env: ctx.env, ...(flags.plain === true ? { live: false } : {}), plainIntervalMs: 5000 });
   const options: TrainingOptions = {
-    onEvent: (e) => progress.onEvent(e),
+    onEvent: (e) => {
+      // A new step budget is said before training goes on (the progress display shows the rest).
+      if (e.type === 'budget-changed') ctx.stdout.write(`${e.description}\n`);
+      // A second Ctrl-C: one line, then the process exits (the live progress line is ended first).
+      if (e.type === 'exiting') {
+        finish();
+        ctx.stderr.write(`${e.description}\n`);
+        return;
+      }
+      progress.onEvent(e);
+    },
     handleSignals: ctx.handleSignals === true,
     ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
   };
@@ -127,9 +165,8 @@ async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ op
 
 function summarize(ctx: CliContext, result: RunResult): number {
   const c = colorsFor(ctx.stdout, ctx.env);
-  // What the resume did beyond continuing: slots it refused, and work a crash had left undone at the resumed step.
-  for (const r of result.loadReport ?? []) if (r.status === 'refused') ctx.stdout.write(`${c.yellow('refused')} ${r.slot}: ${r.reason ?? r.code ?? ''}\n`);
-  if (result.repaired.length > 0) ctx.stdout.write(`${c.yellow('completed')} what the crash left undone at step ${result.resumedFrom === null ? result.step : `${result.step} (${result.resumedFrom})`}: ${result.repaired.join(', ')}\n`);
+  // What the resume did beyond continuing: the slot, slots it refused, records cut, work a crash had left undone.
+  for (const line of resumeReportLines(result, c)) ctx.stdout.write(`${line}\n`);
   const best = result.best === null ? 'no validation yet' : `best validation loss ${result.best.validationLoss.toFixed(6)} at step ${result.best.step}`;
   if (result.status === 'stopped') {
     ctx.stdout.write(`${c.yellow('stopped')} at step ${result.step}/${result.totalSteps} (${result.stopReason ?? 'stop requested'}); checkpoint in ${path.join(result.runDir, 'checkpoints', 'latest')}; ${best}\n`);
@@ -151,7 +188,10 @@ function summarize(ctx: CliContext, result: RunResult): number {
  * @throws CliError for a missing config, a path that is not (and cannot become) a directory, a directory that already holds a run, or a failed run.
  */
 export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlags): Promise<number> {
-  const config = await readConfig(ctx, flags);
+  // `--steps N` and `--threads N` are `--set steps=N` / `--set threads=N` (last): validated with the config, and a
+  // size's warm-up and cadence follow the budget of a new run.
+  const extra = [...(flags.steps === undefined ? [] : [`steps=${flags.steps}`]), ...(flags.threads === undefined ? [] : [`threads=${flags.threads}`])];
+  const config = await readConfig(ctx, extra.length === 0 ? flags : { ...flags, set: [...(flags.set ?? []), ...extra] });
   if (config === undefined) throw new CliError('CLI_USAGE', 'a new run needs --config <file> or --preset <name>', { option: '--config' });
   const absolute = requireCreatableDirectory(ctx, runDir, 'run directory');
   const { options, finish } = await trainingOptions(ctx, flags);
@@ -169,7 +209,7 @@ export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlag
  *
  * @param ctx - the command context.
  * @param runDir - the run directory.
- * @param flags - optional config (must equal the recorded one), display.
+ * @param flags - optional config (must equal the recorded one but for the step budget), `--steps` (a new budget, applied as a recorded pivot), `--threads`, display.
  * @returns 0 when the run completed, 130 when it was stopped by a signal.
  * @throws CliError for a directory that is not a run, a changed config or inputs, or a run that does not verify.
  */
@@ -178,7 +218,17 @@ export async function runResume(ctx: CliContext, runDir: string, flags: TrainFla
   const config = await readConfig(ctx, flags);
   const { options, finish } = await trainingOptions(ctx, flags);
   try {
-    const result = await trainer((t) => t.resumeRun(resolvePath(ctx, runDir), { ...options, ...(config === undefined ? {} : { config }) }), `resume ${runDir}`);
+    const result = await trainer(
+      (t) =>
+        t.resumeRun(resolvePath(ctx, runDir), {
+          ...options,
+          ...(config === undefined ? {} : { config }),
+          ...(flags.steps === undefined ? {} : { steps: flags.steps }),
+          ...(flags.threads === undefined ? {} : { threads: flags.threads }),
+        }),
+      `resume ${runDir}`,
+      { TRAINER_CONFIG_CHANGED: configChangedHint(runDir, flags.config) },
+    );
     finish();
     return summarize(ctx, result);
   } finally {
@@ -218,15 +268,22 @@ export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFla
  * Runs `llmcp fork`.
  *
  * @param ctx - the command context.
- * @param source - the run to fork.
+ * @param source - the run to fork (`run:slot` or a slot directory names the slot).
  * @param target - the new run directory.
- * @param flags - slot, config, declared changes, reason.
+ * @param flagsGiven - slot, config, declared changes, reason.
  * @returns 0.
  * @throws CliError for a `--slot` that is not a slot of the run, a damaged slot, a target that is occupied or cannot be created, or undeclared or non-policy changes.
  */
-export async function runFork(ctx: CliContext, source: string, target: string, flags: PolicyFlags & { readonly slot?: string }): Promise<number> {
-  const { absolute: sourceDir } = requirePath(ctx, source, 'directory', 'run directory');
-  if (flags.slot !== undefined) await requireSlot(sourceDir, source, flags.slot);
+export async function runFork(ctx: CliContext, source: string, target: string, flagsGiven: PolicyFlags & { readonly slot?: string }): Promise<number> {
+  // The source may name its slot as a checkpoint address does: run:slot, or a slot directory.
+  const named = await forkSourceSlot(ctx, source);
+  if (named !== null && flagsGiven.slot !== undefined && flagsGiven.slot !== named.slot) {
+    throw new CliError('CLI_USAGE', `${source} names the slot ${named.slot}; give either it or --slot ${flagsGiven.slot}, not both`, { option: '--slot' });
+  }
+  const flags = named === null ? flagsGiven : { ...flagsGiven, slot: named.slot };
+  const { absolute: sourceDir } = named === null ? requirePath(ctx, source, 'directory', 'run directory') : { absolute: named.runDir };
+  // A plain slot name (never a path: `../../etc` must not reach the file system) that the run has; else CLI_UNKNOWN_SLOT listing its slots.
+  if (flags.slot !== undefined) await runSlots(named?.run ?? source, sourceDir, flags.slot, named === null ? '--slot' : 'slot');
   const config = await readConfig(ctx, flags.config === undefined ? {} : { config: flags.config });
   const targetDir = requireCreatableDirectory(ctx, target, 'fork target');
   const r = await trainer(
@@ -244,34 +301,13 @@ export async function runFork(ctx: CliContext, source: string, target: string, f
   return EXIT_CODES.OK;
 }
 
-/** The slot names a run directory can hold, besides the `step_NNNNNN` snapshots. */
-const NAMED_SLOTS: readonly string[] = ['latest', 'latest.backup', 'best', 'best.backup'];
-
-/**
- * Checks a `--slot` value: a plain slot name (never a path: `../../etc` must
- * not reach the file system) that the run has.
- *
- * @param sourceDir - the run directory (absolute).
- * @param source - the run directory as typed.
- * @param slot - the `--slot` value.
- * @throws CliError `CLI_USAGE` for anything but a slot name, `CLI_FILE_NOT_FOUND` for a slot the run does not have; both list the run's slots.
- */
-async function requireSlot(sourceDir: string, source: string, slot: string): Promise<void> {
-  const { slots, plain } = await trainer((t) => ({ slots: t.runStatus(sourceDir).slots, plain: NAMED_SLOTS.includes(slot) || t.stepOfSlot(slot) !== null }), `fork ${source}`);
-  const has = slots.length === 0 ? 'no slots' : slots.join(', ');
-  if (!plain) {
-    throw new CliError('CLI_USAGE', `--slot ${JSON.stringify(slot)} is not a slot name (latest, latest.backup, best, best.backup or step_NNNNNN); ${source} has: ${has}`, {
-      option: '--slot',
-      hint: "run 'llmcp verify <run-dir>' to see every slot and whether it verifies",
-    });
-  }
-  if (!slots.includes(slot)) {
-    throw new CliError('CLI_FILE_NOT_FOUND', `--slot ${slot}: ${source} has no such slot; it has: ${has}`, {
-      option: '--slot',
-      path: path.join(sourceDir, 'checkpoints', slot),
-      hint: "run 'llmcp verify <run-dir>' to see every slot and whether it verifies",
-    });
-  }
+/** The run and slot of a fork source given as `run:slot` or a slot directory; null for a plain run directory (or anything else). */
+async function forkSourceSlot(ctx: CliContext, source: string): Promise<{ run: string; runDir: string; slot: string } | null> {
+  const whole = resolvePath(ctx, source);
+  const slotDir = existsSync(whole) && path.basename(path.dirname(whole)) === 'checkpoints';
+  if (!slotDir && (existsSync(whole) || source.lastIndexOf(':') <= 0)) return null;
+  const address = await parseCheckpointAddress(ctx, source, { what: 'run directory' });
+  return address.kind === 'run' && address.slot !== null ? { run: address.run, runDir: address.runDir, slot: address.slot } : null;
 }
 
 /** `status --json` for one run. */
@@ -327,8 +363,8 @@ export async function runStatusCommand(ctx: CliContext, dir: string, options: { 
     const lines = [
       `run ${dir}${s.runId === null ? '' : ` (${s.runId})`}: ${state}`,
       `  latest step: ${s.step ?? '--'}${s.totalSteps === null ? '' : ` of ${s.totalSteps}`}${s.slot === null ? '' : ` (slot ${s.slot})`}, last checkpoint ${age(s)}`,
-      `  best: ${s.best === null ? '--' : `step ${s.best.step}, validation loss ${s.best.validationLoss.toFixed(6)}`}`,
-      `  losses: last training ${s.lastLoss === null ? '--' : s.lastLoss.toFixed(6)} (${plural(s.lossRecords, 'record')} in loss.jsonl), last validation ${s.lastValidationLoss === null ? '--' : s.lastValidationLoss.toFixed(6)}`,
+      `  best: ${s.best === null ? '--' : `step ${s.best.step}${s.bestSlot === null ? '' : ` (slot ${s.bestSlot})`}, validation loss ${s.best.validationLoss.toFixed(6)}`}`,
+      `  losses: last training ${s.lastLoss === null ? '--' : s.lastLoss.toFixed(6)} (${plural(s.lossRecords, 'step record')}${s.lossEvaluations > 0 ? ` + ${plural(s.lossEvaluations, 'evaluation record')}` : ''} in loss.jsonl), last validation ${s.lastValidationLoss === null ? '--' : s.lastValidationLoss.toFixed(6)}`,
       `  slots: ${s.slots.length === 0 ? '--' : s.slots.join(', ')}; pivots ${s.pivots}; ${plural(s.events, 'event')} in run.json`,
     ];
     ctx.stdout.write(`${lines.join('\n')}\n`);
@@ -359,15 +395,25 @@ const SIGNALS_HELP = 'Ctrl-C (SIGINT) or SIGTERM finishes the current step, writ
  * @returns the `train` command.
  */
 export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
+  const { size, corpus, split, set } = configOptions();
   return new Command('train')
     .summary('start a new training run')
     .description(
       `Start a new run in <run-dir> from a trainer config (JSON; see @llmcp/trainer) or a built-in preset, training to its step budget with verified, resumable checkpoints. Progress goes to stderr (live on a terminal); the summary to stdout. ${SIGNALS_HELP}\n\n` +
+        'The config: --config <file> (JSON Schema: @llmcp/trainer/config.schema.json), --preset <name>, or --size tiny|small|medium on --corpus <file|folder|bilingual> (the trainer app\'s sizes). ' +
+        '--set key.path=value (repeatable) overrides one key of it; the value is JSON when it parses (0.01, true, null, {"kind":"constant"}), else text; ' +
+        'the result is validated like a config file, and an unknown key is answered with the nearest known one. llmcp config prints the full effective config.\n\n' +
         'Exit status: 0 completed, 130 stopped by a signal (resume it), 2 bad options, 3 bad config, not a directory, or the directory already holds a run, 4 the directory cannot be created or training failed.',
     )
     .argument('<run-dir>', 'new run directory (created)')
     .option('-c, --config <file>', 'trainer config (JSON)')
-    .addOption(new Option('--preset <name>', 'built-in config instead of --config (ch33: the 8-step reference fixture; ch34: ch33 plus its two test documents, for llmcp eval; ch39: the end-to-end recipe on the bundled bilingual corpus, for llmcp report)').choices(PRESETS))
+    .addOption(new Option('--preset <name>', 'built-in config instead of --config (ch33: the 8-step reference fixture; ch34: ch33 plus its two test documents, for llmcp eval; ch39: the end-to-end recipe on the bundled bilingual corpus, for llmcp report)').choices(CONFIG_PRESETS))
+    .addOption(size)
+    .addOption(corpus)
+    .addOption(split)
+    .addOption(set)
+    .option('--steps <n>', "step budget (overrides the config's)", positiveInteger('--steps'))
+    .option('--threads <n>', "model worker threads (default: this machine's cores; the bits never depend on it)", positiveInteger('--threads'))
     .option('--plain', 'plain progress lines even on a terminal')
     .addHelpText(
       'after',
@@ -377,6 +423,9 @@ Examples:
   $ llmcp train runs/ch33 --preset ch33 && llmcp diff runs/ch33/checkpoints/best/state.llmcp golden-6330.llmcp
   $ llmcp train runs/ch34 --preset ch34 && llmcp eval runs/ch34
   $ llmcp train runs/ch39 --preset ch39 && llmcp report runs/ch39 --replay
+  $ llmcp train runs/tiny --size tiny --corpus stories.txt                # a model size on your own text
+  $ llmcp train runs/b --preset ch33 --set steps=4 --set checkpoint.every=2
+  $ llmcp train runs/c --config train.json --set optimizer.learningRate=0.01 --set sampling.prompt="Once upon"
 `,
     )
     .action(async (runDir: string, flags: TrainFlags) => {
@@ -397,13 +446,16 @@ export function resumeCommand(ctx: CliContext, setExit: SetExit): Command {
         'Exit status: 0 completed (or already complete), 130 stopped by a signal, 1 no checkpoint verifies, 3 not a run or changed config/inputs, 4 training failed.',
     )
     .argument('<run-dir>', 'run directory')
-    .option('-c, --config <file>', 'config to continue with (must equal the recorded one; use pivot to change policy)')
+    .option('-c, --config <file>', 'config to continue with (must equal the recorded one but for steps; use pivot to change other policy)')
+    .option('--steps <n>', 'a new step budget (extend a finished or interrupted run): applied as a recorded pivot of steps, then training goes on', positiveInteger('--steps'))
+    .option('--threads <n>', 'model worker threads (default: the recorded value; never a config change, the bits never depend on it)', positiveInteger('--threads'))
     .option('--plain', 'plain progress lines even on a terminal')
     .addHelpText(
       'after',
       `
 Examples:
   $ llmcp resume runs/a
+  $ llmcp resume runs/a --steps 2000          # extend a finished 1000-step run (recorded as a pivot)
   $ llmcp resume runs/a --plain 2> progress.log
 `,
     )
@@ -452,9 +504,9 @@ export function forkCommand(ctx: CliContext, setExit: SetExit): Command {
     .summary('branch a run from one of its checkpoints into a new run')
     .description(
       'Copy a verified checkpoint slot of <run-dir> into the new run <new-run-dir> with its own config (policy changes only, declared with --change) and a new run id, with loss.jsonl up to that step; both manifests record the lineage. Train the branch with resume.\n\n' +
-        'Exit status: 0 ok, 1 the slot does not verify, 2 bad options (--slot that is not a slot name), 3 no such slot, occupied target, undeclared or non-policy change, not a run, 4 the target cannot be created.',
+        'Exit status: 0 ok, 1 the slot does not verify, 2 bad options, 3 a --slot the run does not have or that is not a slot name (the message lists the slots it has), occupied target, undeclared or non-policy change, not a run, 4 the target cannot be created.',
     )
-    .argument('<run-dir>', 'run to fork')
+    .argument('<run-dir>', 'run to fork; run:slot (runs/a:step_000400) or a slot directory names the slot as --slot does')
     .argument('<new-run-dir>', 'new run directory (must not exist or be empty)')
     .option('--slot <slot>', 'slot to fork from, by name: latest, latest.backup, best, best.backup, step_000400, … (default: the one a resume would use)')
     .option('-c, --config <file>', "the fork's config (default: the checkpoint's)")

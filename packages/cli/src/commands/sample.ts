@@ -1,13 +1,14 @@
 /**
- * `llmcp sample <checkpoint>`: generation with the ch36 rules (training.md
+ * `llmcp sample <checkpoint>`: generation with the ch36 rules (../../../../docs/spec/training.md
  * §9: ranking with ties to the smaller id, temperature/top-k weights, Kahan
  * normalization, one 53-bit draw per token, interval selection in id order),
  * with the decoder's key/value cache unless `--no-cache` (identical tokens
  * and RNG state either way), continuing the checkpoint's stored sampling RNG
- * state unless `--seed` gives a new one.
+ * state unless `--seed` gives a new one; past the context window by sliding
+ * it (unless `--no-slide`); a run's own sampling settings as defaults.
  */
 import { Command } from 'commander';
-import { hexBytes, quotedBytes, SplitMix64, u64Hex } from '@llmcp/format';
+import { hexBytes, SplitMix64, u64Hex } from '@llmcp/format';
 import type { SamplingMode } from '@llmcp/model';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import type { SetExit } from '../cli.ts';
@@ -15,7 +16,7 @@ import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { parseIdList, parseNonNegativeNumber, parsePositiveInteger, parseU64 } from '../internal/arguments.ts';
-import { readCheckpointFile } from '../internal/files.ts';
+import { resolveCheckpoint } from '../internal/checkpoint-address.ts';
 
 /** Identifier of the JSON document (`schema` member). */
 export const SAMPLE_SCHEMA_ID = 'llmcp-sample/1';
@@ -33,6 +34,12 @@ export interface SampleOptions {
   readonly json?: boolean;
   /** false with `--no-cache`: recompute the whole prefix for every token. */
   readonly cache?: boolean;
+  /** `--ids`: print the new token ids instead of the text. */
+  readonly ids?: boolean;
+  /** false with `--no-slide`: stop at the context limit (the ch36 rule) instead of sliding the window. */
+  readonly slide?: boolean;
+  /** A run's newest verified checkpoint instead of its best. */
+  readonly latest?: boolean;
 }
 
 /** One generated sample in the JSON document. */
@@ -50,8 +57,8 @@ export interface SampleJson {
  * Runs `llmcp sample`.
  *
  * @param ctx - the command context.
- * @param file - checkpoint path.
- * @param options - prompt, mode, limits, seed, count, output.
+ * @param file - a checkpoint file, run directory (its best slot), slot directory or `run:slot`.
+ * @param options - prompt, mode, limits, seed, count, output; unset sampling settings come from the run's config when the checkpoint has a job.
  * @returns 0.
  * @throws CliError for an invalid checkpoint, a bad prompt, or sampling options the model rejects.
  */
@@ -59,7 +66,10 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   if (options.prompt !== undefined && options.promptIds !== undefined) {
     throw new CliError('CLI_USAGE', 'give either --prompt or --prompt-ids, not both', { option: '--prompt-ids' });
   }
-  const { checkpoint } = readCheckpointFile(ctx, file);
+  const source = await resolveCheckpoint(ctx, file, options.latest === true ? { latest: true } : {});
+  const { checkpoint } = source;
+  // The run's own sampling settings (its config's sampling section) are the defaults of what is not given.
+  const recorded = source.job?.config.sampling ?? null;
   const tokenizer = tokenizerFromState(checkpoint.tokenizer);
   const V = checkpoint.decoder.vocabularySize;
   const P = checkpoint.decoder.maxPositions;
@@ -70,7 +80,7 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
     if (bad !== undefined) throw new CliError('CLI_USAGE', `--prompt-ids: token id ${bad} is outside the vocabulary [0, ${V})`, { option: '--prompt-ids' });
   } else {
     try {
-      prompt = Array.from(tokenizer.encode(options.prompt ?? ''));
+      prompt = Array.from(tokenizer.encode(options.prompt ?? recorded?.prompt ?? ''));
     } catch (e) {
       throw new CliError('CLI_SAMPLE_FAILED', `--prompt cannot be encoded by the checkpoint's ${tokenizer.kind} tokenizer: ${(e as Error).message}`, {
         option: '--prompt',
@@ -89,8 +99,8 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
     }
   }
   if (prompt.length > P) prompt = prompt.slice(prompt.length - P);
-  const temperature = options.temperature ?? 1;
-  const topK = options.topK ?? V;
+  const temperature = options.temperature ?? recorded?.temperature ?? 1;
+  const topK = options.topK ?? Math.min(recorded?.topK ?? V, V);
   if (topK > V) throw new CliError('CLI_USAGE', `--top-k ${topK} exceeds the vocabulary size ${V}`, { option: '--top-k' });
   const mode: SamplingMode = temperature === 0 ? { kind: 'greedy' } : { kind: 'temperature', temperature, topK };
   const rng = new SplitMix64(options.seed ?? checkpoint.samplingRngState);
@@ -106,7 +116,15 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   for (let i = 0; i < (options.count ?? 1); i++) {
     let out;
     try {
-      out = generate(model, { prompt, mode, rng, maxNewTokens: options.maxTokens ?? 32, cache, ...(eos === null ? {} : { endOfSequence: eos }) });
+      out = generate(model, {
+        prompt,
+        mode,
+        rng,
+        maxNewTokens: options.maxTokens ?? recorded?.maxNewTokens ?? 32,
+        cache,
+        contextOverflow: options.slide === false ? 'stop' : 'slide',
+        ...(eos === null ? {} : { endOfSequence: eos }),
+      });
     } catch (e) {
       if (!isModelError(e)) throw e;
       throw new CliError('CLI_SAMPLE_FAILED', `sampling failed: ${e.code}: ${e.message}`, { causeCode: e.code, cause: e });
@@ -126,7 +144,9 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
   if (options.json === true) {
     const doc = {
       schema: SAMPLE_SCHEMA_ID,
-      checkpoint: file,
+      checkpoint: source.description,
+      settings: recorded === null ? 'options' : 'run config',
+      contextOverflow: options.slide === false ? 'stop' : 'slide',
       mode: mode.kind === 'greedy' ? { kind: 'greedy' } : mode,
       rngState: u64Hex(rngState),
       rngStateAfter: u64Hex(rng.state),
@@ -137,20 +157,27 @@ export async function runSample(ctx: CliContext, file: string, options: SampleOp
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
     return EXIT_CODES.OK;
   }
-  const c = colorsFor(ctx.stdout, ctx.env);
-  let promptText: string;
+  // Plain text on stdout (the prompt and what followed it; --ids: the new token ids), what was done on stderr.
+  const lenient = new TextDecoder('utf-8');
+  let promptBytes: Uint8Array;
   try {
-    promptText = quotedBytes(tokenizer.decode(prompt.filter((id) => id !== tokenizer.bosId)));
+    promptBytes = tokenizer.decode(prompt.filter((id) => id !== tokenizer.bosId));
   } catch {
-    promptText = `ids ${prompt.join(',')}`;
+    promptBytes = new Uint8Array(0);
   }
   samples.forEach((s, k) => {
-    const shown = s.text ?? `(not UTF-8) ${quotedBytes(sampleBytes[k] as Uint8Array)}`;
-    ctx.stdout.write(`${c.dim(promptText)} ${shown}\n`);
-    ctx.stdout.write(c.dim(`  tokens [${s.tokens.join(', ')}], stopped: ${s.stopReason}\n`));
+    if (options.ids === true) ctx.stdout.write(`${s.tokens.join(',')}\n`);
+    else ctx.stdout.write(`${lenient.decode(promptBytes)}${s.text ?? lenient.decode(sampleBytes[k] as Uint8Array)}\n`);
   });
+  const c = colorsFor(ctx.stderr, ctx.env);
   const how = mode.kind === 'greedy' ? 'greedy' : `temperature ${temperature}, top-k ${topK}`;
-  ctx.stdout.write(c.dim(`${how}; ${cache === false ? 'uncached (--no-cache)' : 'key/value cache'}; sampling RNG ${u64Hex(rngState)} (${options.seed === undefined ? 'from the checkpoint' : '--seed'}) → ${u64Hex(rng.state)}\n`));
+  const stops = [...new Set(samples.map((s) => s.stopReason))].join(', ');
+  ctx.stderr.write(
+    c.dim(
+      `${source.description}: ${how}${recorded === null ? '' : " (defaults from the run's config)"}; ${cache === false ? 'uncached (--no-cache)' : 'key/value cache'}; ` +
+        `${options.slide === false ? 'stops at' : 'slides past'} the ${P}-token context; stopped: ${stops}; sampling RNG ${u64Hex(rngState)} (${options.seed === undefined ? 'from the checkpoint' : '--seed'}) → ${u64Hex(rng.state)}\n`,
+    ),
+  );
   return EXIT_CODES.OK;
 }
 
@@ -169,23 +196,36 @@ export function sampleCommand(ctx: CliContext, setExit: SetExit): Command {
         'one single-row step; the logits have the same bits as recomputing the whole prefix); --no-cache recomputes the whole ' +
         'prefix for every token instead, for comparison — tokens, text and RNG state are identical. The draws continue the checkpoint\'s stored sampling RNG state unless --seed is given ' +
         '(the seed is the raw SplitMix64 state). An empty prompt starts from the begin-of-document token (BPE).\n\n' +
+        'Generation goes past the context window (maxPositions) by sliding it: once the text is longer than the window, each new token ' +
+        'is predicted from the last maxPositions tokens only (with the cache, the window is re-fed, since every rotary position moves; ' +
+        'the logits equal the uncached path on the same window, bit for bit). --no-slide stops at the context limit instead (the ch36 rule).\n\n' +
+        'The checkpoint is a file, a run directory (its best slot; --latest: its newest verified checkpoint), a slot directory or run:slot. ' +
+        "When it belongs to a run, the run's own sampling settings (its config's sampling prompt, temperature, top-k and maxNewTokens) " +
+        'are the defaults of the options not given.\n\n' +
+        'Output: the prompt and its continuation as plain text, one sample a line (--ids: the new token ids); what was done ' +
+        '(mode, stop reason, RNG states) goes to stderr; --json prints everything as one document.\n\n' +
         'Exit status: 0 ok, 2 bad options, 3 invalid checkpoint or prompt.',
     )
-    .argument('<checkpoint>', 'checkpoint file (.llmcp)')
-    .option('--prompt <text>', 'prompt text, encoded by the checkpoint\'s tokenizer (default: empty)')
+    .argument('<checkpoint>', 'checkpoint file (.llmcp), run directory (its best slot), slot directory, or run:slot (runs/a:step_000600)')
+    .option('--prompt <text>', 'prompt text, encoded by the checkpoint\'s tokenizer (default: the run\'s sampling prompt, else empty)')
     .option('--prompt-ids <ids>', 'prompt as comma-separated token ids, e.g. 0,4', parseIdList)
-    .option('--temperature <t>', 'temperature > 0, or 0 for greedy', parseNonNegativeNumber, 1)
-    .option('--top-k <k>', 'keep the k best-ranked tokens (default: the whole vocabulary)', parsePositiveInteger)
-    .option('--max-tokens <n>', 'stop after n new tokens', parsePositiveInteger, 32)
+    .option('--temperature <t>', 'temperature > 0, or 0 for greedy (default: the run\'s, else 1)', parseNonNegativeNumber)
+    .option('--top-k <k>', 'keep the k best-ranked tokens (default: the run\'s, else the whole vocabulary)', parsePositiveInteger)
+    .option('--max-tokens <n>', 'stop after n new tokens (default: the run\'s maxNewTokens, else 32)', parsePositiveInteger)
     .option('--seed <u64>', 'start the sampling RNG from this raw state instead of the checkpoint\'s (decimal or 0x hex)', parseU64)
     .option('--count <n>', 'number of samples (the RNG stream continues between them)', parsePositiveInteger, 1)
     .option('--no-cache', 'recompute the whole prefix for every token instead of using the key/value cache (same output, slower)')
+    .option('--no-slide', 'stop at the context limit (the ch36 rule) instead of sliding the context window')
+    .option('--ids', 'print the new token ids (comma-separated, one sample a line) instead of the text')
+    .option('--latest', "a run's newest verified checkpoint (the one a resume would use) instead of its best slot")
     .option('--json', `print a JSON document (schema "${SAMPLE_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
       `
 Examples:
-  $ llmcp sample runs/a/checkpoints/best/state.llmcp --prompt "Once upon a time" --max-tokens 80
+  $ llmcp sample runs/a --prompt "Once upon a time" --max-tokens 80      # the best slot, the run's temperature and top-k
+  $ llmcp sample runs/a:step_000600 --max-tokens 500                     # slides past the context window
+  $ llmcp sample runs/a --ids --temperature 0                            # greedy, token ids
   $ llmcp sample state.llmcp --prompt-ids 0 --temperature 1 --top-k 3 --max-tokens 4
   $ llmcp sample state.llmcp --prompt "The" --temperature 0            # greedy, no draws
   $ llmcp sample state.llmcp --prompt "The" --seed 42 --count 3 --json

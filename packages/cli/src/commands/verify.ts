@@ -14,7 +14,8 @@ import { colorsFor, type CliContext } from '../context.ts';
 import { CliError, EXIT_CODES } from '../errors.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { foreignFileJson, describeForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
-import { readInputFile, requirePath } from '../internal/files.ts';
+import { isRunDirectory, parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
+import { readInputFile, requirePath, resolvePath } from '../internal/files.ts';
 import { foreignErrorJson, foreignErrorText, foreignKindName, readForeignInput, type ForeignErrorJson, type ForeignInput } from '../internal/foreign.ts';
 import { alignTable, plural } from '../internal/text.ts';
 
@@ -146,14 +147,55 @@ async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, opti
   for (const s of run.slots) rows.push([s.slot, s.step === null ? '?' : String(s.step), s.ok ? c.green('ok') : c.red(`${s.code ?? 'FAILED'}: ${s.message ?? ''}`)]);
   out.push(...alignTable(rows, ['left', 'right', 'left']));
   out.push(`  resume would use: ${run.resumeSlot ?? c.red('nothing (no slot verifies)')}${run.resumeSlot !== null && run.resumeSlot !== 'latest' ? c.yellow(' (not latest)') : ''}`);
+  // The best checkpoint by the rule `llmcp status` uses too (the resume slot's recorded best, and the slot holding it).
+  if (run.best !== null) out.push(`  best: step ${run.best.step} in ${run.best.slot ?? c.yellow('no slot (a resume republishes best/)')}, validation loss ${run.best.validationLoss.toFixed(6)}`);
   const l = run.lossLog;
   out.push(
-    `  loss.jsonl: ${l.ok ? c.green('ok') : c.red('FAILED')}, ${plural(l.records, 'record')}${l.orphaned > 0 ? `, ${l.orphaned} beyond the checkpoint (a resume cuts them)` : ''}${l.prefixMatches === null ? '' : `, prefix hash ${l.prefixMatches ? 'matches' : c.red('differs')}`}${l.problem === null ? '' : ` — ${l.problem}`}`,
+    `  loss.jsonl: ${l.ok ? c.green('ok') : c.red('FAILED')}, ${plural(l.records, 'step record')}${l.evaluations > 0 ? ` + ${plural(l.evaluations, 'evaluation record')}` : ''}${l.orphaned > 0 ? `, ${l.orphaned} beyond the checkpoint (a resume cuts them)` : ''}${l.prefixMatches === null ? '' : `, prefix hash ${l.prefixMatches ? 'matches' : c.red('differs')}`}${l.problem === null ? '' : ` — ${l.problem}`}`,
   );
   out.push(`  run.json: ${run.manifest.ok ? c.green('ok') : c.red('FAILED')}, ${plural(run.manifest.events, 'event')}${run.manifest.problem === null ? '' : ` — ${run.manifest.problem}`}`);
   if (!run.entries.ok) out.push(`  layout: ${c.red('FAILED')} — ${run.entries.problem ?? ''}`);
   ctx.stdout.write(`${out.join('\n')}\n`);
   return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
+}
+
+/** `llmcp verify --json` for one slot of a run (`run:slot` or a slot directory). */
+export interface VerifySlotJson {
+  readonly schema: typeof VERIFY_SCHEMA_ID;
+  readonly kind: 'slot';
+  readonly path: string;
+  readonly run: string;
+  readonly slot: string;
+  readonly ok: boolean;
+  readonly step: number | null;
+  /** The state file's LLMCP35 checksum label, when the slot verifies. */
+  readonly checksum: string | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+/** Verifies one slot in full (job digest and schema, state file, pairing): exit 0 when it verifies, 1 when not. */
+async function verifySlotAddress(ctx: CliContext, at: { readonly target: string; readonly run: string; readonly runDir: string; readonly slot: string }, options: VerifyOptions): Promise<number> {
+  const { target, run, runDir, slot } = at;
+  await runSlots(run, runDir, slot);
+  const t = await import('@llmcp/trainer');
+  let doc: VerifySlotJson;
+  try {
+    const v = await t.verifySlot(runDir, slot);
+    doc = { schema: VERIFY_SCHEMA_ID, kind: 'slot', path: target, run, slot, ok: true, step: v.job.step, checksum: v.job.state.checksum, error: null };
+  } catch (e) {
+    if (!t.isTrainerError(e)) throw e;
+    doc = { schema: VERIFY_SCHEMA_ID, kind: 'slot', path: target, run, slot, ok: false, step: null, checksum: null, error: { code: e.code, message: e.message } };
+  }
+  if (options.json === true) ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  else {
+    const c = colorsFor(ctx.stdout, ctx.env);
+    ctx.stdout.write(
+      doc.ok
+        ? `${c.green('ok')}  ${run}:${slot}  ${doc.checksum ?? ''}  step ${doc.step ?? '?'}: job digest, state file and pairing verify\n`
+        : `${c.red('FAILED')}  ${run}:${slot}  ${doc.error?.code ?? ''}: ${doc.error?.message ?? ''}\n`,
+    );
+  }
+  return doc.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
 }
 
 /**
@@ -166,6 +208,13 @@ async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, opti
  * @throws CliError for a missing path or a directory that is not a run.
  */
 export async function runVerify(ctx: CliContext, target: string, options: VerifyOptions): Promise<number> {
+  // One slot of a run: run:slot (not itself a path), or a slot directory <run>/checkpoints/<slot>.
+  const whole = resolvePath(ctx, target);
+  const slotDir = existsSync(whole) && path.basename(path.dirname(whole)) === 'checkpoints' && isRunDirectory(path.dirname(path.dirname(whole)));
+  if ((!existsSync(whole) && target.lastIndexOf(':') > 0) || slotDir) {
+    const address = await parseCheckpointAddress(ctx, target, { what: 'checkpoint or run directory' });
+    if (address.kind === 'run' && address.slot !== null) return verifySlotAddress(ctx, { target, run: address.run, runDir: address.runDir, slot: address.slot }, options);
+  }
   const { absolute, isDirectory } = requirePath(ctx, target, 'file-or-directory', 'checkpoint or run directory');
   return isDirectory ? await verifyRunDir(ctx, target, absolute, options) : verifyFile(ctx, target, options);
 }
@@ -187,7 +236,7 @@ export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
         'no overlaps; safetensors: no holes): ok says what it is, never a bad LLMCP35 magic.\n\n' +
         'Exit status: 0 everything verifies, 1 something does not (or UNSETTLED), 3 path missing or not a checkpoint/run.',
     )
-    .argument('<path>', 'checkpoint file (.llmcp) or run directory')
+    .argument('<path>', 'checkpoint file (.llmcp), run directory, or one slot of a run: run:slot (runs/a:step_000600) or a slot directory')
     .option('--json', `print a JSON document (schema "${VERIFY_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)
     .addHelpText(
       'after',
@@ -195,6 +244,7 @@ export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
 Examples:
   $ llmcp verify state.llmcp
   $ llmcp verify runs/a                    # every slot, loss log, manifest
+  $ llmcp verify runs/a:best               # one slot: job digest, state file, pairing
   $ llmcp verify runs/a --json > report.json || echo "run does not verify"
 `,
     )

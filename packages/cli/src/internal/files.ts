@@ -80,7 +80,8 @@ export function requirePath(ctx: CliContext, file: string, kind: PathKind, what:
   if (kind === 'file' && isDirectory) {
     throw new CliError('CLI_WRONG_FILE_KIND', `${file} is a directory, expected a ${what} file`, {
       path: absolute,
-      hint: what === 'checkpoint' ? `give the file inside it, e.g. ${path.join(file, 'state.llmcp')}` : 'give a file path',
+      // Never a suggestion of a file that is not there.
+      hint: what === 'checkpoint' && statOrNull(path.join(absolute, 'state.llmcp'))?.isFile() === true ? `give the file inside it: ${path.join(file, 'state.llmcp')}` : 'give a file path',
     });
   }
   if (kind === 'directory' && !isDirectory) {

@@ -12,7 +12,11 @@ import { CH33_CONFIG_INPUT } from '../../src/presets.ts';
 export const GOLDEN: Uint8Array = goldenCheckpoint();
 
 /** The reference's tiny bilingual corpus and split manifest, as shipped by `@llmcp/data`. */
-export const [BILINGUAL_CORPUS, BILINGUAL_SPLIT]: [string, string] = bundledCorpusFiles('tiny-bilingual');
+const BILINGUAL: [string, string] = bundledCorpusFiles('tiny-bilingual');
+/** The tiny bilingual corpus file. */
+export const BILINGUAL_CORPUS: string = BILINGUAL[0];
+/** Its split manifest. */
+export const BILINGUAL_SPLIT: string = BILINGUAL[1];
 
 type Patch = Record<string, unknown>;
 
@@ -26,9 +30,12 @@ function merge(base: unknown, patch: unknown): unknown {
   return out;
 }
 
+/** `LLMCP_TEST_THREADS=n` runs these configs with n model threads (the bits never depend on it; e.g. with `LLMCP_KERNELS=native`). */
+const TEST_THREADS = process.env['LLMCP_TEST_THREADS'] === undefined ? undefined : Number(process.env['LLMCP_TEST_THREADS']);
+
 /** The ch33 fixture config with a deep patch. */
 export function ch33(patch: Patch = {}): TrainerConfig {
-  return parseConfig(merge(JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)), patch));
+  return parseConfig(merge(merge(JSON.parse(JSON.stringify(CH33_CONFIG_INPUT)), TEST_THREADS === undefined ? {} : { threads: TEST_THREADS }), patch));
 }
 
 /**
@@ -55,6 +62,8 @@ export function smallBpe(patch: Patch = {}): TrainerConfig {
     checkpoint: { every: 10, keepSteps: 2 },
     sampling: { seed: 38, prompt: 'A', count: 1, maxNewTokens: 3, temperature: 0.8, topK: 4 },
     log: { timing: false },
+    // One thread, as before threads defaulted to the machine's cores: these tiny models are fastest that way (bits are the same).
+    threads: TEST_THREADS ?? 1,
   };
   return parseConfig(merge(base, patch));
 }
