@@ -1,5 +1,5 @@
 /**
- * The layer diagram of [docs/DESIGN.md](../docs/DESIGN.md) says what
+ * The layer diagram of [../docs/DESIGN.md](../docs/DESIGN.md) says what
  * [layers.json](./layers.json) declares: every package appears with its
  * layer, and a "(uses …)" note lists exactly the packages it may import.
  */

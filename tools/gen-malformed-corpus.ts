@@ -1,6 +1,6 @@
 /**
  * Generates the LLMCP35 v1 malformed corpus of @llmcp/conformance from the
- * golden file: every case of SPEC.md §13 (plus a few more from §9), each a
+ * golden file: every case of ../packages/format/SPEC.md §13 (plus a few more from §9), each a
  * file in packages/conformance/fixtures/malformed/ with its expected outcome
  * in packages/conformance/fixtures/manifest.json. The only writer of those
  * files; `tools/gen-malformed-corpus.test.ts` checks the committed corpus is
@@ -51,7 +51,7 @@ export interface GoldenJson {
   descriptors: { index: number; role_tag: number; name: string; shape: number[]; payload_fnv1a64: string }[];
 }
 
-/** Reference category name (SPEC.md §9.9) → the matching `@llmcp/format` code (the inverse of FORMAT_ERROR_CATEGORIES). */
+/** Reference category name (../packages/format/SPEC.md §9.9) → the matching `@llmcp/format` code (the inverse of FORMAT_ERROR_CATEGORIES). */
 const CATEGORY_CODES: ReadonlyMap<string, string> = new Map(Object.entries(FORMAT_ERROR_CATEGORIES).map(([code, category]) => [category, code]));
 
 interface CaseDef {
@@ -119,7 +119,7 @@ function f64Record(roleTag: number, name: string, shape: number[], data: Float64
 
 const BLOCK = ['attention_norm.gain', 'attention.query.weight', 'attention.key.weight', 'attention.value.weight', 'attention.output.weight', 'ffn_norm.gain', 'ffn.gate.weight', 'ffn.up.weight', 'ffn.down.weight'];
 
-/** Model records for V, D, F, L in model order (SPEC.md §7). */
+/** Model records for V, D, F, L in model order (../packages/format/SPEC.md §7). */
 function modelRecords(v: number, d: number, f: number, layers: number): RawRecord[] {
   const list: [string, number[]][] = [['token_embedding.weight', [v, d]]];
   for (let l = 0; l < layers; l++) {

@@ -1,7 +1,7 @@
 /**
  * The repository's one test command (`pnpm test`), used unchanged by CI.
  *
- * Stages, in the order of STYLE.md §22: build → typecheck → vitest (every
+ * Stages, in the order of ../docs/STYLE.md §22: build → typecheck → vitest (every
  * package, the tools, the apps, and the browser project) → publint and
  * attw on every published package. The layer check runs inside vitest
  * (tools/check-layers.test.ts).

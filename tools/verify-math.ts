@@ -1,5 +1,5 @@
 /**
- * Verifies @llmcp/model's deterministic math on random arguments (model.md §14).
+ * Verifies @llmcp/model's deterministic math on random arguments (../docs/spec/model.md §14).
  *
  *   tsx --conditions=@llmcp/source tools/verify-math.ts [--count N] [--seed S] [--only exp,ln,…]
  *   tsx --conditions=@llmcp/source tools/verify-math.ts --write-log1p-fixture   (Node 20 only)
@@ -14,7 +14,7 @@
  * function: random bit patterns over all exponents (including NaN, ±∞,
  * subnormals), dense uniform ranges over the finite-result domain, arguments
  * near the difficult points (0 for exp, 1 for ln, multiples of π/2 for sin
- * and cos, 1 for the base of pow), and the RoPE arguments of model.md §9.2.
+ * and cos, 1 for the base of pow), and the RoPE arguments of ../docs/spec/model.md §9.2.
  * Prints one line per function (counts, time) and exits with status 1 on any
  * wrong or undecided result.
  */

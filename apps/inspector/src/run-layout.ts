@@ -1,5 +1,5 @@
 /**
- * The names of a run directory (docs/DESIGN.md "A run directory"), as the
+ * The names of a run directory (../../../docs/DESIGN.md "A run directory"), as the
  * trainer writes them. The trainer's own constants (`RUN_FILES`,
  * `NAMED_SLOTS`, `stepSlotName` in packages/trainer/src/run-directory.ts)
  * live in a Node-only module, so the page keeps this one copy; keep the two

@@ -9,7 +9,7 @@ export type DecodeOutcome =
   | { readonly ok: true; readonly state: CheckpointState }
   | {
       readonly ok: false;
-      /** The reference's error category (SPEC.md §9.9), e.g. `ChecksumMismatch`. */
+      /** The reference's error category (../../format/SPEC.md §9.9), e.g. `ChecksumMismatch`. */
       readonly category: string;
       /** The implementation's own error code, if it has one. */
       readonly code?: string;
@@ -20,7 +20,7 @@ export type DecodeOutcome =
  * What the suite needs from an implementation. Implementations in other
  * languages can be wrapped (e.g. by spawning a process) as long as they map
  * their decoded state to `@llmcp/format`'s `CheckpointState` shape and their
- * errors to the category names of SPEC.md §9.9.
+ * errors to the category names of ../../format/SPEC.md §9.9.
  */
 export interface ConformanceAdapter {
   /** Shown in reports. */

@@ -13,11 +13,11 @@ export type ExpectedOutcome =
   | { readonly outcome: 'accept' }
   | {
       readonly outcome: 'reject';
-      /** The reference's category name (SPEC.md §9.9), e.g. `NonCanonical`. */
+      /** The reference's category name (../../format/SPEC.md §9.9), e.g. `NonCanonical`. */
       readonly category: string;
       /** The matching `@llmcp/format` code, e.g. `FORMAT_NON_CANONICAL`. */
       readonly code: string;
-      /** Other categories also conforming (SPEC.md §9.10: Allocation vs Truncated). */
+      /** Other categories also conforming (../../format/SPEC.md §9.10: Allocation vs Truncated). */
       readonly alsoAccepted?: readonly string[];
       /** `@llmcp/format`'s reason (informative, not checked by the suite). */
       readonly reason?: string;

@@ -179,7 +179,7 @@ export function parseRawCheckpoint(bytes: Uint8Array): RawCheckpoint {
 }
 
 /**
- * FNV-1a 64 of `bytes` with bytes 30..37 taken as zero (SPEC.md §3.1).
+ * FNV-1a 64 of `bytes` with bytes 30..37 taken as zero (../../format/SPEC.md §3.1).
  * @param bytes - a file of at least 38 bytes.
  * @returns the checksum.
  */

@@ -50,7 +50,7 @@ describe('regenerateGoldenCheckpoint', () => {
     const run = regenerateCh33Run();
     expect(run.selectedStep).toBe(8);
     expect(run.checkpoints.map((c) => c.step)).toEqual([0, 2, 4, 6, 8]);
-    // Decimal values from training.md §5/§7 (the bits are checked by the byte comparison above).
+    // Decimal values from ../../../docs/spec/training.md §5/§7 (the bits are checked by the byte comparison above).
     expect(run.losses[0]).toBe(2.453998177776215);
     expect(run.checkpoints[4]!.validationLoss).toBe(1.5952972621720571);
   });

@@ -1,6 +1,6 @@
 /**
  * Regenerates the golden LLMCP35 checkpoint from first principles: the ch33
- * training fixture (training.md §1–7) run by `@llmcp/model` and
+ * training fixture (../../../docs/spec/training.md §1–7) run by `@llmcp/model` and
  * `@llmcp/optim`, encoded by `@llmcp/format`. Nothing is read from the golden
  * vectors: the documents and hyper-parameters are the fixture's
  * definition, written as code constants (`CH33_FIXTURE` of `@llmcp/optim`). If the result equals the shipped
@@ -14,7 +14,7 @@ import { causalWindows, evaluationBatches, gatherBatch, shuffleInPlace, type Win
 import { Decoder, FIXTURE_DECODER_CONFIG } from '@llmcp/model';
 import { AdamW, CH33_FIXTURE, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type Ch33Fixture } from '@llmcp/optim';
 
-/** The fixture documents (training.md §1), in processing order: `CH33_FIXTURE.documents` of `@llmcp/optim`. */
+/** The fixture documents (../../../docs/spec/training.md §1), in processing order: `CH33_FIXTURE.documents` of `@llmcp/optim`. */
 export const FIXTURE_DOCUMENTS: Ch33Fixture['documents'] = CH33_FIXTURE.documents;
 
 /** The fixture's run settings: `CH33_FIXTURE` of `@llmcp/optim`, the one definition. */

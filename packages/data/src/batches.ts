@@ -1,5 +1,5 @@
 /**
- * Batches of windows (training.md §3, tokenizer-and-data.md §4).
+ * Batches of windows (../../../docs/spec/training.md §3, ../../../docs/spec/tokenizer-and-data.md §4).
  */
 import { DATA_ERROR_CODES, DataError } from './errors.ts';
 import { requirePositiveInteger, type WindowRef } from './windows.ts';

@@ -1,6 +1,6 @@
 /**
  * The JSON corpus, loaded with the reference's strict rules
- * (tokenizer-and-data.md §1.1–1.4).
+ * (../../../docs/spec/tokenizer-and-data.md §1.1–1.4).
  */
 import { checksumLabel, fnv1a64 } from '@llmcp/format';
 import { DATA_ERROR_CODES, DataError } from './errors.ts';

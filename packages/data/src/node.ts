@@ -41,7 +41,7 @@ export interface SplitCorpus {
 
 /**
  * Reads a JSON corpus and its split manifest and validates them together
- * (tokenizer-and-data.md §1).
+ * (../../../docs/spec/tokenizer-and-data.md §1).
  *
  * @param corpusFile - path of the corpus JSON.
  * @param manifestFile - path of `splits.json`.
@@ -63,7 +63,7 @@ export type BundledCorpus = 'tiny-bilingual';
 
 /**
  * Absolute paths of a corpus shipped with the package (the reference's tiny
- * bilingual corpus and its split manifest, MIT; see its LICENSE-NOTE.md).
+ * bilingual corpus and its split manifest, MIT; see its ../corpora/tiny-bilingual/LICENSE-NOTE.md).
  *
  * @param name - `'tiny-bilingual'`.
  * @returns `[corpusFile, manifestFile]`.

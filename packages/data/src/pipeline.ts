@@ -30,7 +30,7 @@ export function encodeDocuments(tokenizer: Tokenizer, documents: readonly Pick<C
 
 /**
  * The BPE training input of a split corpus: the UTF-8 bytes of the **train**
- * partition's documents, in source order (tokenizer-and-data.md §2.1).
+ * partition's documents, in source order (../../../docs/spec/tokenizer-and-data.md §2.1).
  * Validation and test documents never influence the merges.
  *
  * @param partitions - from `partitionCorpus`.

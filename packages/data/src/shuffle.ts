@@ -1,5 +1,5 @@
 /**
- * The Fisher–Yates shuffle with SplitMix64 (training.md §3.1).
+ * The Fisher–Yates shuffle with SplitMix64 (../../../docs/spec/training.md §3.1).
  */
 import type { SplitMix64 } from '@llmcp/format';
 

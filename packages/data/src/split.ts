@@ -1,6 +1,6 @@
 /**
  * The split manifest and the fixed paired-document hold-out
- * (tokenizer-and-data.md §1.5–1.6).
+ * (../../../docs/spec/tokenizer-and-data.md §1.5–1.6).
  */
 import type { Corpus, CorpusDocument } from './corpus.ts';
 import { DATA_ERROR_CODES, DataError } from './errors.ts';

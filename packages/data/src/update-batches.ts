@@ -1,10 +1,10 @@
 /**
  * Update batches as pure, resumable state: an epoch's window order, a batch
- * cursor, and the shuffle generator's state (training.md §3.1–3.2).
+ * cursor, and the shuffle generator's state (../../../docs/spec/training.md §3.1–3.2).
  *
  * Two epoch policies:
  *
- * - `'repeat'` — the reference's rule (training.md §3.2): the list is shuffled
+ * - `'repeat'` — the reference's rule (../../../docs/spec/training.md §3.2): the list is shuffled
  *   once; update step k uses batch `(k − 1) mod batchCount`; when the steps
  *   outrun the batches the same order repeats (no reshuffle, no new seed).
  *   Use it to reproduce the reference fixtures.
@@ -290,7 +290,7 @@ export class UpdateBatches {
 
 /**
  * The reference's batch for a 1-based update step: `(step − 1) mod batchCount`
- * (training.md §3.2).
+ * (../../../docs/spec/training.md §3.2).
  *
  * @param step - 1-based update step.
  * @param batches - batches in the update list (positive).

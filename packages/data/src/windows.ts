@@ -1,6 +1,6 @@
 /**
- * Causal windows over encoded documents (training.md §2,
- * tokenizer-and-data.md §4).
+ * Causal windows over encoded documents (../../../docs/spec/training.md §2,
+ * ../../../docs/spec/tokenizer-and-data.md §4).
  */
 import { DATA_ERROR_CODES, DataError } from './errors.ts';
 

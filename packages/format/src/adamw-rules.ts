@@ -1,5 +1,5 @@
 /**
- * AdamW configuration, parameter-group and step-state rules (SPEC.md §6.2–§6.4,
+ * AdamW configuration, parameter-group and step-state rules (../SPEC.md §6.2–§6.4,
  * §9.2 step 6–7, §9.6 steps 2–4). Shared by the decoder and the encoder so
  * both report the same code for the same violation.
  */
@@ -8,7 +8,7 @@ import { FormatError } from './errors.ts';
 import type { AdamWConfig } from './types.ts';
 import { compareByteWise } from './utf8.ts';
 
-/** Absolute offsets of the five AdamW fields (SPEC.md §4). */
+/** Absolute offsets of the five AdamW fields (../SPEC.md §4). */
 const ADAMW_FIELD_OFFSETS = { learningRate: 131, beta1: 139, beta2: 147, epsilon: 155, weightDecay: 163 } as const;
 
 function adamwError(reason: string, field: keyof typeof ADAMW_FIELD_OFFSETS, rule: string, value: number): FormatError {
@@ -24,7 +24,7 @@ function adamwError(reason: string, field: keyof typeof ADAMW_FIELD_OFFSETS, rul
 /** The five AdamW hyper-parameters' names. */
 export type AdamWField = keyof typeof ADAMW_FIELD_OFFSETS;
 
-/** What is wrong with an AdamW configuration (SPEC.md §6.2): the first broken rule. */
+/** What is wrong with an AdamW configuration (../SPEC.md §6.2): the first broken rule. */
 export interface AdamWConfigProblem {
   readonly field: AdamWField;
   /** Stable reason, e.g. `invalid-beta1` (the `reason` of a `FORMAT_ADAMW_CONFIG` error). */
@@ -38,7 +38,7 @@ export interface AdamWConfigProblem {
 const isFinite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /**
- * The decay-product rule of SPEC.md §6.2: with weight decay on, the factor
+ * The decay-product rule of ../SPEC.md §6.2: with weight decay on, the factor
  * `1 − learning_rate × weight_decay` must stay in (0, 1). The optimizer
  * checks it again for every scheduled learning rate.
  *
@@ -55,7 +55,7 @@ export function decayProductProblem(learningRate: number, weightDecay: number): 
 }
 
 /**
- * The AdamW configuration rules of SPEC.md §6.2, in its order — the one home
+ * The AdamW configuration rules of ../SPEC.md §6.2, in its order — the one home
  * of these rules: the format's validation, `@llmcp/optim` and the trainer's
  * config schema call this and wrap the problem in their own error class.
  *
@@ -77,7 +77,7 @@ export function adamwConfigProblem(config: AdamWConfig): AdamWConfigProblem | nu
 }
 
 /**
- * Validates the AdamW configuration in the order of SPEC.md §6.2.
+ * Validates the AdamW configuration in the order of ../SPEC.md §6.2.
  * @param config - the five hyper-parameters.
  * @throws FormatError FORMAT_ADAMW_CONFIG on the first violated rule.
  */
@@ -102,7 +102,7 @@ export interface LocatedName {
   readonly offset: number;
 }
 
-/** What is wrong with a pair of parameter-group lists (SPEC.md §6.3). */
+/** What is wrong with a pair of parameter-group lists (../SPEC.md §6.3). */
 export interface GroupsProblem {
   /** Stable reason: `empty-group-name`, `duplicate-group-name`, `empty-groups` or `name-in-both-groups`. */
   readonly reason: string;
@@ -116,7 +116,7 @@ export interface GroupsProblem {
 }
 
 /**
- * The parameter-group rules of SPEC.md §6.3 (file order; decay list first):
+ * The parameter-group rules of ../SPEC.md §6.3 (file order; decay list first):
  * non-empty names, no duplicate within a list, not both lists empty, no name
  * in both — the one home of these rules (the format's validation and
  * `@llmcp/optim` call it).
@@ -151,7 +151,7 @@ export function groupsProblem(decay: readonly LocatedName[], noDecay: readonly L
 }
 
 /**
- * Validates parameter-group lists per SPEC.md §6.3.
+ * Validates parameter-group lists per ../SPEC.md §6.3.
  * @param decay - decay names in file order.
  * @param noDecay - no-decay names in file order.
  * @throws FormatError FORMAT_ADAMW_CONFIG on the first violation.
@@ -172,7 +172,7 @@ export function validateGroups(decay: readonly LocatedName[], noDecay: readonly 
 const ONE_BITS_CHECK = 1;
 
 /**
- * Validates the beta powers for the optimizer step (SPEC.md §6.4, §9.6 step 2):
+ * Validates the beta powers for the optimizer step (../SPEC.md §6.4, §9.6 step 2):
  * exactly 1.0 at step 0, finite in [0, 1) after.
  * @param step - optimizer step.
  * @param beta1Power - running beta1 product.
@@ -202,7 +202,7 @@ export function validateBetaPowers(step: bigint, beta1Power: number, beta2Power:
 }
 
 /**
- * Step-0 / step>0 state presence (SPEC.md §9.6 step 3).
+ * Step-0 / step>0 state presence (../SPEC.md §9.6 step 3).
  * @param step - optimizer step.
  * @param momentCount - number of parameters with moment state.
  * @throws FormatError FORMAT_ADAMW_STATE (`state-presence`).
@@ -228,7 +228,7 @@ export function validateStatePresence(step: bigint, momentCount: number): void {
 
 /**
  * Groups must cover exactly the names with moment state when step > 0
- * (SPEC.md §6.3, §9.6 step 4).
+ * (../SPEC.md §6.3, §9.6 step 4).
  * @param decay - decay names.
  * @param noDecay - no-decay names.
  * @param momentNames - names with moment state.

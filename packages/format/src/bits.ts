@@ -1,7 +1,7 @@
 /**
  * Exact forms of f64 and u64 values and of raw bytes, as the spec, the
  * reference vectors and every llmcp report write them: f64 bit patterns as
- * `0x` + 16 lowercase hex digits (SPEC.md §2: an f64 is its raw 64-bit
+ * `0x` + 16 lowercase hex digits (../SPEC.md §2: an f64 is its raw 64-bit
  * pattern, never normalised), u64 values the same way, bytes as hex pairs or
  * as a quoted string. Browser-safe (`DataView` only).
  */
@@ -139,7 +139,7 @@ export function quotedBytes(bytes: Uint8Array): string {
 
 /**
  * f64 values as little-endian bytes (the payload form of an f64 record,
- * SPEC.md §5.3), in a fresh buffer the caller owns.
+ * ../SPEC.md §5.3), in a fresh buffer the caller owns.
  *
  * @param values - the values (a `Float64Array` is copied in one block on little-endian hosts).
  * @returns `8 × values.length` bytes.

@@ -1,5 +1,5 @@
 /**
- * Spelling the merges of a stored BPE pair record (SPEC.md §5.2, §5.3) for
+ * Spelling the merges of a stored BPE pair record (../SPEC.md §5.2, §5.3) for
  * reports: which bytes each merge joins and produces. Works on the raw record
  * bytes of any file, valid or not, within fixed bounds.
  */

@@ -1,5 +1,5 @@
 /**
- * The one bounds-checked cursor over header bytes (SPEC.md §9.2): every read
+ * The one bounds-checked cursor over header bytes (../SPEC.md §9.2): every read
  * is little-endian through a DataView and confined to `[start, limit)`; a
  * read past `limit` throws FORMAT_TRUNCATED naming the field and offset.
  */
@@ -84,7 +84,7 @@ export class ByteReader {
   }
 
   /**
-   * Reads a `string` (u32 byte count + UTF-8 bytes, SPEC.md §2).
+   * Reads a `string` (u32 byte count + UTF-8 bytes, ../SPEC.md §2).
    * @param field - field name for errors.
    * @returns the text, or `undefined` text with its raw bytes when not valid UTF-8.
    */

@@ -1,5 +1,5 @@
 /**
- * The final decoder check (SPEC.md §9.8): the decoded state re-encoded must
+ * The final decoder check (../SPEC.md §9.8): the decoded state re-encoded must
  * reproduce the input byte for byte; otherwise FORMAT_NON_CANONICAL.
  */
 import { FormatError } from './errors.ts';

@@ -1,5 +1,5 @@
 /**
- * The validating in-memory decoder (SPEC.md §9): every check in the
+ * The validating in-memory decoder (../SPEC.md §9): every check in the
  * reference's order, ending with the canonical re-encode comparison. A
  * failure anywhere throws and exposes no state.
  */
@@ -19,7 +19,7 @@ import { CHECKSUM_OFFSET } from './tags.ts';
 
 /**
  * Allocates a Float64Array copy of a record, mapping an allocation failure to
- * FORMAT_LIMIT_EXCEEDED (SPEC.md §9.10's Allocation category).
+ * FORMAT_LIMIT_EXCEEDED (../SPEC.md §9.10's Allocation category).
  * @param bytes - the record bytes.
  * @param name - record name for the error.
  * @returns the values.
@@ -33,7 +33,7 @@ export function allocateFloat64(bytes: Uint8Array, name: string): Float64Array {
 }
 
 /**
- * Compares the stored and computed checksums (SPEC.md §9.1 step 6).
+ * Compares the stored and computed checksums (../SPEC.md §9.1 step 6).
  * @param stored - the value at offset 30.
  * @param computed - FNV-1a over the file with the field zeroed.
  * @throws FormatError FORMAT_CHECKSUM_MISMATCH.
@@ -83,7 +83,7 @@ function emptyFloat64(length: number, name: string): Float64Array {
  * One pass over the file: FNV-1a of everything (checksum field as zero), and
  * for each f64 record (little-endian hosts) its tensor — a view, or a copy
  * made chunk by chunk — screened for non-finite and negative values and, for
- * a copy, compared with the file bytes by the same kernel loop (SPEC.md §9.8's
+ * a copy, compared with the file bytes by the same kernel loop (../SPEC.md §9.8's
  * payload comparison, done while the bytes are in cache).
  * @param bytes - the whole file.
  * @param header - its parsed header (geometry checked).
@@ -129,7 +129,7 @@ function hashRecords(bytes: Uint8Array, header: RawHeader, views: boolean): Hash
 /**
  * Decodes and fully validates an LLMCP35 v1 file.
  *
- * Checks, in the reference's order (SPEC.md §9): fixed header and file
+ * Checks, in the reference's order (../SPEC.md §9): fixed header and file
  * extent, checksum, variable header (AdamW configuration and groups on the
  * way), descriptor geometry, tokenizer, model and optimizer records,
  * cross-component rules, and finally that re-encoding the decoded state

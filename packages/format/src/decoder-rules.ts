@@ -1,5 +1,5 @@
 /**
- * Decoder configuration and model-shape rules (SPEC.md §6.1, §9.5 steps 3–6).
+ * Decoder configuration and model-shape rules (../SPEC.md §6.1, §9.5 steps 3–6).
  * Values are raw `bigint`s from the header: hostile files carry any u64.
  */
 import { FormatError } from './errors.ts';
@@ -19,7 +19,7 @@ type SizeField = 'vocabularySize' | 'modelWidth' | 'heads' | 'feedForwardWidth' 
  */
 export type DecoderConfigValues = { readonly [K in SizeField]: bigint | number } & { readonly ropeBase: number; readonly rmsEpsilon: number };
 
-/** What is wrong with a decoder configuration (SPEC.md §6.1): the first broken rule. */
+/** What is wrong with a decoder configuration (../SPEC.md §6.1): the first broken rule. */
 export interface DecoderConfigProblem {
   /** The offending field. */
   readonly field: SizeField | 'ropeBase' | 'rmsEpsilon';
@@ -41,7 +41,7 @@ const SIZE_RULES: readonly (readonly [SizeField, bigint, string, string])[] = [
 ];
 
 /**
- * The decoder-configuration rules of SPEC.md §6.1 — the one home of these
+ * The decoder-configuration rules of ../SPEC.md §6.1 — the one home of these
  * rules: the format's validation, `@llmcp/model` and the trainer's config
  * schema all call this and wrap the problem in their own error class.
  * Sizes: integers, at least 1 (layers at least 0); model width divisible by
@@ -83,7 +83,7 @@ export function decoderConfigProblem(c: DecoderConfigValues): DecoderConfigProbl
 }
 
 /**
- * SPEC.md §6.1, first bullet, on the stored configuration.
+ * ../SPEC.md §6.1, first bullet, on the stored configuration.
  * @param c - the stored decoder configuration.
  * @throws FormatError FORMAT_MODEL.
  */
@@ -95,7 +95,7 @@ export function validateDecoderConfig(c: RawDecoderConfig): void {
 const ROTARY_ENTRY_LIMIT = ((1n << 63n) - 1n) / 8n;
 
 /**
- * Whether a layer's rotary table is realisable (SPEC.md §6.1): the entry count
+ * Whether a layer's rotary table is realisable (../SPEC.md §6.1): the entry count
  * fits, every inverse frequency `pow(base, (-2i)/d)` is finite, and every
  * angle `p · inv_freq` (p < max_positions) is finite. Since `p · f` is
  * monotone in p for f ≥ 0, only the largest position needs checking.
@@ -126,7 +126,7 @@ export interface ModelRecordShape {
 }
 
 /**
- * The shape checks of SPEC.md §9.5 step 6: structural problems immediately,
+ * The shape checks of ../SPEC.md §9.5 step 6: structural problems immediately,
  * plain dimension mismatches with the configuration only after every
  * structural check passed (the first one remembered).
  *

@@ -1,5 +1,5 @@
 /**
- * The canonical encoder (SPEC.md §8).
+ * The canonical encoder (../SPEC.md §8).
  */
 import { FormatError } from './errors.ts';
 import { fnv1a64 } from './fnv1a64.ts';
@@ -40,14 +40,14 @@ export function encodeCheckpoint(state: CheckpointState): Uint8Array {
     out.set(record, position);
     position += record.length;
   }
-  // The checksum field is still zero, so hashing the buffer as is follows SPEC.md §3.1.
+  // The checksum field is still zero, so hashing the buffer as is follows ../SPEC.md §3.1.
   new DataView(out.buffer).setBigUint64(CHECKSUM_OFFSET, fnv1a64(out), true);
   return out;
 }
 
 /**
  * Size in bytes of the file {@link encodeCheckpoint} would produce, without
- * encoding it (SPEC.md §4.3 plus the payload lengths).
+ * encoding it (../SPEC.md §4.3 plus the payload lengths).
  * @param state - the checkpoint state.
  * @returns the file length.
  * @throws TypeError / RangeError for values of the wrong type or range.

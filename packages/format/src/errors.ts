@@ -1,12 +1,12 @@
 /**
- * The one error class of `@llmcp/format` (SPEC.md §9.9).
+ * The one error class of `@llmcp/format` (../SPEC.md §9.9).
  *
  * Every category of the reference's error table has exactly one stable,
  * package-prefixed code. Codes are API: adding one is a minor change,
  * renaming or removing one is a major change.
  */
 
-/** Stable error codes, one per category of SPEC.md §9.9. */
+/** Stable error codes, one per category of ../SPEC.md §9.9. */
 export const FORMAT_ERROR_CODES = {
   /** The file is shorter than the 38-byte fixed header, or a variable-header read runs past `header_bytes`. */
   FORMAT_TRUNCATED: 'FORMAT_TRUNCATED',
@@ -34,7 +34,7 @@ export const FORMAT_ERROR_CODES = {
   FORMAT_INVALID_UTF8: 'FORMAT_INVALID_UTF8',
   /** A size computation overflows u64, or (encoding) a count does not fit its field. */
   FORMAT_SIZE_OVERFLOW: 'FORMAT_SIZE_OVERFLOW',
-  /** A declared size cannot be allocated in this runtime (the reference's Allocation category), or exceeds a limit of this implementation (SPEC.md §15.2: `header_bytes` above 64 MiB). */
+  /** A declared size cannot be allocated in this runtime (the reference's Allocation category), or exceeds a limit of this implementation (../SPEC.md §15.2: `header_bytes` above 64 MiB). */
   FORMAT_LIMIT_EXCEEDED: 'FORMAT_LIMIT_EXCEEDED',
   /** Descriptor table or record layout invalid (names, roles, dtypes, shapes, lengths, contiguity, partition). */
   FORMAT_LAYOUT: 'FORMAT_LAYOUT',
@@ -72,7 +72,7 @@ export const FORMAT_ERROR_CODES = {
 export type FormatErrorCode = (typeof FORMAT_ERROR_CODES)[keyof typeof FORMAT_ERROR_CODES];
 
 /**
- * The reference's error-category name for every code (SPEC.md §9.9, left
+ * The reference's error-category name for every code (../SPEC.md §9.9, left
  * column), so reports can be compared one-to-one with other implementations.
  */
 export const FORMAT_ERROR_CATEGORIES = {
@@ -107,7 +107,7 @@ export const FORMAT_ERROR_CATEGORIES = {
   FORMAT_UNSUPPORTED_ATOMIC_REPLACEMENT: 'UnsupportedAtomicReplacement',
 } as const;
 
-/** A reference error-category name (SPEC.md §9.9), e.g. `'ChecksumMismatch'`. */
+/** A reference error-category name (../SPEC.md §9.9), e.g. `'ChecksumMismatch'`. */
 export type FormatErrorCategory = (typeof FORMAT_ERROR_CATEGORIES)[FormatErrorCode];
 
 /** Where and what: the context a {@link FormatError} carries. All fields optional. */

@@ -1,6 +1,6 @@
 /**
  * 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3), the
- * checksum of LLMCP35 v1 (SPEC.md §3.1) and of corpus files.
+ * checksum of LLMCP35 v1 (../SPEC.md §3.1) and of corpus files.
  *
  * Inputs of 64 bytes or more go through a tiny embedded WebAssembly kernel
  * (one native 64-bit multiply per byte, see `internal/fnv1a64-wasm.ts`);
@@ -58,7 +58,7 @@ export class Fnv1a64 {
   }
 
   /**
-   * Hashes `count` zero bytes (the checksum field of SPEC.md §3.1).
+   * Hashes `count` zero bytes (the checksum field of ../SPEC.md §3.1).
    * @param count - how many zero bytes.
    * @returns this hasher.
    */

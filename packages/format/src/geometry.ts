@@ -1,5 +1,5 @@
 /**
- * Descriptor geometry and record partition (SPEC.md §9.3): every record's
+ * Descriptor geometry and record partition (../SPEC.md §9.3): every record's
  * byte length matches its shape, records are contiguous from `header_bytes`
  * to the end of the file, and the descriptor count splits into tokenizer,
  * model and optimizer slices. Header-only: nothing here touches the payload
@@ -36,7 +36,7 @@ export function checkedByteLength(shape: readonly bigint[], width: number): bigi
 }
 
 /**
- * Row-major strides overflow u64 (SPEC.md §9.5: the reference's Tensor error,
+ * Row-major strides overflow u64 (../SPEC.md §9.5: the reference's Tensor error,
  * possible only when a zero dimension precedes huge ones).
  * @param shape - dimensions.
  * @returns true when some stride exceeds u64.
@@ -63,7 +63,7 @@ function layout(message: string, d: RawDescriptor, reason: string, extra: { expe
 }
 
 /**
- * Checks SPEC.md §9.3 in order and returns the record partition.
+ * Checks ../SPEC.md §9.3 in order and returns the record partition.
  * @param header - the parsed header.
  * @param fileLength - total file length.
  * @returns the partition.

@@ -1,5 +1,5 @@
 /**
- * The header of an LLMCP35 v1 file (SPEC.md §3, §4): its raw parsed form,
+ * The header of an LLMCP35 v1 file (../SPEC.md §3, §4): its raw parsed form,
  * the fixed-header checks (§9.1), the variable-header parse (§9.2), and the
  * canonical header writer (§8). Raw u64 values stay `bigint` here: hostile
  * files carry values far above 2^53.
@@ -26,7 +26,7 @@ import {
 } from './tags.ts';
 import type { AdamWConfig } from './types.ts';
 
-/** The fixed 38-byte header as read (SPEC.md §3). */
+/** The fixed 38-byte header as read (../SPEC.md §3). */
 export interface FixedHeader {
   readonly formatVersion: number;
   readonly endianMarker: number;
@@ -47,7 +47,7 @@ export interface RawDecoderConfig {
   readonly rmsEpsilon: number;
 }
 
-/** One descriptor entry as stored (SPEC.md §4.1). */
+/** One descriptor entry as stored (../SPEC.md §4.1). */
 export interface RawDescriptor {
   readonly index: number;
   /** Absolute offset of the entry in the header, and its length. */
@@ -71,7 +71,7 @@ export interface RawGroups {
   readonly noDecay: readonly LocatedName[];
 }
 
-/** Everything the header says, fields in file order (SPEC.md §3–§4). */
+/** Everything the header says, fields in file order (../SPEC.md §3–§4). */
 export interface RawHeader extends FixedHeader {
   readonly tokenizerLayoutVersion: number;
   readonly rngAlgorithmVersion: number;
@@ -114,7 +114,7 @@ function hex(value: bigint | number, digits: number): string {
 }
 
 /**
- * Checks SPEC.md §9.1 steps 1–5 on the first bytes of a file, then the
+ * Checks ../SPEC.md §9.1 steps 1–5 on the first bytes of a file, then the
  * header-size limit of §15.2.
  * @param head - at least the first 38 bytes (or the whole file if shorter).
  * @param fileLength - the total file length.
@@ -186,7 +186,7 @@ export function parseFixedHeader(head: Uint8Array, fileLength: number): FixedHea
 }
 
 /**
- * The implementation limit on `header_bytes` (SPEC.md §15.2): checked right
+ * The implementation limit on `header_bytes` (../SPEC.md §15.2): checked right
  * after the file extent (§9.1 step 5) and before the checksum, so a hostile
  * length is refused from 38 bytes without reading, hashing or allocating
  * the header it declares. The encoder applies the same check first.
@@ -219,7 +219,7 @@ export interface ParseHeaderOptions {
 export type PartialHeader = { -readonly [K in keyof RawHeader]?: RawHeader[K] };
 
 /**
- * Parses the variable header `bytes[38, header_bytes)` in the order of SPEC.md
+ * Parses the variable header `bytes[38, header_bytes)` in the order of ../SPEC.md
  * §9.2, validating AdamW configuration and groups on the way.
  *
  * @param header - buffer holding at least the whole header (offsets absolute).
@@ -227,7 +227,7 @@ export type PartialHeader = { -readonly [K in keyof RawHeader]?: RawHeader[K] };
  * @param options - lenient mode and field tracing.
  * @param partial - receives fields as they are parsed (for partial inspection).
  * @returns the complete raw header.
- * @throws FormatError in the categories of SPEC.md §9.2.
+ * @throws FormatError in the categories of ../SPEC.md §9.2.
  */
 export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, options: ParseHeaderOptions = {}, partial: PartialHeader = {}): RawHeader {
   const headerEnd = Number(fixed.headerBytes); // <= file length, checked by parseFixedHeader
@@ -349,7 +349,7 @@ export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, opti
   partial.descriptorCountOffset = descriptorCountOffset;
   const descriptorCount = read('descriptor count', 'u32', () => r.u32('descriptor count'));
   partial.descriptorCount = descriptorCount;
-  // No allocation from the declared count (SPEC.md §9.10): entries are
+  // No allocation from the declared count (../SPEC.md §9.10): entries are
   // appended as they are read, each read bounded by header_bytes.
   const descriptors: RawDescriptor[] = [];
   partial.descriptors = descriptors;
@@ -458,7 +458,7 @@ function readDescriptor(r: ByteReader, index: number, fail: (e: FormatError) => 
 }
 
 /**
- * Header length from the formula of SPEC.md §4.3.
+ * Header length from the formula of ../SPEC.md §4.3.
  * @param groups - UTF-8 group names, or null when the flag is 0.
  * @param descriptors - name byte lengths and ranks of every descriptor.
  * @returns header_bytes.
@@ -501,7 +501,7 @@ export interface HeaderPlan {
 }
 
 /**
- * Writes the canonical header (SPEC.md §8 step 4) with a zero checksum field.
+ * Writes the canonical header (../SPEC.md §8 step 4) with a zero checksum field.
  * @param plan - field values; `plan.headerBytes` must equal {@link headerLength}.
  * @returns exactly `plan.headerBytes` bytes.
  */

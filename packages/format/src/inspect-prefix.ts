@@ -1,6 +1,6 @@
 /**
  * The first 16 bytes of a file, split at field boundaries and explained
- * (SPEC.md §3, §12.1): what a reader checks before anything else.
+ * (../SPEC.md §3, §12.1): what a reader checks before anything else.
  */
 import { hexBytes, quotedBytes } from './bits.ts';
 import type { CheckpointInspection } from './inspect.ts';

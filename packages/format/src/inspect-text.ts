@@ -1,6 +1,6 @@
 /**
  * The human-readable layout audit of a file, from a {@link CheckpointInspection}
- * (SPEC.md §3, §4, §12): the text of `llmcp inspect` and of the conformance
+ * (../SPEC.md §3, §4, §12): the text of `llmcp inspect` and of the conformance
  * report. Plain text; colours only through a caller-supplied style hook, so
  * it stays browser-safe and dependency-free.
  */

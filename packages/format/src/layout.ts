@@ -1,5 +1,5 @@
 /**
- * Layout evidence of a decoded file (SPEC.md §3–§5, §12): header fields,
+ * Layout evidence of a decoded file (../SPEC.md §3–§5, §12): header fields,
  * every descriptor with where its entry lies in the header and where its
  * record lies in the payload, sizes and the checksum label.
  */
@@ -32,7 +32,7 @@ export interface CheckpointLayout {
   readonly fileLength: number;
   readonly formatVersion: number;
   readonly endianMarker: number;
-  /** Fixed + variable header length (SPEC.md §4.3). */
+  /** Fixed + variable header length (../SPEC.md §4.3). */
   readonly headerBytes: number;
   readonly payloadBytes: number;
   /** Stored (and verified) checksum value. */

@@ -30,7 +30,7 @@ export function momentsByName(state: CheckpointState, name: string): MomentState
 
 /**
  * Number of token ids a tokenizer defines: the piece count for a literal
- * tokenizer, 258 + merges for byte-level BPE (SPEC.md §5.2).
+ * tokenizer, 258 + merges for byte-level BPE (../SPEC.md §5.2).
  * @param tokenizer - a tokenizer state.
  * @returns the vocabulary size.
  */

@@ -1,6 +1,6 @@
 /**
  * `@llmcp/format/node`: file I/O for LLMCP35 v1 checkpoints on Node.js —
- * atomic save (SPEC.md §11), streaming validated load, and a generic atomic
+ * atomic save (../SPEC.md §11), streaming validated load, and a generic atomic
  * file writer. Everything else lives in the browser-safe main entry.
  */
 export { saveCheckpointAtomic } from './node/save.ts';

@@ -1,5 +1,5 @@
 /**
- * The model parameter layout a decoder configuration implies (SPEC.md §7):
+ * The model parameter layout a decoder configuration implies (../SPEC.md §7):
  * 2 + 9L tensors in a fixed order, and the parameter-name syntax (§6.5).
  */
 import type { DecoderConfig } from './types.ts';
@@ -37,7 +37,7 @@ export function parameterTensorCount(layers: number): number {
 }
 
 /**
- * Name of the parameter at `index` in model order (SPEC.md §7).
+ * Name of the parameter at `index` in model order (../SPEC.md §7).
  * @param index - position in model order, in [0, 2 + 9L).
  * @param layers - decoder block count L.
  * @returns the name.
@@ -55,7 +55,7 @@ export function modelParameterName(index: number, layers: number): string {
 }
 
 /**
- * Names and shapes of every model parameter, in model order (SPEC.md §7):
+ * Names and shapes of every model parameter, in model order (../SPEC.md §7):
  * `token_embedding.weight` [V, D], per layer the attention norm [D], query,
  * key, value, output [D, D], the feed-forward norm [D], gate and up [D, F],
  * down [F, D], then `final_norm.gain` [D].
@@ -82,7 +82,7 @@ export function expectedParameterShapes(config: DecoderConfig): ParameterShape[]
 }
 
 /**
- * Why a parameter name breaks the syntax of SPEC.md §6.5 (lowercase ASCII
+ * Why a parameter name breaks the syntax of ../SPEC.md §6.5 (lowercase ASCII
  * letters, digits, `_` and `.`; non-empty; no empty dot-separated segment).
  * @param name - a parameter name.
  * @returns `'empty-name'`, `'invalid-character'`, `'empty-segment'`, or `undefined` when valid.

@@ -1,5 +1,5 @@
 /**
- * Encoding plan (SPEC.md §8): from a checkpoint state, the canonical record
+ * Encoding plan (../SPEC.md §8): from a checkpoint state, the canonical record
  * list (tokenizer, model order, optimizer pairs sorted byte-wise by name),
  * offsets, the header bytes and a view of every record's payload — without
  * building the file. `encodeCheckpoint` copies the plan into one buffer; the
@@ -74,7 +74,7 @@ function countField(value: unknown, field: string): bigint {
 }
 
 /**
- * A decoder field that may exceed 2^53 − 1 (SPEC.md §15.2): the exact value
+ * A decoder field that may exceed 2^53 − 1 (../SPEC.md §15.2): the exact value
  * from `exact` when given (it must lie in [2^53, 2^64 − 1] and agree with the
  * number field), else the number field as a safe integer.
  */
@@ -254,7 +254,7 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
   const headerBytes = headerLength(groupBytes, records.map((r, i) => ({ nameBytes: nameBytes[i] as Uint8Array, rank: r.shape.length })));
 
   // The value rules in the decoder's order: the header-size limit (checked with
-  // the fixed header, SPEC.md §15.2), AdamW config, groups (§9.2 steps 6–7),
+  // the fixed header, ../SPEC.md §15.2), AdamW config, groups (§9.2 steps 6–7),
   // then the per-descriptor non-empty name (step 9).
   if (validate) {
     assertHeaderWithinLimit(headerBytes);

@@ -1,5 +1,5 @@
 /**
- * Record validation and state assembly (SPEC.md §9.4–§9.7): tokenizer
+ * Record validation and state assembly (../SPEC.md §9.4–§9.7): tokenizer
  * records, model records, optimizer records and the cross-component checks,
  * in the reference's order. Used by the in-memory decoder, the streaming
  * loader and (on the records it plans) the encoder.
@@ -222,7 +222,7 @@ function sameShape(a: readonly bigint[], b: readonly bigint[]): boolean {
  * @param partition - from the geometry check.
  * @param source - record payload access.
  * @returns the decoded checkpoint state (tensors from `source.float64`).
- * @throws FormatError in the categories of SPEC.md §9.4–§9.7.
+ * @throws FormatError in the categories of ../SPEC.md §9.4–§9.7.
  */
 export function validateRecords(header: RawHeader, partition: RecordPartition, source: RecordSource): CheckpointState {
   const all = header.descriptors;

@@ -1,5 +1,5 @@
 /**
- * SplitMix64, the sampling RNG of LLMCP35 v1 (SPEC.md §10; model.md §4.1).
+ * SplitMix64, the sampling RNG of LLMCP35 v1 (../SPEC.md §10; ../../../docs/spec/model.md §4.1).
  *
  * Exact unsigned 64-bit arithmetic on two 32-bit halves (no BigInt on the hot
  * path); the state is exposed as a `bigint`.
@@ -120,7 +120,7 @@ export class SplitMix64 {
   }
 
   /**
-   * A uniform integer in [0, bound) by rejection (training.md §3.1): the
+   * A uniform integer in [0, bound) by rejection (../../../docs/spec/training.md §3.1): the
    * threshold is (2^64 − bound) mod bound; outputs below it are redrawn; the
    * result is `output mod bound`.
    * @param bound - an integer in [1, 2^53].

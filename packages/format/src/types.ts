@@ -1,12 +1,12 @@
 /**
- * The decoded, plain-data form of an LLMCP35 v1 checkpoint (SPEC.md §1).
+ * The decoded, plain-data form of an LLMCP35 v1 checkpoint (../SPEC.md §1).
  *
  * Conventions: every u64 that can legitimately exceed 2^53 (steps, the RNG
  * state, raw header fields in layout evidence) is a `bigint`; dimensions of a
  * valid checkpoint are bounded by the file size and are plain `number`s. The
  * two decoder fields the file size does not bound (`maxPositions`, and
  * `feedForwardWidth` of a 0-layer model) may hold any u64: above 2^53 − 1
- * their exact value is in {@link DecoderConfig.exact} (SPEC.md §15.2).
+ * their exact value is in {@link DecoderConfig.exact} (../SPEC.md §15.2).
  * Tensors are row-major `Float64Array`s whose element bit patterns are
  * preserved exactly (including −0).
  */
@@ -20,7 +20,7 @@ export interface LiteralTokenizerState {
 /**
  * A byte-level BPE tokenizer: merge rank r joins `pairs[r]` (left, right) in
  * the *training id space* (0–255 bytes, 256 + r for merge r). The final
- * vocabulary is 258 + pairs.length (two control ids, SPEC.md §5.2).
+ * vocabulary is 258 + pairs.length (two control ids, ../SPEC.md §5.2).
  */
 export interface BpeTokenizerState {
   readonly kind: 'bpe';
@@ -31,7 +31,7 @@ export interface BpeTokenizerState {
 export type TokenizerState = LiteralTokenizerState | BpeTokenizerState;
 
 /**
- * Exact values of the decoder fields that exceed 2^53 − 1 (SPEC.md §15.2).
+ * Exact values of the decoder fields that exceed 2^53 − 1 (../SPEC.md §15.2).
  * Each property is present only when its field is above
  * `Number.MAX_SAFE_INTEGER`; it is then a `bigint` in [2^53, 2^64 − 1].
  */
@@ -40,7 +40,7 @@ export interface ExactDecoderFields {
   readonly maxPositions?: bigint;
 }
 
-/** Decoder configuration (SPEC.md §4, §6.1). */
+/** Decoder configuration (../SPEC.md §4, §6.1). */
 export interface DecoderConfig {
   readonly vocabularySize: number;
   readonly modelWidth: number;
@@ -54,7 +54,7 @@ export interface DecoderConfig {
   readonly rmsEpsilon: number;
   /**
    * The exact u64 value of `feedForwardWidth` / `maxPositions` where it
-   * exceeds 2^53 − 1 (SPEC.md §15.2); absent otherwise (the decoder omits it
+   * exceeds 2^53 − 1 (../SPEC.md §15.2); absent otherwise (the decoder omits it
    * when both fields are safe integers). The number field then holds the
    * nearest double, which is never a safe integer, so code that requires
    * safe integers (e.g. `@llmcp/model`) refuses such a configuration, while
@@ -113,7 +113,7 @@ export interface AdamWState {
 export interface CheckpointState {
   readonly tokenizer: TokenizerState;
   readonly decoder: DecoderConfig;
-  /** Model parameters in model order (SPEC.md §7). */
+  /** Model parameters in model order (../SPEC.md §7). */
   readonly parameters: readonly NamedTensor[];
   readonly optimizer: AdamWState;
   /** Step label of the saved state; equals `optimizer.step`. */

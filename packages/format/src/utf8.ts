@@ -1,5 +1,5 @@
 /**
- * UTF-8 text and the byte-wise name order of LLMCP35 v1 (SPEC.md §2, §4, §7).
+ * UTF-8 text and the byte-wise name order of LLMCP35 v1 (../SPEC.md §2, §4, §7).
  */
 
 const DECODER = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -57,7 +57,7 @@ export function compareByteWise(a: string, b: string): number {
 }
 
 /**
- * Returns a sorted copy of `names` in ascending UTF-8 byte order (SPEC.md §4,
+ * Returns a sorted copy of `names` in ascending UTF-8 byte order (../SPEC.md §4,
  * §5.1): the order of optimizer records and of parameter-group lists.
  *
  * @param names - names in any order.

@@ -1,5 +1,5 @@
 /**
- * Acceptance 3: random mutations of the golden file end in a typed error or
+ * Random mutations of the golden file end in a typed error or
  * in a state that re-encodes to the very same bytes — never another
  * exception. 10,000 runs per mutation family below.
  */

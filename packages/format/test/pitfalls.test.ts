@@ -1,5 +1,5 @@
 /**
- * SPEC.md §14 "Pitfalls for reimplementers": one test per pitfall, plus the
+ * ../SPEC.md §14 "Pitfalls for reimplementers": one test per pitfall, plus the
  * byte-level BPE and step-0 round trips of acceptance point 4.
  */
 import { describe, expect, it } from 'vitest';

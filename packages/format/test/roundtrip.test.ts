@@ -1,5 +1,5 @@
 /**
- * Acceptance 3 (second half) and 4: randomly generated valid states — both
+ * Randomly generated valid states — both
  * tokenizer kinds, step 0 and step > 0, with and without groups, 0–3 layers —
  * encode to bytes that decode to the same state and re-encode identically.
  */

@@ -1,5 +1,5 @@
 /**
- * AdamW exactly as the reference computes it (training.md §6), over the
+ * AdamW exactly as the reference computes it (../../../docs/spec/training.md §6), over the
  * model's flat parameter array: one loop in model order.
  */
 import { adamwConfigProblem, decayProductProblem, f64ToBits, groupsProblem, type AdamWConfig, type AdamWState, type LocatedName, type MomentState, type ParameterGroups } from '@llmcp/format';
@@ -84,7 +84,7 @@ function resolveGroups(groups: NoDecayRule | ParameterGroups | null, layout: Par
 /**
  * AdamW with decoupled weight decay, decay/no-decay groups, beta powers kept
  * by repeated multiplication and epsilon added outside the square root
- * (training.md §6.3). Moments live in two flat arrays in model order.
+ * (../../../docs/spec/training.md §6.3). Moments live in two flat arrays in model order.
  *
  * @example
  * ```ts
@@ -173,7 +173,7 @@ export class AdamW {
   }
 
   /**
-   * One AdamW update from the model's current gradients (training.md §6.3),
+   * One AdamW update from the model's current gradients (../../../docs/spec/training.md §6.3),
    * optionally clipped. All new values are computed first and committed
    * together; if any is not finite, nothing changes.
    *

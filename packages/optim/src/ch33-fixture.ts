@@ -1,8 +1,8 @@
 /**
  * The ch33 training fixture — the reference's eight-update run whose selected
  * state is the golden 6330-byte checkpoint — defined once, as data
- * ([training.md §1–7](../../../docs/spec/training.md), model in
- * [model.md §2](../../../docs/spec/model.md)). `@llmcp/conformance`
+ * ([../../../docs/spec/training.md §1–7](../../../docs/spec/training.md), model in
+ * [../../../docs/spec/model.md §2](../../../docs/spec/model.md)). `@llmcp/conformance`
  * regenerates the golden file from it, the trainer's `ch33` preset is built
  * from it, and this package's tests replay it step by step.
  */
@@ -17,7 +17,7 @@ export interface FixtureDocument {
 
 /** The ch33 fixture's documents and settings. */
 export interface Ch33Fixture {
-  /** Train and validation documents, in processing order (training.md §1). */
+  /** Train and validation documents, in processing order (../../../docs/spec/training.md §1). */
   readonly documents: { readonly train: readonly FixtureDocument[]; readonly validation: readonly FixtureDocument[] };
   readonly decoder: DecoderConfig;
   /** The literal tokenizer's pieces, token id order. */

@@ -1,5 +1,5 @@
 /**
- * Global-norm gradient clipping in the reference's scaled form (training.md §5).
+ * Global-norm gradient clipping in the reference's scaled form (../../../docs/spec/training.md §5).
  */
 import type { ParameterLayout } from '@llmcp/model';
 import { OptimError } from './errors.ts';
@@ -46,7 +46,7 @@ function locate(layout: ParameterLayout | undefined, index: number): { tensorNam
 /**
  * Computes the global gradient norm with the overflow-safe scaled sum of
  * squares of BLAS `nrm2` over all elements in order, checks every element is
- * finite, and decides the clip (training.md §5): no clipping when
+ * finite, and decides the clip (../../../docs/spec/training.md §5): no clipping when
  * `scale ≤ maxNorm / root`, otherwise the multiplier
  * `(maxNorm / scale) / root`. The gradients themselves are not modified; pass
  * the result to `AdamW.step({ clip })`.

@@ -12,7 +12,7 @@ export const OPTIM_ERROR_CODES = {
   OPTIM_INVALID_LEARNING_RATE: 'OPTIM_INVALID_LEARNING_RATE',
   /** A clipping threshold or multiplier is unusable (not finite, ≤ 0). */
   OPTIM_INVALID_CLIP: 'OPTIM_INVALID_CLIP',
-  /** A gradient element is NaN or infinite (training.md §4 step 3). */
+  /** A gradient element is NaN or infinite (../../../docs/spec/training.md §4 step 3). */
   OPTIM_NON_FINITE_GRADIENT: 'OPTIM_NON_FINITE_GRADIENT',
   /** An AdamW update produced a non-finite value; nothing was changed. */
   OPTIM_NON_FINITE_UPDATE: 'OPTIM_NON_FINITE_UPDATE',

@@ -34,7 +34,7 @@ function checkRate(rate: unknown, field: string): number {
 }
 
 /**
- * A per-step list (training.md §4): step k uses `rates[k − 1]`; no warm-up, no
+ * A per-step list (../../../docs/spec/training.md §4): step k uses `rates[k − 1]`; no warm-up, no
  * interpolation. The fixture's list is 0.04, 0.04, 0.025, 0.025, 0.015, 0.015, 0.008, 0.008.
  *
  * @param rates - one finite rate > 0 per update.

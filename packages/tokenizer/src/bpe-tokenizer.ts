@@ -1,5 +1,5 @@
 /**
- * The byte-level BPE tokenizer, layout version 1 (tokenizer-and-data.md §3).
+ * The byte-level BPE tokenizer, layout version 1 (../../../docs/spec/tokenizer-and-data.md §3).
  *
  * Internally everything runs in the training id space (bytes 0–255, merge r =
  * 256 + r); token ids are training ids + 2, with 0 = BOS and 1 = EOS.
@@ -140,7 +140,7 @@ export class BpeTokenizer implements Tokenizer {
 
   /**
    * Builds a tokenizer from a merge table in the training id space, checking it
-   * as tokenizer-and-data.md §3.2 says: for each rank r in order, both operands
+   * as ../../../docs/spec/tokenizer-and-data.md §3.2 says: for each rank r in order, both operands
    * must be below 256 + r (left checked first), and the pair must not repeat an
    * earlier one.
    *
@@ -431,7 +431,7 @@ export class BpeTokenizer implements Tokenizer {
   }
 
   /**
-   * The checkpoint form: pairs in the training id space (format.md §5.2).
+   * The checkpoint form: pairs in the training id space (../../format/SPEC.md §5.2).
    * @returns a fresh `BpeTokenizerState`.
    */
   toState(): BpeTokenizerState {
@@ -479,7 +479,7 @@ function controlInContent(position: number, id: number): TokenizerError {
 }
 
 /**
- * One left-to-right non-overlapping replacement pass (tokenizer-and-data.md
+ * One left-to-right non-overlapping replacement pass (../../../docs/spec/tokenizer-and-data.md
  * §2.3 step 5).
  */
 export function replacePair(sequence: readonly number[], left: number, right: number, merged: number): { sequence: number[]; replacements: number } {

@@ -1,6 +1,6 @@
 /**
  * Learning byte-level BPE merges exactly as the reference does
- * (tokenizer-and-data.md §2): overlapping pair counts, the largest count wins,
+ * (../../../docs/spec/tokenizer-and-data.md §2): overlapping pair counts, the largest count wins,
  * ties go to the numerically smallest left id and then right id, replacement
  * is left-to-right and non-overlapping, documents never join, and the loop
  * stops early only when no adjacent pair is left.

@@ -12,7 +12,7 @@ export type AnyTokenizer = LiteralTokenizer | BpeTokenizer;
 
 /**
  * Builds the tokenizer a checkpoint describes, validating it (literal: non-empty
- * distinct pieces; BPE: tokenizer-and-data.md §3.2).
+ * distinct pieces; BPE: ../../../docs/spec/tokenizer-and-data.md §3.2).
  *
  * @param state - `checkpoint.tokenizer` from `@llmcp/format`.
  * @returns a `LiteralTokenizer` or a `BpeTokenizer`.

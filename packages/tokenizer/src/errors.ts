@@ -2,7 +2,7 @@
  * The one error class of `@llmcp/tokenizer` and its stable codes.
  *
  * Codes are API: adding one is a minor change, renaming or removing one is a
- * major change. The conditions follow tokenizer-and-data.md §8.
+ * major change. The conditions follow ../../../docs/spec/tokenizer-and-data.md §8.
  */
 
 /** Every code a {@link TokenizerError} can carry. */

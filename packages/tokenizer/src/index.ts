@@ -1,6 +1,6 @@
 /**
  * `@llmcp/tokenizer`: literal and byte-level BPE tokenizers, byte-exact with
- * the reference implementation (tokenizer-and-data.md §2–3), with BPE
+ * the reference implementation (../../../docs/spec/tokenizer-and-data.md §2–3), with BPE
  * training, checkpoint/JSON conversions, a SHA-256 identity, and strict UTF-8.
  * Browser-safe.
  */

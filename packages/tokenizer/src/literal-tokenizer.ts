@@ -1,6 +1,6 @@
 /**
  * The literal tokenizer: an ordered list of non-empty, pairwise distinct byte
- * strings (format.md §5.1, tag 1). Token id i spells piece i. It has no
+ * strings (../../format/SPEC.md §5.1, tag 1). Token id i spells piece i. It has no
  * control tokens.
  *
  * Encoding rule (llmcp's; the reference fixtures only store and decode
@@ -218,7 +218,7 @@ export class LiteralTokenizer implements Tokenizer {
   }
 
   /**
-   * The checkpoint form (format.md §5.1, tag 1).
+   * The checkpoint form (../../format/SPEC.md §5.1, tag 1).
    * @returns a fresh `LiteralTokenizerState`.
    */
   toState(): LiteralTokenizerState {

@@ -1,6 +1,6 @@
 /**
  * The interface both tokenizers implement, the token-id layout constants of
- * layout version 1 (tokenizer-and-data.md §3.1) and the stable JSON form.
+ * layout version 1 (../../../docs/spec/tokenizer-and-data.md §3.1) and the stable JSON form.
  */
 import type { TokenizerState } from '@llmcp/format';
 
@@ -16,7 +16,7 @@ export const FIRST_MERGE_TOKEN_ID = 258;
 export const FIRST_MERGE_TRAINING_ID = 256;
 /** The BPE token-id layout version implemented here. */
 export const TOKENIZER_LAYOUT_VERSION = 1;
-/** Largest accepted BPE training request: 2^32 − 1 − 255 (tokenizer-and-data.md §2.3). */
+/** Largest accepted BPE training request: 2^32 − 1 − 255 (../../../docs/spec/tokenizer-and-data.md §2.3). */
 export const MAX_REQUESTED_MERGES = 4294967040;
 /** Most merge ranks layout version 1 can number: 258 + M − 1 must fit in u32. */
 export const MAX_LAYOUT_MERGES = 4294967038;

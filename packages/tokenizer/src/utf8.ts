@@ -1,5 +1,5 @@
 /**
- * Strict UTF-8 (tokenizer-and-data.md §3.5 "text view", §7 items 1 and 12).
+ * Strict UTF-8 (../../../docs/spec/tokenizer-and-data.md §3.5 "text view", §7 items 1 and 12).
  *
  * The validator follows the Unicode well-formedness table (no overlongs, no
  * surrogates U+D800–U+DFFF, nothing above U+10FFFF, no truncated sequences),

@@ -2,7 +2,7 @@
  * faultshim: an LD_PRELOAD library that fails, shortens, delays, pauses or
  * kills at the N-th file-system call matching a path, or logs every matching
  * call. Built and driven by tools/reliability/src/shim.ts; the rule syntax is
- * documented in tools/reliability/README.md ("The fault shim").
+ * documented in ../README.md ("The fault shim").
  *
  *   LLMCP_FAULTSHIM_RULES  rules separated by ';', each a ','-separated list
  *                          of key=value: op=open|write|...  path=<substring,

@@ -152,7 +152,7 @@ function buildSeed(name: string, bytes: Uint8Array): Seed {
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const descriptors = report.descriptors.map((d): Descriptor => {
-    // SPEC.md §4.4 entry: role u8, name (u32 length + bytes), dtype u8, rank u32, shape u64×rank, offset u64, byte_len u64.
+    // ../../../packages/format/SPEC.md §4.1 descriptor entry: role u8, name (u32 length + bytes), dtype u8, rank u32, shape u64×rank, offset u64, byte_len u64.
     const nameLength = view.getUint32(d.entryOffset + 1, true);
     const dtypeOffset = d.entryOffset + 5 + nameLength;
     const rankOffset = dtypeOffset + 1;
@@ -246,7 +246,7 @@ function getUint(bytes: Uint8Array, offset: number, width: 1 | 2 | 4 | 8): bigin
   return view.getBigUint64(offset, true);
 }
 
-/** Recomputes the stored checksum (SPEC.md §3.1: FNV-1a 64 with bytes 30..37 as zero). */
+/** Recomputes the stored checksum (../../../packages/format/SPEC.md §3.1: FNV-1a 64 with bytes 30..37 as zero). */
 export function fixChecksum(bytes: Uint8Array): Uint8Array {
   if (bytes.length < 38) return bytes;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -1,7 +1,7 @@
 /**
  * The libc fault-injection shim (shim/faultshim.c): building it with the
  * system C compiler, the environment that loads it into a child process, its
- * rule syntax, pause points and its call log. See tools/reliability/README.md
+ * rule syntax, pause points and its call log. See ../README.md
  * ("The fault shim") for the rules.
  *
  * ```ts

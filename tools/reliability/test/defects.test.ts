@@ -4,7 +4,7 @@
  * pause/release (a process is frozen at an exact libc call while the other
  * one runs), never by luck. The tests assert outcomes only, so they hold for
  * any correct fix: on the code these defects were reported against they FAIL
- * (recorded in tools/reliability/README.md, "Known defects").
+ * (recorded in ../README.md, "Known defects").
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * A strict JSON reader over UTF-8 bytes (RFC 8259 with the reference's
- * strictness, tokenizer-and-data.md §1.2 and §7 item 2):
+ * strictness, ../../../../docs/spec/tokenizer-and-data.md §1.2 and §7 item 2):
  *
  * - the input must be valid UTF-8; a byte-order mark is not whitespace;
  * - only space, tab, LF and CR are whitespace; nothing may follow the value;

@@ -1,7 +1,7 @@
 /**
  * The error of the foreign-file readers (`@llmcp/format/foreign`): headers
  * of safetensors and GGUF files, which are not LLMCP35 checkpoints, so their
- * failures are not categories of the LLMCP35 error table (SPEC.md §9.9) and
+ * failures are not categories of the LLMCP35 error table (../../SPEC.md §9.9) and
  * get their own class and codes. Codes are API: adding one is a minor
  * change, renaming or removing one is a major change.
  */

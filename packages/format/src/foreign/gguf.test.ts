@@ -5,7 +5,7 @@ import { readGgufHeader } from './gguf.ts';
 import { foreignFileJson, renderForeignFile } from './render.ts';
 
 /**
- * A GGUF writer for tests, from ggml's docs/gguf.md: little-endian; magic,
+ * A GGUF writer for tests, from ggml's GGUF specification (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md): little-endian; magic,
  * version u32, tensor_count u64, metadata_kv_count u64, key-value pairs
  * (string key, u32 type, value), tensor infos (string name, u32 n_dims, u64
  * dims, u32 type, u64 offset), padding to the alignment, data.

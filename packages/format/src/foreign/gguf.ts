@@ -1,5 +1,5 @@
 /**
- * A bounded reader of GGUF headers (ggml's `docs/gguf.md`, versions 2 and
+ * A bounded reader of GGUF headers (ggml's GGUF specification, https://github.com/ggml-org/ggml/blob/master/docs/gguf.md, versions 2 and
  * 3), little-endian:
  *
  * | field | type |

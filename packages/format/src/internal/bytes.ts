@@ -7,7 +7,7 @@ import { CHECKSUM_OFFSET } from '../tags.ts';
 
 /**
  * FNV-1a 64 of a whole file with the checksum field (bytes 30..37) taken as
- * zero (SPEC.md §3.1).
+ * zero (../../SPEC.md §3.1).
  * @param file - the complete file (at least 38 bytes).
  * @returns the checksum value.
  */

@@ -1,5 +1,5 @@
 /**
- * A fused WebAssembly kernel: 64-bit FNV-1a (SPEC.md §3.1) over a byte range
+ * A fused WebAssembly kernel: 64-bit FNV-1a (../../SPEC.md §3.1) over a byte range
  * that, in the same loop, screens every 8-byte little-endian word as an f64.
  *
  * FNV-1a is latency-bound (one dependent xor + 64-bit multiply per byte), so

@@ -1,5 +1,5 @@
 /**
- * A 329-byte WebAssembly kernel for 64-bit FNV-1a (SPEC.md §3.1).
+ * A 329-byte WebAssembly kernel for 64-bit FNV-1a (../../SPEC.md §3.1).
  *
  * FNV-1a is a strictly serial chain (`h = (h ^ b) * prime` per byte), so its
  * speed is the latency of one 64-bit xor + multiply. Plain JavaScript has no

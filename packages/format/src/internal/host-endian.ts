@@ -1,5 +1,5 @@
 /**
- * f64 records are little-endian on disk (SPEC.md §5.3) and packed without
+ * f64 records are little-endian on disk (../../SPEC.md §5.3) and packed without
  * alignment. On little-endian hosts (all mainstream ones) a record is moved by
  * one bulk byte copy into a fresh, aligned buffer viewed as Float64Array; on
  * big-endian hosts a DataView loop converts element by element.

@@ -1,5 +1,5 @@
 /**
- * Atomic file replacement (SPEC.md §11): a unique temporary file in the
+ * Atomic file replacement (../../SPEC.md §11): a unique temporary file in the
  * destination's directory created exclusively, written, fsynced and closed,
  * renamed over the destination, then the directory fsynced. On any failure
  * the temporary file is removed; the previous destination is never deleted
@@ -48,10 +48,10 @@ export interface AtomicWriteOptions {
   readonly fileSystem?: AtomicFileSystem;
 }
 
-/** Attempts at a free temporary name before giving up (SPEC.md §11 step 3). */
+/** Attempts at a free temporary name before giving up (../../SPEC.md §11 step 3). */
 export const TEMP_NAME_ATTEMPTS = 128;
 
-// Process-wide serial: starts at 0, +1 on every attempt, never reset (SPEC.md §11).
+// Process-wide serial: starts at 0, +1 on every attempt, never reset (../../SPEC.md §11).
 let serial = 0;
 
 /**
@@ -164,7 +164,7 @@ export async function replaceFileAtomic(destination: string, writeContent: (hand
 }
 
 /**
- * Writes `bytes` to `path` atomically (SPEC.md §11 guarantees for any file,
+ * Writes `bytes` to `path` atomically (../../SPEC.md §11 guarantees for any file,
  * e.g. a trainer's `job.json`): never a torn or partial destination, no
  * temporary file left behind on failure.
  *

@@ -1,11 +1,11 @@
 /**
- * Streaming checkpoint load (SPEC.md §9, §11): the same checks as
+ * Streaming checkpoint load (../../SPEC.md §9, §11): the same checks as
  * `decodeCheckpoint`, in the same order, without holding the file in memory
  * twice.
  *
  * 1. The fixed header is read and checked (§9.1 steps 1–5).
  * 2. The header (`header_bytes`: at most the file size, and at most
- *    MAX_HEADER_BYTES or refused from the fixed header alone, SPEC.md §15.2)
+ *    MAX_HEADER_BYTES or refused from the fixed header alone, ../../SPEC.md §15.2)
  *    is read in bounded chunks and parsed, and the descriptor geometry
  *    checked. The checksum is not known yet, so any failure here is
  *    remembered, not reported: the rest of the file is then hashed in
@@ -84,7 +84,7 @@ interface AllocationSite {
 /**
  * Runs an allocation, turning the engine's refusal (a RangeError: invalid
  * typed-array length, or array buffer allocation failed) into
- * FORMAT_LIMIT_EXCEEDED naming the field and offset (SPEC.md §15.2).
+ * FORMAT_LIMIT_EXCEEDED naming the field and offset (../../SPEC.md §15.2).
  */
 function allocate<T>(make: () => T, where: () => AllocationSite): T {
   try {

@@ -1,5 +1,5 @@
 /**
- * Streaming atomic checkpoint save (SPEC.md §8, §11).
+ * Streaming atomic checkpoint save (../../SPEC.md §8, §11).
  *
  * The reference encodes the whole file in memory first. Here the state is
  * planned and fully validated first (so, as in the reference, nothing touches

@@ -1,5 +1,5 @@
 /**
- * The ch33 training fixture (training.md §1–7) written out from its
+ * The ch33 training fixture (../../../../docs/spec/training.md §1–7) written out from its
  * definition — documents, windows, Fisher–Yates shuffle, batches, eight
  * clipped AdamW updates, evaluations and selection — recording everything the
  * golden trace records.

@@ -1,5 +1,5 @@
 /**
- * A second, faster way to compute the same BPE encoding (tokenizer-and-data.md
+ * A second, faster way to compute the same BPE encoding (../../../../docs/spec/tokenizer-and-data.md
  * §3.3): a left-to-right search over whole tokens instead of merge passes.
  *
  * It rests on one property of the rank-ordered passes. Call a token *proper*

@@ -1,5 +1,5 @@
 /**
- * The byte-level BPE encoder's hot loop (tokenizer-and-data.md §3.3), kept in
+ * The byte-level BPE encoder's hot loop (../../../../docs/spec/tokenizer-and-data.md §3.3), kept in
  * one place with all of its state in typed arrays: the rank passes as per-rank
  * work lists over a linked list of each segment.
  *
