@@ -26,7 +26,7 @@
  * the range, so a range that starts at an f64 record's first byte screens its
  * elements exactly. Tests compare hash and flags with references.
  */
-import { ascii, section, sleb, uleb } from './fnv1a64-wasm.ts';
+import { ascii, instantiateKernel, section, sleb, uleb } from './fnv1a64-wasm.ts';
 
 /** Where callers copy input bytes in the kernel memory. */
 export const SCAN_DATA_OFFSET = 16;
@@ -158,11 +158,6 @@ export interface ScanKernel {
   readonly scancmp: (ptr: number, len: number, hi: number, lo: number, other: number) => void;
 }
 
-interface WasmApi {
-  readonly Module: new (bytes: Uint8Array) => object;
-  readonly Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
-}
-
 let kernel: ScanKernel | null | undefined;
 
 /**
@@ -171,17 +166,11 @@ let kernel: ScanKernel | null | undefined;
  */
 export function scanKernel(): ScanKernel | null {
   if (kernel !== undefined) return kernel;
-  kernel = null;
-  try {
-    const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    if (wasm !== undefined) {
-      const instance = new wasm.Instance(new wasm.Module(scanKernelBytes()), {});
-      const memory = instance.exports['memory'] as { readonly buffer: ArrayBuffer };
-      kernel = { memory: new Uint8Array(memory.buffer), result: new DataView(memory.buffer, 0, 16), scan: instance.exports['scan'] as ScanKernel['scan'], scancmp: instance.exports['scancmp'] as ScanKernel['scancmp'] };
-    }
-  } catch {
-    kernel = null;
-  }
+  const k = instantiateKernel(scanKernelBytes());
+  kernel =
+    k === null
+      ? null
+      : { memory: new Uint8Array(k.buffer), result: new DataView(k.buffer, 0, 16), scan: k.exports['scan'] as ScanKernel['scan'], scancmp: k.exports['scancmp'] as ScanKernel['scancmp'] };
   return kernel;
 }
 

@@ -180,6 +180,26 @@ interface WasmApi {
   readonly Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
 }
 
+/**
+ * Instantiates a small kernel module synchronously (allowed for modules under
+ * 4 KiB on browser main threads), or returns null when WebAssembly is
+ * unavailable or refuses the module — the one home of this step for the
+ * format's kernels.
+ *
+ * @param bytes - the module.
+ * @returns its memory and exports, or null.
+ */
+export function instantiateKernel(bytes: Uint8Array): { readonly buffer: ArrayBuffer; readonly exports: Record<string, unknown> } | null {
+  try {
+    const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+    if (wasm === undefined) return null;
+    const instance = new wasm.Instance(new wasm.Module(bytes), {});
+    return { buffer: (instance.exports['memory'] as { readonly buffer: ArrayBuffer }).buffer, exports: instance.exports };
+  } catch {
+    return null;
+  }
+}
+
 let kernel: FnvKernel | null | undefined;
 
 /**
@@ -189,19 +209,8 @@ let kernel: FnvKernel | null | undefined;
  */
 export function fnvKernel(): FnvKernel | null {
   if (kernel !== undefined) return kernel;
-  kernel = null;
-  try {
-    const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    if (wasm !== undefined) {
-      // Synchronous compilation is allowed for modules under 4 KiB on browser main threads.
-      const instance = new wasm.Instance(new wasm.Module(fnvKernelBytes()), {});
-      const memory = instance.exports['memory'] as { readonly buffer: ArrayBuffer };
-      const fnv = instance.exports['fnv'] as FnvKernel['fnv'];
-      kernel = { memory: new Uint8Array(memory.buffer), result: new DataView(memory.buffer, 0, 8), fnv };
-    }
-  } catch {
-    kernel = null;
-  }
+  const k = instantiateKernel(fnvKernelBytes());
+  kernel = k === null ? null : { memory: new Uint8Array(k.buffer), result: new DataView(k.buffer, 0, 8), fnv: k.exports['fnv'] as FnvKernel['fnv'] };
   return kernel;
 }
 
