@@ -27,6 +27,7 @@
  * elements exactly. Tests compare hash and flags with references.
  */
 import { ascii, instantiateKernel, section, sleb, uleb } from './fnv1a64-wasm.ts';
+import { BLOCK, BR, BR_IF, END, I32_ADD, I32_CONST, I32_GE_U, I32_LT_U, I32_SUB, I64_ADD, I64_AND, I64_CONST, I64_EXTEND_I32_U, I64_GT_U, I64_LOAD, I64_LOAD8_U, I64_MUL, I64_NE, I64_OR, I64_SHL, I64_SHR_U, I64_STORE, I64_XOR, LOCAL_GET, LOCAL_SET, LOOP, T_I32, T_I64, VOID } from './wasm-opcodes.ts';
 
 /** Where callers copy input bytes in the kernel memory. */
 export const SCAN_DATA_OFFSET = 16;
@@ -43,35 +44,6 @@ export const SCAN_NEGATIVE = 2;
 /** Flag bit (`scancmp`): the two ranges differ somewhere. */
 export const SCAN_DIFFERS = 4;
 
-const BLOCK = 0x02;
-const LOOP = 0x03;
-const VOID = 0x40;
-const END = 0x0b;
-const BR = 0x0c;
-const BR_IF = 0x0d;
-const LOCAL_GET = 0x20;
-const LOCAL_SET = 0x21;
-const I64_LOAD = 0x29;
-const I64_LOAD8_U = 0x31;
-const I64_STORE = 0x37;
-const I32_CONST = 0x41;
-const I64_CONST = 0x42;
-const I32_LT_U = 0x49;
-const I32_GE_U = 0x4f;
-const I64_NE = 0x52;
-const I64_GT_U = 0x56;
-const I32_ADD = 0x6a;
-const I32_SUB = 0x6b;
-const I64_ADD = 0x7c;
-const I64_MUL = 0x7e;
-const I64_AND = 0x83;
-const I64_OR = 0x84;
-const I64_XOR = 0x85;
-const I64_SHL = 0x86;
-const I64_SHR_U = 0x88;
-const I64_EXTEND_I32_U = 0xad;
-const T_I32 = 0x7f;
-const T_I64 = 0x7e;
 
 // Locals of `scan`: 0 ptr, 1 len, 2 hi, 3 lo (params); then h, w, bad, neg (i64); end (i32).
 // `scancmp` has a fifth param (other) and one more i64 local (diff).
