@@ -158,7 +158,7 @@ typedef void (*mk512_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *, p
 static const mk512_fn MK512[MR512][NV512] = {MK512_ROW(1), MK512_ROW(2), MK512_ROW(3), MK512_ROW(4),
                                              MK512_ROW(5), MK512_ROW(6), MK512_ROW(7), MK512_ROW(8)};
 
-__attribute__((target("avx512f"))) static void gemm_avx512(const gemm_args *g) {
+__attribute__((target("avx512f"))) static void gemm_avx512_direct(const gemm_args *g) {
   const int add = g->flags & F_ADD;
   const int W = 8 * NV512;
   /* Column panels outside, row blocks inside: a K × 24 panel of B stays in L1 across the row blocks. */
@@ -175,6 +175,256 @@ __attribute__((target("avx512f"))) static void gemm_avx512(const gemm_args *g) {
       MK512[rows - 1][nv - 1](g->a + i0 * g->ars, g->ars, g->aks, g->b + j0, g->ldb, g->c + i0 * g->ldc + j0, g->ldc,
                               kBeg, kEnd, mask, add);
     }
+  }
+}
+
+/*
+ * A is read in place (8 rows of A, or one 8-wide line of A^T or of a packed A^T panel, per k): one software
+ * prefetch per k, PF512 steps of k ahead, for row k mod MR (each row's next line once every 8 k without TRANS_A;
+ * the line of step k + PF512 with it).
+ */
+#ifndef PF512
+#define PF512 32
+#endif
+#ifdef LLMCP_NO_PREFETCH
+#define PREFETCH_A512(p) ((void)0)
+#else
+#define PREFETCH_A512(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#endif
+
+/*
+ * The packed kernels: B comes from a contiguous, 64-byte aligned panel (row stride `ldbp` = 8·NV or more, zero
+ * beyond N), n = kEnd − kBeg steps from A (already offset to k = kBeg). The running sums start at +0.0
+ * (`pin` NULL) or continue from the partial tile `pin` (row stride ldp, written by the previous K block); they
+ * end in the partial tile `pout`, or (pout NULL) in C: C = s, or C = C_old + s under `add` — C_old is added
+ * last, never accumulated from. The order of the additions of every output is the order of the direct kernels.
+ */
+#define DEFINE_MKP512(MR, NV)                                                                                         \
+  __attribute__((target("avx512f"))) static void mkp512_##MR##_##NV(                                                  \
+      const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *bp, ptrdiff_t ldbp, int n, const double *pin,      \
+      double *pout, ptrdiff_t ldp, double *c, ptrdiff_t ldc, __mmask8 mask, int add) {                                \
+    __m512d acc[MR][NV];                                                                                              \
+    if (pin == NULL) {                                                                                                \
+      _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)     \
+          acc[r][v] = _mm512_setzero_pd();                                                                            \
+    } else {                                                                                                          \
+      _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)     \
+          acc[r][v] = _mm512_load_pd(pin + r * ldp + 8 * v);                                                          \
+    }                                                                                                                 \
+    const double *ap = a;                                                                                             \
+    for (int k = 0; k < n; k++) {                                                                                     \
+      __m512d bv[NV];                                                                                                 \
+      PREFETCH_A512(ap + (k % MR) * ars + PF512 * aks);                                                               \
+      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) bv[v] = _mm512_load_pd(bp + 8 * v);                      \
+      _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                         \
+        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                       \
+          const __m512d p = MUL_BCAST512(ap + r * ars, bv[v]);                                                        \
+          acc[r][v] = _mm512_add_pd(acc[r][v], p);                                                                    \
+        }                                                                                                             \
+      }                                                                                                               \
+      bp += ldbp;                                                                                                     \
+      ap += aks;                                                                                                      \
+    }                                                                                                                 \
+    if (pout != NULL) {                                                                                               \
+      _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++)     \
+          _mm512_store_pd(pout + r * ldp + 8 * v, acc[r][v]);                                                         \
+      return;                                                                                                         \
+    }                                                                                                                 \
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                           \
+      double *cp = c + r * ldc;                                                                                       \
+      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                         \
+        const __mmask8 m = v == NV - 1 ? mask : (__mmask8)0xff;                                                       \
+        __m512d out = acc[r][v];                                                                                      \
+        if (add) out = _mm512_add_pd(_mm512_maskz_loadu_pd(m, cp + 8 * v), out);                                     \
+        _mm512_mask_storeu_pd(cp + 8 * v, m, out);                                                                    \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+
+#define DEFINE_MKP512_ROW(MR) DEFINE_MKP512(MR, 1) DEFINE_MKP512(MR, 2) DEFINE_MKP512(MR, 3)
+DEFINE_MKP512_ROW(1)
+DEFINE_MKP512_ROW(2)
+DEFINE_MKP512_ROW(3)
+DEFINE_MKP512_ROW(4)
+DEFINE_MKP512_ROW(5)
+DEFINE_MKP512_ROW(6)
+DEFINE_MKP512_ROW(7)
+DEFINE_MKP512_ROW(8)
+
+typedef void (*mkp512_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *, ptrdiff_t, int, const double *, double *,
+                          ptrdiff_t, double *, ptrdiff_t, __mmask8, int);
+#define MKP512_ROW(MR) {mkp512_##MR##_1, mkp512_##MR##_2, mkp512_##MR##_3}
+static const mkp512_fn MKP512[MR512][NV512] = {MKP512_ROW(1), MKP512_ROW(2), MKP512_ROW(3), MKP512_ROW(4),
+                                               MKP512_ROW(5), MKP512_ROW(6), MKP512_ROW(7), MKP512_ROW(8)};
+
+/* K block of the packed path: a KC512 × 24 panel of B (24 KB) stays in L1 across the row blocks. */
+#ifndef KC512
+#define KC512 128
+#endif
+#ifndef MC512
+#define MC512 128
+#endif
+/* Products of at most ROWS512 rows (4 row blocks) or at most SMALL512 multiply-adds run unpacked. */
+#ifndef ROWS512
+#define ROWS512 32
+#endif
+#ifndef SMALL512
+#define SMALL512 131072.0
+#endif
+
+/*
+ * Rows kb … kb+n−1, columns j0 … j0+w−1 of B into the panel `bp` (row stride 8·pv, zero beyond w): contiguous
+ * and aligned, so the kernel's loads neither cross pages every row (B rows are often 1–16 KB apart) nor collide
+ * in the same L1 sets.
+ */
+__attribute__((target("avx512f"))) static void pack_b512(const double *b, ptrdiff_t ldb, int n, int w, double *bp) {
+  const int pv = (w + 7) / 8;
+  const __mmask8 lastMask = (__mmask8)((1u << (w - 8 * (pv - 1))) - 1u);
+  for (int k = 0; k < n; k++) {
+    const double *src = b + (ptrdiff_t)k * ldb;
+    double *dst = bp + (ptrdiff_t)k * 8 * pv;
+    for (int v = 0; v < pv - 1; v++) _mm512_store_pd(dst + 8 * v, _mm512_loadu_pd(src + 8 * v));
+    _mm512_store_pd(dst + 8 * (pv - 1), _mm512_maskz_loadu_pd(lastMask, src + 8 * (pv - 1)));
+  }
+}
+
+/*
+ * Rows 0 … n−1 of A^T (A stored [K, M], F_TRANS_A; row stride lda), columns 0 … m−1, into 8-row micro-panels
+ * `ap` (micro-panel q at ap + q·8·n, 8 values per k, zero beyond m): one aligned line per k instead of one line
+ * lda·8 bytes (often a page or more) apart.
+ */
+__attribute__((target("avx512f"))) static void pack_at512(const double *a, ptrdiff_t lda, int n, int m, double *ap) {
+  const int q = (m + 7) / 8;
+  const __mmask8 lastMask = (__mmask8)((1u << (m - 8 * (q - 1))) - 1u);
+  for (int k = 0; k < n; k++) {
+    const double *src = a + (ptrdiff_t)k * lda;
+    for (int v = 0; v < q - 1; v++) _mm512_store_pd(ap + ((ptrdiff_t)v * n + k) * 8, _mm512_loadu_pd(src + 8 * v));
+    _mm512_store_pd(ap + ((ptrdiff_t)(q - 1) * n + k) * 8, _mm512_maskz_loadu_pd(lastMask, src + 8 * (q - 1)));
+  }
+}
+
+/*
+ * Per-thread scratch of the packed path (the B panel, the partial tile, the packed A^T), 64-byte aligned, grown on
+ * demand and kept for the thread's next products; freed when the thread exits (the key's destructor).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+static _Thread_local double *t_scratch;
+static _Thread_local size_t t_scratch_len;
+
+static void scratch_key_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, free) == 0; }
+
+/* At least n doubles of this thread's scratch, or NULL when no memory is left (the caller then runs unpacked). */
+static double *scratch(size_t n) {
+  if (n <= t_scratch_len) return t_scratch;
+  pthread_once(&scratch_once, scratch_key_init);
+  if (!scratch_key_ok) return NULL;
+  free(t_scratch);
+  t_scratch = NULL;
+  t_scratch_len = 0;
+  pthread_setspecific(scratch_key, NULL);
+  const size_t bytes = (n * sizeof(double) + 4095) & ~(size_t)4095;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+  t_scratch = (double *)p;
+  t_scratch_len = bytes / sizeof(double);
+  pthread_setspecific(scratch_key, p);
+  return t_scratch;
+}
+
+/*
+ * The packed path (more than ROWS512 rows, more than SMALL512 multiply-adds). Loops, outside in: row chunks of
+ * MC512 rows, K blocks of KC512, column panels of 24, row blocks of 8. Each (chunk, K block, panel) of B is packed
+ * once and reused by the chunk's row blocks (which also prefetch the next panel's rows of B, and C before the last
+ * K block writes it); under F_TRANS_A with three panels or more the chunk's A^T is packed per K block too.
+ * A row block whose k range spans several K blocks carries its running sums in the partial tile P (M × 24·panels,
+ * as large as C; not C itself: under F_ADD the finished sum is added to C_old last), so every output still sums its
+ * products from +0.0 in increasing k. The causal bounds are block_bounds', per row block; an empty k range gives
+ * s = +0.0 (written in the first K block).
+ */
+__attribute__((target("avx512f"))) static void gemm_avx512(const gemm_args *g) {
+  const int M = g->M, N = g->N, K = g->K;
+  /* Few row blocks to reuse a packed panel, or a product so small that its operands are hot in L1. */
+  if (M <= ROWS512 || (double)M * N * K <= SMALL512) {
+    gemm_avx512_direct(g);
+    return;
+  }
+  const int add = g->flags & F_ADD;
+  const int W = 8 * NV512, kc = KC512;
+  const ptrdiff_t ldp = ((ptrdiff_t)N + W - 1) / W * W;
+  /* A^T is packed too when three panels or more reuse it (its rows are lda·8 bytes apart: a page or more per k). */
+  const int packA = (g->flags & F_TRANS_A) && N > 2 * W;
+  const size_t pSize = K > kc ? (size_t)M * (size_t)ldp : 0;
+  double *const bp = scratch((size_t)kc * W + pSize + (packA ? (size_t)MC512 * kc : 0));
+  if (bp == NULL) {
+    gemm_avx512_direct(g);
+    return;
+  }
+  double *const P = bp + (size_t)kc * W;
+  double *const Ap = P + pSize;
+  /* Row chunks of MC512 rows outermost: the chunk's A (MC512 × KC512, 128 KB) stays in L2 across the panels. */
+  for (int ic = 0; ic < M; ic += MC512) {
+    const int icEnd = imin(M, ic + MC512);
+    const int blocks = (icEnd - ic + MR512 - 1) / MR512;
+    int kb = 0;
+    do { /* one pass at least: with K = 0 it writes the empty sums */
+      const int n = K - kb < kc ? K - kb : kc;
+      /* Each row block prefetches its share of the next panel's rows of B (packed next, read with stride ldb). */
+      const int pfRows = (n + blocks - 1) / blocks;
+      if (packA) pack_at512(g->a + (ptrdiff_t)kb * g->aks + ic, g->aks, n, icEnd - ic, Ap);
+      for (int j0 = 0; j0 < N; j0 += W) {
+        const int pv = (imin(W, N - j0) + 7) / 8;
+        const int nextW = N - j0 > W ? imin(W, N - j0 - W) : 0;
+        int packed = 0;
+        for (int i0 = ic; i0 < icEnd; i0 += MR512) {
+          if (nextW > 0) {
+            const int r0 = (i0 - ic) / MR512 * pfRows, r1 = imin(n, r0 + pfRows);
+            for (int r = r0; r < r1; r++) {
+              const double *q = g->b + (ptrdiff_t)(kb + r) * g->ldb + j0 + W;
+              for (int v = 0; v < nextW; v += 8) _mm_prefetch((const char *)(q + v), _MM_HINT_T0);
+              _mm_prefetch((const char *)(q + nextW - 1), _MM_HINT_T0);
+            }
+          }
+          const int rows = imin(MR512, M - i0);
+          int jEnd, kBeg, kEnd, k0, k1, first, last;
+          block_bounds(g, i0, rows, &jEnd, &kBeg, &kEnd);
+          if (j0 >= jEnd) continue;
+          if (kBeg >= kEnd) {
+            if (kb != 0) continue;
+            k0 = k1 = kb;
+            first = last = 1;
+          } else {
+            k0 = kBeg > kb ? kBeg : kb;
+            k1 = kEnd < kb + n ? kEnd : kb + n;
+            if (k0 >= k1) continue;
+            first = kBeg >= kb;
+            last = kEnd <= kb + n;
+          }
+          if (k1 > k0 && !packed) {
+            pack_b512(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, imin(W, N - j0), bp);
+            packed = 1;
+          }
+          const int w = imin(W, jEnd - j0);
+          const int nv = (w + 7) / 8;
+          const __mmask8 mask = (__mmask8)((1u << (w - 8 * (nv - 1))) - 1u);
+          double *const tile = P + (ptrdiff_t)i0 * ldp + j0;
+          double *const c = g->c + i0 * g->ldc + j0;
+          if (last)
+            for (int r = 0; r < rows; r++) {
+              for (int v = 0; v < w; v += 8) __builtin_prefetch(c + r * g->ldc + v, 1, 3);
+            }
+          const double *const a = packA ? Ap + ((ptrdiff_t)(i0 - ic) * n + (ptrdiff_t)(k0 - kb) * 8)
+                                        : g->a + i0 * g->ars + (ptrdiff_t)k0 * g->aks;
+          MKP512[rows - 1][nv - 1](a, packA ? 1 : g->ars, packA ? 8 : g->aks,
+                                   bp + (ptrdiff_t)(k0 - kb) * 8 * pv, 8 * pv, k1 - k0, first ? NULL : tile,
+                                   last ? NULL : tile, ldp, c, g->ldc, mask, add);
+        }
+      }
+      kb += n;
+    } while (kb < K);
   }
 }
 
@@ -288,6 +538,9 @@ static void run_gemm(const gemm_args *g) {
       gemm_scalar(g);
   }
 }
+
+/* Batched correctly rounded exp (exp.ts's fast path per lane): exp(). */
+#include "exp.c"
 
 /* ── ceiling microbenchmark: independent multiply-then-add chains ─────── */
 
@@ -525,14 +778,15 @@ static napi_value init(napi_env env, napi_value exports) {
   static const struct {
     const char *name;
     napi_callback fn;
-  } fns[] = {{"gemm", js_gemm}, {"path", js_path}, {"bestPath", js_best}, {"setPath", js_set_path}, {"peak", js_peak}};
+  } fns[] = {{"gemm", js_gemm}, {"path", js_path}, {"bestPath", js_best}, {"setPath", js_set_path}, {"peak", js_peak},
+               {"exp", js_exp}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) != napi_ok) return NULL;
     if (napi_set_named_property(env, exports, fns[i].name, f) != napi_ok) return NULL;
   }
   napi_value version;
-  napi_create_uint32(env, 1, &version);
+  napi_create_uint32(env, 2, &version);
   napi_set_named_property(env, exports, "abiVersion", version);
   return exports;
 }

@@ -7,6 +7,7 @@
  * `[B,T,D] → [B,H,T,d]` read in place (and the merge is its inverse).
  */
 import { exp } from '../math/index.ts';
+import { expInto } from './exp-batch.ts';
 import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmTransA, transpose } from './gemm.ts';
 
 /** Reusable per-head scratch of one attention call (sized for T ≤ capacity). */
@@ -19,6 +20,10 @@ export interface AttentionScratch {
   readonly draw: Float64Array;
   /** (d, T) a transposed head slice. */
   readonly sliceT0: Float64Array;
+  /** (T·(T+1)/2) the causal triangle of one head, packed by rows: the softmax shifts, then their exp (one batch). */
+  readonly shifted: Float64Array;
+  /** (T) the row maxima of the current head. */
+  readonly rowMax: Float64Array;
 }
 
 /**
@@ -33,6 +38,8 @@ export function attentionScratch(T: number, headWidth: number): AttentionScratch
     dprob: new Float64Array(T * T),
     draw: new Float64Array(T * T),
     sliceT0: new Float64Array(headWidth * T),
+    shifted: new Float64Array((T * (T + 1)) / 2),
+    rowMax: new Float64Array(T),
   };
 }
 
@@ -83,6 +90,9 @@ export function attentionForward(
     transpose(kT, 0, T, kr, hd, D, T, d);
     gemm(S, 0, T, qr, hd, D, kT, 0, T, T, T, d, trace === null ? GEMM_LOWER_OUT : 0);
     const pOff = h * TT;
+    // Pass 1, every row: scaled scores, row maximum, shifts s − m packed by rows (row i at i·(i+1)/2).
+    const E = scratch.shifted;
+    const M = scratch.rowMax;
     for (let i = 0; i < T; i++) {
       const row = i * T;
       if (trace !== null) {
@@ -99,13 +109,24 @@ export function attentionForward(
         S[row + j] = s;
         if (s > m) m = s;
       }
-      // tail = Σ exp(s − m) over allowed keys, skipping the first key whose shift is exactly 0.
+      M[i] = m;
+      const q = (i * (i + 1)) / 2;
+      for (let j = 0; j <= i; j++) E[q + j] = S[row + j] - m;
+    }
+    // exp of the whole triangle in one batch (bit for bit exp(), see exp-batch.ts).
+    expInto(E, 0, E, 0, (T * (T + 1)) / 2);
+    for (let i = 0; i < T; i++) {
+      const row = i * T;
+      const m = M[i] as number;
+      const q = (i * (i + 1)) / 2;
+      // tail = Σ exp(s − m) over allowed keys, skipping the first key whose shift is exactly 0
+      // (the shift is tested, not its exp: exp of a tiny nonzero shift can round to 1).
       let tail = 0;
       let skipped = false;
       const pr = pOff + row;
       for (let j = 0; j <= i; j++) {
-        const shifted = S[row + j] - m;
-        const e = exp(shifted);
+        const shifted = (S[row + j] as number) - m;
+        const e = E[q + j] as number;
         prob[pr + j] = e;
         if (!skipped && shifted === 0) skipped = true;
         else tail += e;

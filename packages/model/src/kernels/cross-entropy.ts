@@ -2,7 +2,11 @@
  * Mean next-token cross-entropy with the maximum split off
  * (../../../../docs/spec/model.md §13; ../../../../docs/spec/backward.md §4.1).
  */
-import { exp, log1p } from '../math/index.ts';
+import { log1p } from '../math/index.ts';
+import { expInto } from './exp-batch.ts';
+
+/** Row maxima of the current call (reusable, grown as needed). */
+let rowMax = new Float64Array(64);
 
 /**
  * Forward for `rows` rows of V logits: per-row losses
@@ -26,6 +30,9 @@ export function crossEntropyForward(
   rows: number,
   V: number,
 ): void {
+  if (rowMax.length < rows) rowMax = new Float64Array(Math.max(rows, 2 * rowMax.length));
+  const M = rowMax;
+  // Pass 1, every row: the maximum m and the shifts z − m, written into prob.
   for (let r = 0; r < rows; r++) {
     const o = r * V;
     let m = -Infinity;
@@ -33,12 +40,20 @@ export function crossEntropyForward(
       const z = logits[o + c];
       if (z > m) m = z;
     }
+    M[r] = m;
+    for (let c = 0; c < V; c++) prob[o + c] = logits[o + c] - m;
+  }
+  // exp of all rows in one batch, in place (bit for bit exp(), see exp-batch.ts).
+  expInto(prob, 0, prob, 0, rows * V);
+  for (let r = 0; r < rows; r++) {
+    const o = r * V;
+    const m = M[r] as number;
+    // The shift is tested, not its exp (exp of a tiny nonzero shift can round to 1).
     let tail = 0;
     let skipped = false;
     for (let c = 0; c < V; c++) {
-      const shifted = logits[o + c] - m;
-      const e = exp(shifted);
-      prob[o + c] = e;
+      const shifted = (logits[o + c] as number) - m;
+      const e = prob[o + c] as number;
       if (!skipped && shifted === 0) skipped = true;
       else tail += e;
     }

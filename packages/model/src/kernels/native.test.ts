@@ -99,6 +99,27 @@ const EDGES: [number, number, number][] = [
   [1, 1, 0], [1, 1, 1], [1, 1, 7], [3, 5, 0], [2, 9, 1], [7, 7, 7], [8, 8, 8], [9, 25, 3], [6, 24, 16], [13, 23, 1], [1, 53, 33], [64, 16, 64], [17, 33, 129],
 ];
 
+/**
+ * Shapes of the packed AVX-512 path (more than 32 rows and more than 2^17 multiply-adds; B packed per K block of 128
+ * rows × 24 columns, A^T too under TRANS_A with N > 48, running sums carried across K blocks, row chunks of 128): K
+ * longer than one block and not a multiple of it, N not a multiple of 24, M not a multiple of 8, more than one row
+ * chunk, long K under TRANS_A and the causal flags (every flag combination runs). The other paths must agree too.
+ */
+const PACKED: [number, number, number][] = [
+  [41, 24, 1000], [48, 48, 256], [33, 25, 400], [40, 7, 600], [47, 49, 385], [36, 73, 200], [64, 3, 700], [33, 26, 1300], [72, 50, 40],
+  [136, 30, 140], [137, 52, 129],
+];
+
+/** Random shapes with long K (several K blocks of the packed path). */
+const longShapes = fc.record({
+  M: fc.integer({ min: 1, max: 72 }),
+  N: fc.integer({ min: 1, max: 60 }),
+  K: fc.integer({ min: 100, max: 700 }),
+  flags: fc.integer({ min: 0, max: 31 }),
+  pad: fc.integer({ min: 0, max: 3 }),
+  seed: fc.integer(),
+});
+
 describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
   const nativeAddon = addon as NativeAddon;
   describe.each(PATHS)('%s path', (path) => {
@@ -115,6 +136,24 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
         }),
         { numRuns: 300 },
       );
+    });
+
+    it('equals the WebAssembly kernel bit for bit for random shapes with long K (several K blocks), every flag combination', () => {
+      fc.assert(
+        fc.property(longShapes, (c) => {
+          const d = compare(c, run(c));
+          if (d !== null) throw new Error(`${JSON.stringify(c)}: ${d}`);
+        }),
+        { numRuns: 60 },
+      );
+    });
+
+    it.each(PACKED)('equals the WebAssembly kernel for the packed shape %i × %i × %i under every flag combination', (M, N, K) => {
+      for (let flags = 0; flags < 32; flags++)
+        for (const pad of [0, 3]) {
+          const c = { M, N, K, flags, pad, seed: M * 7919 + N * 31 + K };
+          expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
+        }
     });
 
     it.each(EDGES)('equals the WebAssembly kernel for %i × %i × %i under every flag combination', (M, N, K) => {

@@ -23,6 +23,13 @@ export type NativePath = 'avx512' | 'avx2' | 'scalar';
 export interface NativeAddon {
   /** `gemm` of gemm.ts on the arrays in place (same parameters, same bits); throws RangeError for out-of-bounds views. */
   gemm(C: Float64Array, cOff: number, ldc: number, A: Float64Array, aOff: number, lda: number, B: Float64Array, bOff: number, ldb: number, M: number, N: number, K: number, flags: number): void;
+  /**
+   * exp.ts's fast path on `n` elements (native/exp.c): writes `out[outOff + i] = exp(x[xOff + i])` for the
+   * lanes it decides and the indices i of the others, ascending, to `undecided` (their `out` elements keep
+   * `x[xOff + i]`); returns their count. `out` and `x` may be the same elements; `constants` is exp-batch.ts's
+   * `expConstants()`. Throws RangeError for out-of-bounds or partially overlapping views, TypeError for wrong array types.
+   */
+  exp(out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number, undecided: Int32Array, constants: Float64Array): number;
   /** The calling thread's path. */
   path(): NativePath;
   /** The best path this CPU runs. */
@@ -39,7 +46,7 @@ export type KernelChoice = 'auto' | 'native' | 'wasm';
 
 /** The addon file, relative to the package root. */
 export const NATIVE_ADDON_FILE = 'native/build/llmcp_kernels.node';
-const ABI_VERSION = 1;
+const ABI_VERSION = 2;
 
 interface NodeProcess {
   readonly versions?: { readonly node?: string };

@@ -3,26 +3,33 @@
  * §4.6, §4.9): `silu(gate) · up`. The three projections around it are plain
  * matrix products.
  */
-import { exp } from '../math/index.ts';
+import { expInto } from './exp-batch.ts';
 
 /**
  * Forward: branch-wise sigmoid, `silu = gate·σ`, `prod = silu·up`.
  *
  * @param prod - (n) output `silu · up`.
  * @param silu - (n) saved.
- * @param sigma - (n) saved sigmoid.
+ * @param sigma - (n) saved sigmoid (also the scratch of the exp arguments: must not alias gate or up).
  * @param gate - (n) gate projection.
  * @param up - (n) up projection.
  * @param n - number of elements (rows · F).
  */
 export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number): void {
+  // The exp arguments first (−x for x ≥ 0, else x: NaN takes the second branch), in sigma, then exp of all
+  // of them in one batch, in place (bit for bit exp(), see exp-batch.ts).
   for (let i = 0; i < n; i++) {
-    const x = gate[i];
+    const x = gate[i] as number;
+    sigma[i] = x >= 0 ? -x : x;
+  }
+  expInto(sigma, 0, sigma, 0, n);
+  for (let i = 0; i < n; i++) {
+    const x = gate[i] as number;
+    const e = sigma[i] as number;
     let s: number;
     if (x >= 0) {
-      s = 1.0 / (1.0 + exp(-x));
+      s = 1.0 / (1.0 + e);
     } else {
-      const e = exp(x);
       s = e / (1.0 + e);
     }
     sigma[i] = s;

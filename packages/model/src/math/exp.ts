@@ -216,3 +216,30 @@ function buildTable(): Float64Array {
   }
   return t;
 }
+
+/** The fast path's constants, for kernels that reproduce it operation by operation. */
+export interface ExpFastPathConstants {
+  readonly L1: number;
+  readonly L2: number;
+  readonly L3: number;
+  readonly INV_L: number;
+  readonly SHIFTER: number;
+  readonly SPLITTER: number;
+  readonly ERR: number;
+  readonly C3: number;
+  readonly C4: number;
+  readonly C5: number;
+  readonly C6: number;
+  /** A copy of T: T[4j..4j+3] = Th, Tl and the Veltkamp halves of Th. */
+  readonly T: Float64Array;
+}
+
+/**
+ * The constants and table of {@link exp}'s fast path (package-internal: for
+ * kernels/wasm-exp.ts, which runs the same operations in SIMD lanes).
+ *
+ * @returns the values exp uses, T copied.
+ */
+export function expFastPathConstants(): ExpFastPathConstants {
+  return { L1, L2, L3, INV_L, SHIFTER, SPLITTER, ERR, C3, C4, C5, C6, T: T.slice() };
+}

@@ -206,3 +206,32 @@ function buildTable(): Float64Array {
 export function lnTableForTests(): Float64Array {
   return TBL.slice();
 }
+
+/** The fast path's constants, for kernels that reproduce it operation by operation. */
+export interface LnFastPathConstants {
+  readonly SPLITTER: number;
+  readonly ERR_REL: number;
+  /** High word of the start of the reduced range. */
+  readonly OFF: number;
+  readonly P3: number;
+  readonly P4: number;
+  readonly P5: number;
+  readonly P6: number;
+  readonly P7: number;
+  readonly P8: number;
+  readonly P9: number;
+  readonly LN2_HI: number;
+  readonly LN2_LO: number;
+  /** A copy of TBL: TBL[3i..3i+2] = c_i, and -ln(c_i) as hi, lo. */
+  readonly TBL: Float64Array;
+}
+
+/**
+ * The constants and table of {@link ln}'s fast path (package-internal: for
+ * kernels/wasm-ln.ts, which runs the same operations in SIMD lanes).
+ *
+ * @returns the values ln uses, TBL copied.
+ */
+export function lnFastPathConstants(): LnFastPathConstants {
+  return { SPLITTER, ERR_REL, OFF, P3, P4, P5, P6, P7, P8, P9, LN2_HI, LN2_LO, TBL: TBL.slice() };
+}
