@@ -14,11 +14,12 @@ import {
   meanLoss,
   reduceGainsAndEmbedding,
 } from './internal/batch-reduce.ts';
-import { SequenceEngine } from './internal/sequence-engine.ts';
+import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
-import { parameterLayout, type ParameterEntry, type ParameterLayout } from './layout.ts';
+import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
+import { CallingThread, type PhaseContext, type PhaseRunner } from './parallel/batch-pass.ts';
 import { ThreadPool } from './parallel/pool.ts';
-import { COMMAND, CTRL, CTRL_LENGTH, runPhase, type PhaseContext } from './parallel/protocol.ts';
+import { COMMAND, CTRL } from './parallel/protocol.ts';
 
 /** A batch of B sequences of T tokens, row-major (`inputs[b·T + t]`); targets are the inputs shifted by one. */
 export interface TokenBatch {
@@ -72,13 +73,28 @@ export interface TrainStepOptions {
 const PARTIAL_BUDGET_BYTES = 256 * 1024 * 1024;
 
 /**
- * Hand-off from {@link Decoder.create} to the constructor (set immediately
- * before `new Decoder`, consumed by it), so the public constructor keeps a
- * single-argument signature.
+ * How a decoder runs its batch passes, given by {@link Decoder.create} when it
+ * started worker threads (internal: a plain `new Decoder(config)` runs on the
+ * calling thread).
  */
-let pendingThreaded: { pool: ThreadPool; parameters: Float64Array; partialBudget: number } | null = null;
+export interface DecoderThreads {
+  /** The started worker threads. */
+  readonly runner: PhaseRunner;
+  /** The parameters, on the SharedArrayBuffer the workers read. */
+  readonly parameters: Float64Array;
+  /** Memory for the per-sequence weight partials of one wave (bytes). */
+  readonly partialBudget: number;
+}
 
-function checkTokens(values: ArrayLike<number>, count: number, V: number, T: number, what: string): void {
+/** Which token ids a check covers: the first `count` of a (rows, columns) batch, named `what` in errors. */
+interface TokenSpan {
+  readonly count: number;
+  readonly columns: number;
+  readonly what: string;
+}
+
+function checkTokens(values: ArrayLike<number>, V: number, span: TokenSpan): void {
+  const { count, columns: T, what } = span;
   for (let i = 0; i < count; i++) {
     const id = values[i] as number;
     if (!Number.isInteger(id) || id < 0 || id >= V) {
@@ -114,8 +130,11 @@ export class Decoder {
   readonly parameters: Float64Array;
   /** Gradients, same layout; written by {@link trainStep}. */
   readonly gradients: Float64Array;
-  readonly #engine: SequenceEngine;
-  readonly #pool: ThreadPool | null;
+  readonly #pass: DecoderPass;
+  /** Whether worker threads take part (arrays on SharedArrayBuffers, partial slots, reduce phases). */
+  readonly #threaded: boolean;
+  /** Runs the phases: the pool, or the calling thread alone. */
+  readonly #runner: PhaseRunner;
   readonly #ctx: PhaseContext;
   #version = 0;
   readonly #partialBudget: number;
@@ -128,29 +147,29 @@ export class Decoder {
    * {@link Decoder.create}.
    *
    * @param config - a valid decoder configuration.
+   * @param threaded - internal: the worker threads {@link Decoder.create} started (omit it).
    * @throws ModelError `MODEL_INVALID_CONFIG` for an invalid configuration.
    */
-  constructor(config: DecoderConfig) {
-    const threaded = pendingThreaded;
-    pendingThreaded = null;
+  constructor(config: DecoderConfig, threaded?: DecoderThreads) {
     validateDecoderConfig(config);
     activeNativeKernels(); // LLMCP_KERNELS=native without the addon fails here (MODEL_KERNELS_UNAVAILABLE), not in a step
-    const pool = threaded?.pool ?? null;
+    const pool = threaded?.runner ?? null;
     const parameters = threaded?.parameters ?? null;
     const partialBudget = threaded?.partialBudget ?? PARTIAL_BUDGET_BYTES;
     this.config = Object.freeze({ ...config });
     this.layout = parameterLayout(this.config);
     this.parameters = parameters ?? new Float64Array(this.layout.size);
     this.gradients = new Float64Array(this.layout.size);
-    this.#engine = new SequenceEngine(this.config);
-    this.#pool = pool;
+    this.#pass = new DecoderPass(this.config);
+    this.#threaded = pool !== null;
+    this.#runner = pool ?? new CallingThread();
     this.#partialBudget = partialBudget;
-    const shared = pool !== null;
+    const shared = this.#threaded;
     this.#ctx = {
       config: this.config,
-      engine: this.#engine,
+      pass: this.#pass,
       parameters: this.parameters,
-      control: shared ? pool.control : new Int32Array(CTRL_LENGTH),
+      control: this.#runner.control,
       inputs: new Int32Array(0),
       targets: new Int32Array(0),
       buffers: allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, 0, 0, 0, shared),
@@ -186,9 +205,8 @@ export class Decoder {
     const layout = parameterLayout(config);
     const parameters = allocateF64(layout.size, true);
     const pool = await ThreadPool.start(config, parameters, threads);
-    pendingThreaded = { pool, parameters, partialBudget: budget };
     try {
-      return new Decoder(config);
+      return new Decoder(config, { runner: pool, parameters, partialBudget: budget });
     } catch (e) {
       await pool.close();
       throw e;
@@ -208,9 +226,12 @@ export class Decoder {
     return model;
   }
 
-  /** Threads used by training and evaluation passes. */
+  /**
+   * Threads used by training and evaluation passes.
+   * @returns 1 without worker threads.
+   */
   get threads(): number {
-    return this.#pool === null ? 1 : this.#pool.threads;
+    return this.#runner.threads;
   }
 
   /**
@@ -290,10 +311,10 @@ export class Decoder {
       );
     }
     const V = this.config.vocabularySize;
-    checkTokens(batch.inputs, n, V, T, 'input');
-    checkTokens(batch.targets, n, V, T, 'target');
+    checkTokens(batch.inputs, V, { count: n, columns: T, what: 'input' });
+    checkTokens(batch.targets, V, { count: n, columns: T, what: 'target' });
     const ctx = this.#ctx;
-    const shared = this.#pool !== null;
+    const shared = this.#threaded;
     let grown = false;
     if (ctx.inputs.length < n) {
       ctx.inputs = shared ? new Int32Array(new SharedArrayBuffer(n * 4)) : new Int32Array(n);
@@ -310,7 +331,7 @@ export class Decoder {
       ctx.inputs[i] = batch.inputs[i] as number;
       ctx.targets[i] = batch.targets[i] as number;
     }
-    if (grown && this.#pool !== null) this.#pool.reconfigure(ctx);
+    if (grown) this.#runner.reconfigure(ctx);
     const c = ctx.control;
     Atomics.store(c, CTRL.ROWS, B);
     Atomics.store(c, CTRL.COLUMNS, T);
@@ -325,12 +346,7 @@ export class Decoder {
     Atomics.store(c, CTRL.NEXT, start);
     Atomics.store(c, CTRL.END, end);
     Atomics.store(c, CTRL.WAVE_START, start);
-    if (this.#pool === null) {
-      Atomics.store(c, CTRL.COMMAND, command);
-      runPhase(this.#ctx, 0);
-    } else {
-      this.#pool.run(this.#ctx, command);
-    }
+    this.#runner.run(this.#ctx, command);
   }
 
   /**
@@ -347,7 +363,7 @@ export class Decoder {
   trainStep(batch: TokenBatch, options: TrainStepOptions = {}): number {
     const { B, T } = this.#prepareBatch(batch);
     const buffers = this.#ctx.buffers;
-    if (this.#pool === null) {
+    if (!this.#threaded) {
       // One thread: sequences in order, each S_b added straight into the adjoint.
       this.#phase(COMMAND.TRAIN_IN_ORDER, 0, B);
     } else {
@@ -403,9 +419,9 @@ export class Decoder {
     if (T > this.config.maxPositions) {
       throw new ModelError('MODEL_CONTEXT_TOO_LONG', `tokens: expected at most maxPositions = ${this.config.maxPositions}, found ${T}`);
     }
-    checkTokens(tokens, T, this.config.vocabularySize, T, 'input');
+    checkTokens(tokens, this.config.vocabularySize, { count: T, columns: T, what: 'input' });
     this.#version = (this.#version + 1) | 0;
-    this.#engine.prepare(this.parameters, this.#version);
+    this.#pass.prepare(this.parameters, this.#version);
     return T;
   }
 
@@ -418,8 +434,8 @@ export class Decoder {
    */
   logits(tokens: ArrayLike<number>): Float64Array {
     const T = this.#prefix(tokens);
-    this.#engine.forward(this.parameters, tokens, null, 0, T, 0);
-    return this.#engine.logits.slice(0, T * this.config.vocabularySize);
+    this.#pass.forward({ tokens, targets: null, offset: 0, positions: T });
+    return this.#pass.logits.slice(0, T * this.config.vocabularySize);
   }
 
   /**
@@ -432,9 +448,9 @@ export class Decoder {
    */
   nextTokenLogits(tokens: ArrayLike<number>): Float64Array {
     const T = this.#prefix(tokens);
-    this.#engine.forward(this.parameters, tokens, null, 0, T, T - 1);
+    this.#pass.forward({ tokens, targets: null, offset: 0, positions: T }, T - 1);
     const V = this.config.vocabularySize;
-    return this.#engine.logits.slice((T - 1) * V, T * V);
+    return this.#pass.logits.slice((T - 1) * V, T * V);
   }
 
   /**
@@ -467,26 +483,26 @@ export class Decoder {
     }
     const T = this.#prefix(tokens);
     checkRoom(s, T);
-    const engine = this.#engine;
-    engine.forward(this.parameters, tokens, null, 0, T, T - 1);
+    const pass = this.#pass;
+    pass.forward({ tokens, targets: null, offset: 0, positions: T }, T - 1);
     const D = this.config.modelWidth;
     const V = this.config.vocabularySize;
     const n = T * D;
     for (let l = 0; l < this.config.layers; l++) {
-      const a = engine.blocks[l]!;
-      checkProjection('query', l, a.q, n);
-      checkProjection('key', l, a.k, n);
-      checkProjection('value', l, a.v, n);
+      const a = pass.blocks[l]!;
+      checkProjection(a.q, n, { what: 'query', layer: l });
+      checkProjection(a.k, n, { what: 'key', layer: l });
+      checkProjection(a.v, n, { what: 'value', layer: l });
     }
-    const logits = engine.logits.slice((T - 1) * V, T * V);
-    checkProjection('logit', -1, logits, V);
+    const logits = pass.logits.slice((T - 1) * V, T * V);
+    checkProjection(logits, V, { what: 'logit', layer: -1 });
     ensureCacheRows(s, T);
     for (let l = 0; l < this.config.layers; l++) {
-      const a = engine.blocks[l]!;
+      const a = pass.blocks[l]!;
       s.keys[l]!.set(a.kr.subarray(0, n));
       s.values[l]!.set(a.v.subarray(0, n));
     }
-    recordWork(s, 0, T, true);
+    recordWork(s, T, true);
     return logits;
   }
 
@@ -506,13 +522,12 @@ export class Decoder {
     const s = checkCacheOwner(cache, this);
     if (s.length === 0) throw new ModelError('MODEL_CACHE_STATE', 'decodeNext: the cache is empty; prefill it with the prompt first', { field: 'cache' });
     checkRoom(s, 1);
-    checkTokens([token], 1, this.config.vocabularySize, 1, 'input');
+    checkTokens([token], this.config.vocabularySize, { count: 1, columns: 1, what: 'input' });
     return decodeRow(s, this.parameters, token);
   }
 
   #locate(index: number): ParameterEntry {
-    for (const e of this.layout.entries) if (index < e.offset + e.length) return e;
-    return this.layout.entries[this.layout.entries.length - 1] as ParameterEntry;
+    return tensorAt(this.layout, index) ?? (this.layout.entries[this.layout.entries.length - 1] as ParameterEntry);
   }
 
   /**
@@ -521,7 +536,7 @@ export class Decoder {
    * @returns named tensors.
    */
   toCheckpointParameters(): NamedTensor[] {
-    return this.layout.entries.map((e) => ({ name: e.name, shape: [...e.shape], data: this.parameters.subarray(e.offset, e.offset + e.length) }));
+    return namedViews(this.layout, this.parameters);
   }
 
   /**
@@ -560,6 +575,6 @@ export class Decoder {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#pool !== null) await this.#pool.close();
+    await this.#runner.close();
   }
 }

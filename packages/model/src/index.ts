@@ -1,8 +1,8 @@
 export { Decoder } from './decoder.ts';
 export type { DecoderOptions, ParallelStats, TokenBatch, TrainStepOptions } from './decoder.ts';
 export { FIXTURE_DECODER_CONFIG, MAX_PARAMETER_COUNT, validateDecoderConfig } from './config.ts';
-export { parameterLayout } from './layout.ts';
-export type { BlockOffsets, ParameterEntry, ParameterKind, ParameterLayout } from './layout.ts';
+export { modelViews, namedViews, parameterLayout, tensorAt } from './layout.ts';
+export type { BlockOffsets, BlockViews, ModelViews, NamedView, ParameterEntry, ParameterKind, ParameterLayout } from './layout.ts';
 export { initializeParameters } from './init.ts';
 export { logitsFingerprint } from './fingerprint.ts';
 export { MODEL_ERROR_CODES, ModelError, isModelError } from './errors.ts';

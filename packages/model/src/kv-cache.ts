@@ -13,7 +13,7 @@ import { rowTimesMatrix } from './kernels/gemm.ts';
 import { rmsNormForward } from './kernels/rmsnorm.ts';
 import { extendRopeTables, ropeForwardRow, ropeTables, type RopeTables } from './kernels/rope.ts';
 import { swigluForward } from './kernels/swiglu.ts';
-import { parameterLayout, type ParameterLayout } from './layout.ts';
+import { modelViews, parameterLayout, type ModelViews, type ParameterLayout } from './layout.ts';
 
 /** Options of a {@link KvCache}. */
 export interface KvCacheOptions {
@@ -112,6 +112,9 @@ export interface KvCacheState {
   weights: Float64Array;
   readonly row: RowScratch;
   work: MutableWork;
+  /** Per-tensor views of the parameters last decoded with (live views: built once per parameter array). */
+  views: ModelViews | null;
+  viewsOf: Float64Array | null;
 }
 
 const STATES = new WeakMap<KvCache, KvCacheState>();
@@ -187,30 +190,47 @@ export class KvCache {
         prod: f(F),
       },
       work: zeroWork(),
+      views: null,
+      viewsOf: null,
     });
   }
 
-  /** Positions the cache accepts. */
+  /**
+   * Positions the cache accepts.
+   * @returns the capacity.
+   */
   get capacity(): number {
     return kvCacheState(this).capacity;
   }
 
-  /** Positions cached so far (0 after construction or {@link reset}). */
+  /**
+   * Positions cached so far (0 after construction or {@link reset}).
+   * @returns the length.
+   */
   get length(): number {
     return kvCacheState(this).length;
   }
 
-  /** Positions with storage allocated (grows on demand, kept by {@link reset}). */
+  /**
+   * Positions with storage allocated (grows on demand, kept by {@link reset}).
+   * @returns the positions.
+   */
   get allocatedPositions(): number {
     return kvCacheState(this).allocated;
   }
 
-  /** Number of layer caches (the decoder's layers). */
+  /**
+   * Number of layer caches (the decoder's layers).
+   * @returns the layers.
+   */
   get layers(): number {
     return kvCacheState(this).config.layers;
   }
 
-  /** The work counters since construction or the last {@link reset}. */
+  /**
+   * The work counters since construction or the last {@link reset}.
+   * @returns a copy of the counters.
+   */
   get work(): KvCacheWork {
     return { ...kvCacheState(this).work };
   }
@@ -300,6 +320,9 @@ export function checkCacheOwner(cache: KvCache, owner: KvCacheModel): KvCacheSta
  * Makes room for `positions` rows (doubling, up to the capacity), keeping the
  * cached rows; also grows the RoPE table. Allocation failure is reported as
  * `MODEL_CONTEXT_TOO_LONG` and leaves the cache as it was.
+ * @param s - the cache state.
+ * @param positions - rows needed.
+ * @throws ModelError `MODEL_CONTEXT_TOO_LONG`.
  */
 export function ensureCacheRows(s: KvCacheState, positions: number): void {
   if (positions <= s.allocated) return;
@@ -334,6 +357,8 @@ export function ensureCacheRows(s: KvCacheState, positions: number): void {
 
 /**
  * Checks that `n` more positions fit, before anything is written.
+ * @param s - the cache state.
+ * @param n - positions to add.
  * @throws ModelError `MODEL_CACHE_OVERFLOW`.
  */
 export function checkRoom(s: KvCacheState, n: number): void {
@@ -347,7 +372,16 @@ function firstNonFiniteIn(a: Float64Array, n: number): number {
   return -1;
 }
 
-function nonFinite(what: string, layer: number, index: number, value: number): ModelError {
+/** Which values a finiteness check covers: a projection (or the logits, layer −1) of one layer. */
+export interface ProjectionSite {
+  /** 'query', 'key', 'value' or 'logit' (the error's `field`). */
+  readonly what: string;
+  /** Layer index, or −1 for the logits. */
+  readonly layer: number;
+}
+
+function nonFinite(site: ProjectionSite, index: number, value: number): ModelError {
+  const { what, layer } = site;
   return new ModelError('MODEL_NON_FINITE', `${what}${layer >= 0 ? ` of layer ${layer}` : ''}[${index}] is not finite: ${value}; the cache is unchanged`, {
     field: what,
     index,
@@ -357,15 +391,24 @@ function nonFinite(what: string, layer: number, index: number, value: number): M
 /**
  * Checks rows of a freshly computed projection (query, key or value) for
  * non-finite values.
+ * @param a - the projection.
+ * @param n - elements to check.
+ * @param site - which projection of which layer (for the error).
  * @throws ModelError `MODEL_NON_FINITE`.
  */
-export function checkProjection(what: string, layer: number, a: Float64Array, n: number): void {
+export function checkProjection(a: Float64Array, n: number, site: ProjectionSite): void {
   const bad = firstNonFiniteIn(a, n);
-  if (bad >= 0) throw nonFinite(what, layer, bad, a[bad] as number);
+  if (bad >= 0) throw nonFinite(site, bad, a[bad] as number);
 }
 
-/** Records a committed call that wrote `n` rows after `before` cached ones. */
-export function recordWork(s: KvCacheState, before: number, n: number, prefill: boolean): void {
+/**
+ * Records a committed call that wrote `n` rows after the cached ones.
+ * @param s - the cache state (its length is advanced by `n`).
+ * @param n - rows written.
+ * @param prefill - whether the call was a prefill (else a decode step).
+ */
+export function recordWork(s: KvCacheState, n: number, prefill: boolean): void {
+  const before = s.length;
   const { layers: L, heads: H } = s.config;
   const after = before + n;
   const w = s.work;
@@ -405,16 +448,20 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
   const x = r.x;
   const src = token * D;
   for (let c = 0; c < D; c++) x[c] = params[src + c];
-  const blocks = s.layout.blocks;
-  for (let l = 0; l < blocks.length; l++) {
-    const w = blocks[l]!;
-    rmsNormForward(r.out, r.normalized, r.inv, r.st, r.ms, x, params, w.attentionNorm, 1, D, eps);
-    rowTimesMatrix(r.q, r.out, params, w.query, D, D);
-    rowTimesMatrix(r.k, r.out, params, w.key, D, D);
-    rowTimesMatrix(r.v, r.out, params, w.value, D, D);
-    checkProjection('query', l, r.q, D);
-    checkProjection('key', l, r.k, D);
-    checkProjection('value', l, r.v, D);
+  if (s.viewsOf !== params) {
+    s.views = modelViews(s.layout, params);
+    s.viewsOf = params;
+  }
+  const W = s.views!;
+  for (let l = 0; l < W.blocks.length; l++) {
+    const w = W.blocks[l]!;
+    rmsNormForward(r, x, w.attentionNorm, 1, D, eps);
+    rowTimesMatrix(r.q, r.out, w.query, 0, D, D);
+    rowTimesMatrix(r.k, r.out, w.key, 0, D, D);
+    rowTimesMatrix(r.v, r.out, w.value, 0, D, D);
+    checkProjection(r.q, D, { what: 'query', layer: l });
+    checkProjection(r.k, D, { what: 'key', layer: l });
+    checkProjection(r.v, D, { what: 'value', layer: l });
     const keys = s.keys[l]!;
     const values = s.values[l]!;
     // Written past the cached length: not part of the cache until committed.
@@ -422,16 +469,16 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
     ropeForwardRow(keys, t * D, r.k, s.rope, t, D, s.headWidth);
     values.set(r.v, t * D);
     attentionDecodeRow(r.merged, r.qr, keys, values, t + 1, D, H, s.scale, s.weights);
-    rowTimesMatrix(r.attention, r.merged, params, w.output, D, D);
+    rowTimesMatrix(r.attention, r.merged, w.output, 0, D, D);
     for (let i = 0; i < D; i++) r.h1[i] = x[i] + r.attention[i];
-    rmsNormForward(r.out, r.normalized, r.inv, r.st, r.ms, r.h1, params, w.ffnNorm, 1, D, eps);
-    rowTimesMatrix(r.gate, r.out, params, w.gate, F, D);
-    rowTimesMatrix(r.up, r.out, params, w.up, F, D);
+    rmsNormForward(r, r.h1, w.ffnNorm, 1, D, eps);
+    rowTimesMatrix(r.gate, r.out, w.gate, 0, F, D);
+    rowTimesMatrix(r.up, r.out, w.up, 0, F, D);
     swigluForward(r.prod, r.silu, r.sigma, r.gate, r.up, F);
-    rowTimesMatrix(r.ffn, r.prod, params, w.down, D, F);
+    rowTimesMatrix(r.ffn, r.prod, w.down, 0, D, F);
     for (let i = 0; i < D; i++) x[i] = r.h1[i] + r.ffn[i];
   }
-  rmsNormForward(r.out, r.normalized, r.inv, r.st, r.ms, x, params, s.layout.finalNorm, 1, D, eps);
+  rmsNormForward(r, x, W.finalNorm, 1, D, eps);
   // Tied head: logits[v] = Σ_c nf[c]·E[v, c] over c ascending (the full forward's Eᵀ product).
   const logits = new Float64Array(V);
   for (let v = 0; v < V; v++) {
@@ -441,7 +488,7 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
     logits[v] = sum;
   }
   const bad = firstNonFiniteIn(logits, V);
-  if (bad >= 0) throw nonFinite('logit', -1, bad, logits[bad] as number);
-  recordWork(s, t, 1, false);
+  if (bad >= 0) throw nonFinite({ what: 'logit', layer: -1 }, bad, logits[bad] as number);
+  recordWork(s, 1, false);
   return logits;
 }

@@ -107,3 +107,84 @@ export function parameterLayout(config: DecoderConfig): ParameterLayout {
     indexByName,
   });
 }
+
+/** Views of one block's nine tensors, at the {@link BlockOffsets} of one flat array. */
+export type BlockViews = { readonly [K in keyof BlockOffsets]: Float64Array };
+
+/** Views of every tensor of one flat array laid out like the parameters (parameters, gradients, moments, partials). */
+export interface ModelViews {
+  /** (V, D) `token_embedding.weight`. */
+  readonly embedding: Float64Array;
+  /** Per-layer views. */
+  readonly blocks: readonly BlockViews[];
+  /** (D) `final_norm.gain`. */
+  readonly finalNorm: Float64Array;
+}
+
+/** A tensor of flat array `flat` as a live view with its name and shape (what the checkpoint format takes). */
+export interface NamedView {
+  /** Canonical name. */
+  readonly name: string;
+  /** Row-major shape (a fresh array). */
+  readonly shape: number[];
+  /** A `subarray` of the flat array. */
+  readonly data: Float64Array;
+}
+
+/**
+ * Live per-tensor views of a flat array with this layout (no copy): the
+ * embedding, each block's nine tensors and the final gain.
+ *
+ * @param layout - the layout.
+ * @param flat - an array laid out like the parameters, from `base`.
+ * @param base - element offset of the layout's element 0 in `flat` (default 0).
+ * @returns the views.
+ */
+export function modelViews(layout: ParameterLayout, flat: Float64Array, base = 0): ModelViews {
+  const view = (e: ParameterEntry): Float64Array => flat.subarray(base + e.offset, base + e.offset + e.length);
+  const entries = layout.entries;
+  const blocks: BlockViews[] = layout.blocks.map((_, l) => {
+    const b = 1 + 9 * l;
+    const at = (k: number): Float64Array => view(entries[b + k] as ParameterEntry);
+    return Object.freeze({ attentionNorm: at(0), query: at(1), key: at(2), value: at(3), output: at(4), ffnNorm: at(5), gate: at(6), up: at(7), down: at(8) });
+  });
+  return Object.freeze({ embedding: view(entries[0] as ParameterEntry), blocks: Object.freeze(blocks), finalNorm: view(entries[entries.length - 1] as ParameterEntry) });
+}
+
+/**
+ * Every tensor of a flat array with this layout as a named live view, in
+ * model order (e.g. the parameters or the AdamW moments for a checkpoint).
+ *
+ * @param layout - the layout.
+ * @param flat - an array of `layout.size` elements in model order.
+ * @returns one view per entry.
+ * @example
+ * ```ts
+ * encodeCheckpoint({ ...state, parameters: namedViews(model.layout, model.parameters) });
+ * ```
+ */
+export function namedViews(layout: ParameterLayout, flat: Float64Array): NamedView[] {
+  return layout.entries.map((e) => ({ name: e.name, shape: [...e.shape], data: flat.subarray(e.offset, e.offset + e.length) }));
+}
+
+/**
+ * The tensor holding flat element `index` (offsets are contiguous from 0, so
+ * this is the entry with `offset ≤ index < offset + length`).
+ *
+ * @param layout - the layout.
+ * @param index - a flat element index.
+ * @returns the entry, or undefined when `index` is outside [0, size).
+ */
+export function tensorAt(layout: ParameterLayout, index: number): ParameterEntry | undefined {
+  if (!(index >= 0 && index < layout.size)) return undefined;
+  const entries = layout.entries;
+  let lo = 0;
+  let hi = entries.length - 1;
+  // The last entry with offset ≤ index (zero-length entries cannot occur: every dimension is ≥ 1).
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((entries[mid] as ParameterEntry).offset <= index) lo = mid;
+    else hi = mid - 1;
+  }
+  return entries[lo] as ParameterEntry;
+}

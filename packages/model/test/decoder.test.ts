@@ -1,7 +1,10 @@
 import { SplitMix64 } from '@llmcp/format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Decoder, FIXTURE_DECODER_CONFIG, generate, isModelError, parameterLayout, setGemmBackend, type TokenBatch } from '../src/index.ts';
-import { SequenceEngine } from '../src/internal/sequence-engine.ts';
+import { DecoderPass } from '../src/decoder-pass.ts';
+import { pinnedOffset, usesSimdGemm } from '../src/kernels/gemm.ts';
+import { kernelChoice, setKernels } from '../src/kernels/native.ts';
+import { modelViews, namedViews, tensorAt } from '../src/layout.ts';
 import { checkGradient, randomValues } from './helpers/gradcheck.ts';
 
 const SMALL = { vocabularySize: 7, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 6, ropeBase: 10000, rmsEpsilon: 1e-6 };
@@ -198,17 +201,17 @@ describe('Decoder maxPositions', () => {
   const HUGE = { ...SMALL, maxPositions: 2 ** 40 };
 
   it('builds RoPE tables only for the positions a forward pass uses', () => {
-    const engine = new SequenceEngine(HUGE);
+    const engine = new DecoderPass(HUGE);
     const half = engine.headWidth / 2;
     expect(engine.rope.cosines.length).toBe(0);
     const model = new Decoder(HUGE);
     model.initialize(5n);
     engine.prepare(model.parameters, -1);
-    engine.forward(model.parameters, [1, 2, 3], null, 0, 3, 0);
+    engine.forward({ tokens: [1, 2, 3], targets: null, offset: 0, positions: 3 });
     expect(engine.rope.cosines.length).toBeGreaterThanOrEqual(3 * half);
     expect(engine.rope.cosines.length).toBeLessThanOrEqual(2 * 3 * half);
     expect(engine.rope.sines.length).toBe(engine.rope.cosines.length);
-    engine.forward(model.parameters, [1, 2, 3, 4, 5, 6, 0, 1, 2], null, 0, 9, 0);
+    engine.forward({ tokens: [1, 2, 3, 4, 5, 6, 0, 1, 2], targets: null, offset: 0, positions: 9 });
     expect(engine.rope.cosines.length).toBeLessThanOrEqual(2 * 9 * half);
   });
 
@@ -292,5 +295,44 @@ describe('Decoder threads', () => {
     const m = await Decoder.create(SMALL, { threads: 2 });
     await m.close();
     expectModelError(() => m.trainStep(randomBatch(1n, SMALL.vocabularySize, 1, 2)), 'MODEL_CLOSED');
+  });
+});
+
+describe('layout views', () => {
+  it('tensorAt names the tensor of every flat index (a linear scan agrees), and nothing outside', () => {
+    const layout = parameterLayout(SMALL);
+    let e = 0;
+    for (let i = 0; i < layout.size; i++) {
+      while (i >= layout.entries[e]!.offset + layout.entries[e]!.length) e++;
+      expect(tensorAt(layout, i)).toBe(layout.entries[e]);
+    }
+    expect(tensorAt(layout, -1)).toBeUndefined();
+    expect(tensorAt(layout, layout.size)).toBeUndefined();
+  });
+
+  it('namedViews and modelViews are live views of the flat array at the layout offsets', () => {
+    const model = small();
+    const named = namedViews(model.layout, model.parameters);
+    expect(named.map((t) => t.name)).toEqual(model.layout.entries.map((t) => t.name));
+    for (const t of named) expect(t.data).toEqual(model.parameter(t.name));
+    const views = modelViews(model.layout, model.parameters);
+    expect(views.blocks[1]!.down).toEqual(model.parameter('blocks.1.ffn.down.weight'));
+    expect(views.finalNorm).toEqual(model.parameter('final_norm.gain'));
+    views.blocks[0]!.query[3] = 0.25;
+    expect(model.parameter('blocks.0.attention.query.weight')[3]).toBe(0.25);
+  });
+
+  it('keeps the per-tensor weight views pinned for the WebAssembly kernel after a training step', () => {
+    setGemmBackend('auto');
+    if (!usesSimdGemm()) return;
+    const previous = kernelChoice();
+    setKernels('wasm');
+    try {
+      const model = small();
+      model.trainStep(randomBatch(3n, SMALL.vocabularySize, 2, 5));
+      for (const name of ['blocks.0.attention.query.weight', 'blocks.1.ffn.down.weight']) expect(pinnedOffset(model.parameter(name)), name).toBeGreaterThanOrEqual(0);
+    } finally {
+      setKernels(previous);
+    }
   });
 });

@@ -3,7 +3,7 @@
  * model's flat parameter array: one loop in model order.
  */
 import { adamwConfigProblem, decayProductProblem, f64ToBits, groupsProblem, type AdamWConfig, type AdamWState, type LocatedName, type MomentState, type ParameterGroups } from '@llmcp/format';
-import type { ParameterEntry, ParameterLayout } from '@llmcp/model';
+import { namedViews, tensorAt, type ParameterEntry, type ParameterLayout } from '@llmcp/model';
 import type { ClipResult, GradientTransform } from './clip.ts';
 import { OptimError } from './errors.ts';
 
@@ -17,7 +17,11 @@ export interface OptimizableModel {
 /** A rule choosing the parameters without weight decay. */
 export type NoDecayRule = (name: string) => boolean;
 
-/** The fixture's rule: RMSNorm gains (names ending in `.gain`) get no weight decay. */
+/**
+ * The fixture's rule: RMSNorm gains (names ending in `.gain`) get no weight decay.
+ * @param name - a parameter name.
+ * @returns whether it is in the no-decay group.
+ */
 export const NO_DECAY_GAINS: NoDecayRule = (name) => name.endsWith('.gain');
 
 /** Options of {@link AdamW}. */
@@ -43,6 +47,12 @@ export interface AdamWStepOptions {
 }
 
 const ONE_BITS = 0x3ff0000000000000n;
+
+/** Moment states of every parameter: live views of the two flat moment arrays, model order. */
+function momentViews(layout: ParameterLayout, first: Float64Array, second: Float64Array): MomentState[] {
+  const seconds = namedViews(layout, second);
+  return namedViews(layout, first).map((f, i) => ({ name: f.name, shape: f.shape, first: f.data, second: seconds[i]!.data }));
+}
 
 function checkConfig(config: AdamWConfig): AdamWConfig {
   if (typeof config !== 'object' || config === null) throw new TypeError('AdamW config must be an object');
@@ -151,22 +161,35 @@ export class AdamW {
     return opt;
   }
 
-  /** Completed updates. */
+  /**
+   * Completed updates.
+   * @returns the step count.
+   */
   get stepCount(): number {
     return this.#step;
   }
 
-  /** beta1 raised to the step count by repeated multiplication (1.0 at step 0). */
+  /**
+   * beta1 raised to the step count by repeated multiplication (1.0 at step 0).
+   * @returns the power.
+   */
   get beta1Power(): number {
     return this.#beta1Power;
   }
 
-  /** beta2 raised to the step count by repeated multiplication. */
+  /**
+   * beta2 raised to the step count by repeated multiplication.
+   * @returns the power.
+   */
   get beta2Power(): number {
     return this.#beta2Power;
   }
 
-  /** Whether the named parameter is weight-decayed. @param name - parameter name. @returns true when decayed. */
+  /**
+   * Whether the named parameter is weight-decayed.
+   * @param name - parameter name.
+   * @returns true when decayed.
+   */
   decays(name: string): boolean {
     const i = this.layout.indexByName.get(name);
     return i !== undefined && (this.#decay[i] as number) !== 0;
@@ -244,7 +267,7 @@ export class AdamW {
       }
     }
     if (bad >= 0) {
-      const e = entries.find((x) => bad < x.offset + x.length) ?? entries[0]!;
+      const e = tensorAt(this.layout, bad) ?? entries[0]!;
       throw new OptimError('OPTIM_NON_FINITE_UPDATE', `AdamW step ${this.#step + 1}: update of ${e.name}[${bad - e.offset}] is not finite (gradient ${G[bad]}); nothing changed`, {
         tensorName: e.name,
         index: bad - e.offset,
@@ -266,15 +289,7 @@ export class AdamW {
    * @returns the AdamW state.
    */
   toAdamWState(): AdamWState {
-    const moments: MomentState[] =
-      this.#step === 0
-        ? []
-        : this.layout.entries.map((e) => ({
-            name: e.name,
-            shape: [...e.shape],
-            first: this.first.subarray(e.offset, e.offset + e.length),
-            second: this.second.subarray(e.offset, e.offset + e.length),
-          }));
+    const moments: MomentState[] = this.#step === 0 ? [] : momentViews(this.layout, this.first, this.second);
     return { config: this.config, groups: this.groups, step: BigInt(this.#step), beta1Power: this.#beta1Power, beta2Power: this.#beta2Power, moments };
   }
 
@@ -297,7 +312,8 @@ export class AdamW {
   }
 
   #load(state: AdamWState): void {
-    const fail = (code: 'OPTIM_INVALID_STATE' | 'OPTIM_STATE_MISMATCH', message: string, tensorName?: string, index?: number): never => {
+    const fail = (code: 'OPTIM_INVALID_STATE' | 'OPTIM_STATE_MISMATCH', message: string, at: { tensorName?: string; index?: number } = {}): never => {
+      const { tensorName, index } = at;
       throw new OptimError(code, `AdamW state: ${message}`, {
         ...(tensorName === undefined ? {} : { tensorName }),
         ...(index === undefined ? {} : { index }),
@@ -319,26 +335,26 @@ export class AdamW {
     }
     const byName = new Map<string, MomentState>();
     for (const m of moments) {
-      if (byName.has(m.name)) fail('OPTIM_STATE_MISMATCH', `duplicate moments for ${JSON.stringify(m.name)}`, m.name);
-      if (!this.layout.indexByName.has(m.name)) fail('OPTIM_STATE_MISMATCH', `moments for ${JSON.stringify(m.name)}, which is not a parameter of the model`, m.name);
+      if (byName.has(m.name)) fail('OPTIM_STATE_MISMATCH', `duplicate moments for ${JSON.stringify(m.name)}`, { tensorName: m.name });
+      if (!this.layout.indexByName.has(m.name)) fail('OPTIM_STATE_MISMATCH', `moments for ${JSON.stringify(m.name)}, which is not a parameter of the model`, { tensorName: m.name });
       byName.set(m.name, m);
     }
     if (step > 0n) {
       for (const e of this.layout.entries) {
         const m = byName.get(e.name);
-        if (m === undefined) fail('OPTIM_STATE_MISMATCH', `no moments for parameter ${e.name}`, e.name);
+        if (m === undefined) fail('OPTIM_STATE_MISMATCH', `no moments for parameter ${e.name}`, { tensorName: e.name });
         const mm = m as MomentState;
         if (mm.shape.length !== e.shape.length || mm.shape.some((s, i) => s !== e.shape[i]) || mm.first.length !== e.length || mm.second.length !== e.length) {
-          fail('OPTIM_STATE_MISMATCH', `moments of ${e.name}: expected shape [${e.shape.join(', ')}], found [${mm.shape.join(', ')}]`, e.name);
+          fail('OPTIM_STATE_MISMATCH', `moments of ${e.name}: expected shape [${e.shape.join(', ')}], found [${mm.shape.join(', ')}]`, { tensorName: e.name });
         }
         for (let i = 0; i < e.length; i++) {
           const f = mm.first[i] as number;
-          if (!Number.isFinite(f)) fail('OPTIM_INVALID_STATE', `first moment ${e.name}[${i}] is not finite: ${f}`, e.name, i);
+          if (!Number.isFinite(f)) fail('OPTIM_INVALID_STATE', `first moment ${e.name}[${i}] is not finite: ${f}`, { tensorName: e.name, index: i });
         }
         for (let i = 0; i < e.length; i++) {
           const s = mm.second[i] as number;
-          if (!Number.isFinite(s)) fail('OPTIM_INVALID_STATE', `second moment ${e.name}[${i}] is not finite: ${s}`, e.name, i);
-          if (s < 0) fail('OPTIM_INVALID_STATE', `second moment ${e.name}[${i}] is negative: ${s}`, e.name, i);
+          if (!Number.isFinite(s)) fail('OPTIM_INVALID_STATE', `second moment ${e.name}[${i}] is not finite: ${s}`, { tensorName: e.name, index: i });
+          if (s < 0) fail('OPTIM_INVALID_STATE', `second moment ${e.name}[${i}] is negative: ${s}`, { tensorName: e.name, index: i });
         }
       }
     }

@@ -1,7 +1,7 @@
 /**
  * Global-norm gradient clipping in the reference's scaled form (../../../docs/spec/training.md §5).
  */
-import type { ParameterLayout } from '@llmcp/model';
+import { tensorAt, type ParameterLayout } from '@llmcp/model';
 import { OptimError } from './errors.ts';
 
 /**
@@ -35,11 +35,8 @@ export interface ClipResult {
 }
 
 function locate(layout: ParameterLayout | undefined, index: number): { tensorName?: string; index: number; where: string } {
-  if (layout !== undefined) {
-    for (const e of layout.entries) {
-      if (index < e.offset + e.length) return { tensorName: e.name, index: index - e.offset, where: `${e.name}[${index - e.offset}]` };
-    }
-  }
+  const e = layout === undefined ? undefined : tensorAt(layout, index);
+  if (e !== undefined) return { tensorName: e.name, index: index - e.offset, where: `${e.name}[${index - e.offset}]` };
   return { index, where: `element ${index}` };
 }
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, gemmTransA, pinGemmOperand, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, gemmTransA, pinGemmOperand, pinnedOffset, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { kernelChoice, setKernels } from './native.ts';
 
 /** The specification: every C[i, j] an in-order dot product from +0.0. */
 function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
@@ -196,4 +197,37 @@ describe('pinGemmOperand', () => {
     gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
     expect(sameBits(after, want)).toBe(true);
   });
+
+  it('reads views (subarrays) of a pinned array in place too, and drops the pin when a view of it is written', () => {
+    setGemmBackend('simd');
+    if (!usesSimdGemm()) return;
+    const previous = kernelChoice();
+    setKernels('wasm'); // pins are for the WebAssembly kernel (the native one reads the arrays in place)
+    try {
+      viewsOfPinnedArray();
+    } finally {
+      setKernels(previous);
+    }
+  });
 });
+
+function viewsOfPinnedArray(): void {
+  const M = 5, N = 7, K = 6;
+  const W = random(11 + K * N + 4, 9);
+  const X = random(M * K, 10);
+  pinGemmOperand(W);
+  const base = pinnedOffset(W);
+  expect(base).toBeGreaterThanOrEqual(0);
+  const view = W.subarray(11, 11 + K * N);
+  expect(pinnedOffset(view)).toBe(base + 11);
+  expect(pinnedOffset(X)).toBe(-1);
+  const got = new Float64Array(M * N);
+  gemm(got, 0, N, X, 0, K, view, 0, N, M, N, K, 0);
+  const want = new Float64Array(M * N);
+  gemmScalar(want, 0, N, X, 0, K, W, 11, N, M, N, K, 0);
+  expect(sameBits(got, want)).toBe(true);
+  // Writing through a view makes the whole pinned copy stale: the pin is dropped.
+  gemm(W.subarray(0, M * N), 0, N, X, 0, K, random(K * N, 11), 0, N, M, N, K, 0);
+  expect(pinnedOffset(W)).toBe(-1);
+  expect(pinnedOffset(view)).toBe(-1);
+}

@@ -435,17 +435,49 @@ let pinnedEnd = 0;
 /** At most this many pinned arrays (two per decoder: parameters and transposed weights); beyond, all are dropped. */
 const MAX_PINS = 8;
 
-function pinnedBase(w: WasmGemm, X: Float64Array): number {
-  void w;
-  for (let p = 0; p < pinArrays.length; p++) if (pinArrays[p] === X) return pinBases[p] as number;
+/**
+ * The pin holding `X`: the pinned array itself, or one whose elements `X` is a
+ * view of (a `subarray` of the parameters or of the transposed weights, as the
+ * decoder's per-tensor views are), or −1.
+ */
+function pinIndex(X: Float64Array): number {
+  for (let p = 0; p < pinArrays.length; p++) if (pinArrays[p] === X) return p;
+  if (pinArrays.length === 0) return -1;
+  const buffer = X.buffer;
+  const start = X.byteOffset;
+  for (let p = 0; p < pinArrays.length; p++) {
+    const P = pinArrays[p] as Float64Array;
+    if (P.buffer === buffer && start >= P.byteOffset && start + X.byteLength <= P.byteOffset + P.byteLength) return p;
+  }
   return -1;
 }
 
+/** Element offset of X[0] in the kernel's memory when `X` is pinned (or a view inside a pinned array), else −1. */
+function pinnedBase(w: WasmGemm, X: Float64Array): number {
+  void w;
+  const p = pinIndex(X);
+  if (p < 0) return -1;
+  return (pinBases[p] as number) + (X.byteOffset - (pinArrays[p] as Float64Array).byteOffset) / 8;
+}
+
+/** Drops the pin holding `X` (the pinned array itself, or the one `X` is a view of). */
 function unpin(X: Float64Array): void {
-  const p = pinArrays.indexOf(X);
+  const p = pinIndex(X);
   if (p < 0) return;
   pinArrays.splice(p, 1);
   pinBases.splice(p, 1);
+}
+
+/**
+ * Where `X` is read from by the WebAssembly kernel on this thread: the element
+ * offset of `X[0]` in the kernel's memory when `X` (or an array `X` is a
+ * `subarray` of) is pinned, else −1. A diagnostic for tests and benchmarks.
+ *
+ * @param X - an operand array or view.
+ * @returns the offset, or −1 when `X` would be copied per product.
+ */
+export function pinnedOffset(X: Float64Array): number {
+  return wasm === undefined || wasm === null ? -1 : pinnedBase(wasm, X);
 }
 
 /**
@@ -453,7 +485,9 @@ function unpin(X: Float64Array): void {
  * reading it (as A or B) on this thread use that copy instead of copying
  * their block on every call: "pack once per step" for the weights. The copy
  * is a snapshot: the caller must pin again after every change of `X` (the
- * sequence engine does it whenever it refreshes its transposed weights).
+ * decoder pass does it whenever it refreshes its transposed weights). Views
+ * of `X` (`X.subarray(…)`) are read through the pin too, so per-tensor views
+ * of the parameters keep the in-place reads.
  * Without WebAssembly SIMD, or while another kernel serves {@link gemm}, any
  * earlier pin of `X` is dropped instead. Bits are unaffected either way.
  *
@@ -466,7 +500,7 @@ export function pinGemmOperand(X: Float64Array): void {
   }
   if (wasm === undefined) wasm = createWasmGemm();
   if (wasm === null) return;
-  let p = pinArrays.indexOf(X);
+  let p = pinArrays.indexOf(X); // the array itself: a view of a pinned array is pinned through it
   if (p >= 0 && (p + 1 < pinArrays.length ? (pinBases[p + 1] as number) : pinnedEnd) - (pinBases[p] as number) < X.length) {
     unpin(X);
     p = -1;

@@ -20,15 +20,15 @@ describe('rmsNormBackward', () => {
     const params = randomValues(D, 2).map((g) => 1 + g / 2);
     const w = randomValues(rows * D, 3);
     const out = new Float64Array(rows * D);
-    const tmp = [new Float64Array(rows * D), new Float64Array(rows), new Float64Array(rows), new Float64Array(rows)] as const;
+    const norm = { out, normalized: new Float64Array(rows * D), inv: new Float64Array(rows), st: new Float64Array(rows), ms: new Float64Array(rows), dnormalized: new Float64Array(rows * D), rowAdjoints: new Float64Array(rows * 5) };
     const f = (): number => {
-      rmsNormForward(out, tmp[0], tmp[1], tmp[2], tmp[3], x, params, 0, rows, D, 1e-6);
+      rmsNormForward(norm, x, params, rows, D, 1e-6);
       return dot(w, out);
     };
     f();
     const dx = new Float64Array(rows * D);
     const terms = new Float64Array(rows * D);
-    rmsNormBackward(dx, terms, 0, new Float64Array(rows * D), new Float64Array(rows * 5), w, x, tmp[0], tmp[1], tmp[2], params, 0, rows, D);
+    rmsNormBackward(dx, terms, norm, w, x, params, rows, D);
     const dg = new Float64Array(D);
     for (let r = 0; r < rows; r++) for (let c = 0; c < D; c++) dg[c] += terms[r * D + c]!;
     expect(checkGradient('dx', f, x, dx)).toBeNull();

@@ -2,36 +2,42 @@
  * RMSNorm with the reference's reciprocal root `exp(−½·ln(ms + eps))`
  * (../../../../docs/spec/model.md §7; ../../../../docs/spec/backward.md §4.6–4.8 and §5 "RMSNorm backward").
  */
-import { exp, ln } from '../math/index.ts';
+import { expInto, lnInto } from './exp-batch.ts';
+
+/** What the forward pass of one norm call saves (each buffer holds at least `rows` rows). */
+export interface NormForwardValues {
+  /** (rows, D) gained output `normalized · g`. */
+  readonly out: Float64Array;
+  /** (rows, D) `x · inv`, saved for the backward pass. */
+  readonly normalized: Float64Array;
+  /** (rows) reciprocal root. */
+  readonly inv: Float64Array;
+  /** (rows) `ms + eps` (the log rule divides by it). */
+  readonly st: Float64Array;
+  /** (rows) mean square, saved for traces. */
+  readonly ms: Float64Array;
+}
+
+/** Saved forward values of one norm call and its backward scratch. */
+export interface NormActivations extends NormForwardValues {
+  /** (rows, D) backward: adjoint of `normalized`, `0 + u · g`. */
+  readonly dnormalized: Float64Array;
+  /** (rows, 5) backward: adjoints of inv, of `ln(st)·(−½)`, of `ln(st)`, of `st` (= of ms), and of each square element (`dms / D`). */
+  readonly rowAdjoints: Float64Array;
+}
 
 /**
  * Forward over `rows` rows of width D.
  *
- * @param out - (rows, D) gained output `normalized · g`.
- * @param normalized - (rows, D) `x · inv`, saved for the backward pass.
- * @param inv - (rows) reciprocal root, saved.
- * @param st - (rows) `ms + eps`, saved (the log rule divides by it).
- * @param ms - (rows) mean square, saved for traces.
+ * @param norm - where the output and the saved values go.
  * @param x - (rows, D) input.
- * @param params - flat parameters.
- * @param gOff - offset of the gain (D) in `params`.
+ * @param gain - (D) the gain (a view of the parameters).
  * @param rows - number of rows.
  * @param D - width.
  * @param eps - epsilon.
  */
-export function rmsNormForward(
-  out: Float64Array,
-  normalized: Float64Array,
-  inv: Float64Array,
-  st: Float64Array,
-  ms: Float64Array,
-  x: Float64Array,
-  params: Float64Array,
-  gOff: number,
-  rows: number,
-  D: number,
-  eps: number,
-): void {
+export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: Float64Array, rows: number, D: number, eps: number): void {
+  const { out, normalized, inv, st, ms } = norm;
   for (let r = 0; r < rows; r++) {
     const o = r * D;
     let s = 0;
@@ -40,15 +46,20 @@ export function rmsNormForward(
       s += v * v;
     }
     const m = s / D;
-    const t = m + eps;
-    const iv = exp(ln(t) * -0.5);
     ms[r] = m;
-    st[r] = t;
-    inv[r] = iv;
+    st[r] = m + eps;
+  }
+  // iv = exp(ln(t)·(−½)) per row, each step batched over the rows (inv holds the intermediate values).
+  lnInto(inv, 0, st, 0, rows);
+  for (let r = 0; r < rows; r++) inv[r] = (inv[r] as number) * -0.5;
+  expInto(inv, 0, inv, 0, rows);
+  for (let r = 0; r < rows; r++) {
+    const o = r * D;
+    const iv = inv[r] as number;
     for (let c = 0; c < D; c++) {
       const n = x[o + c] * iv;
       normalized[o + c] = n;
-      out[o + c] = n * params[gOff + c];
+      out[o + c] = n * gain[c];
     }
   }
 }
@@ -60,44 +71,33 @@ export function rmsNormForward(
  * (summed over the whole batch in row-major order by the caller).
  *
  * @param dx - (rows, D) adjoint of x, accumulated into.
- * @param gainTerms - (rows, D) `u[r, c] · normalized[r, c]`, from offset `gtOff`.
- * @param gtOff - offset of the first gain term.
- * @param dnormalized - (rows, D) scratch/trace: adjoint of the normalized value, `0 + u · g`.
- * @param rowAdjoints - (rows, 5) trace: adjoints of inv, of `ln(st)·(−½)`, of `ln(st)`, of `st` (= of ms), and of each square element (`dms / D`).
+ * @param gainTerms - (rows, D) out: `u[r, c] · normalized[r, c]`.
+ * @param norm - the forward's saved values; its `dnormalized` and `rowAdjoints` are written.
  * @param u - (rows, D) adjoint of the gained output.
  * @param x - (rows, D) forward input.
- * @param normalized - (rows, D) saved.
- * @param inv - (rows) saved.
- * @param st - (rows) saved.
- * @param params - flat parameters.
- * @param gOff - offset of the gain.
+ * @param gain - (D) the gain.
  * @param rows - number of rows.
  * @param D - width.
  */
 export function rmsNormBackward(
   dx: Float64Array,
   gainTerms: Float64Array,
-  gtOff: number,
-  dnormalized: Float64Array,
-  rowAdjoints: Float64Array,
+  norm: NormActivations,
   u: Float64Array,
   x: Float64Array,
-  normalized: Float64Array,
-  inv: Float64Array,
-  st: Float64Array,
-  params: Float64Array,
-  gOff: number,
+  gain: Float64Array,
   rows: number,
   D: number,
 ): void {
+  const { normalized, inv, st, dnormalized, rowAdjoints } = norm;
   for (let r = 0; r < rows; r++) {
     const o = r * D;
     const iv = inv[r];
     let di = 0;
     for (let c = 0; c < D; c++) {
       const uc = u[o + c];
-      gainTerms[gtOff + o + c] = uc * normalized[o + c];
-      const dn = 0 + uc * params[gOff + c];
+      gainTerms[o + c] = uc * normalized[o + c];
+      const dn = 0 + uc * gain[c];
       dnormalized[o + c] = dn;
       di += dn * x[o + c];
     }

@@ -34,8 +34,8 @@ const LP4 = fromWords(0x3fcc71c5, 0x1d8e78af); // 2.222219843214978396e-01
 const LP5 = fromWords(0x3fc74664, 0x96cb03de); // 1.818357216161805012e-01
 const LP6 = fromWords(0x3fc39a09, 0xd078c69f); // 1.531383769920937332e-01
 const LP7 = fromWords(0x3fc2f112, 0xdf3e5244); // 1.479819860511658591e-01
-/** The literal 0.66666666666666666 of s_log1p.c (2/3 rounded). */
-const TWO_THIRDS = 0.66666666666666666;
+/** The literal 0.66666666666666666 of s_log1p.c: 2/3 rounded, the same double as this shortest spelling. */
+const TWO_THIRDS = 0.6666666666666666;
 
 /** The signed high word of a double. */
 function highWord(v: number): number {

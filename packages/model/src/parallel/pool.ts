@@ -13,7 +13,8 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import type { DecoderConfig } from '@llmcp/format';
 import { ModelError } from '../errors.ts';
 import { kernelChoice } from '../kernels/native.ts';
-import { COMMAND, CTRL, CTRL_LENGTH, runPhase, type PhaseContext } from './protocol.ts';
+import { runPhase, type PhaseContext, type PhaseRunner } from './batch-pass.ts';
+import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 import type { WorkerBuffers, WorkerInit } from './worker.ts';
 
 /** How long a worker may take to start before `create` gives up. */
@@ -45,8 +46,8 @@ function workerEntry(): WorkerEntry {
   return { script: code, eval: true, execArgv };
 }
 
-/** A started set of worker threads sharing one control block. */
-export class ThreadPool {
+/** A started set of worker threads sharing one control block: the multi-thread {@link PhaseRunner}. */
+export class ThreadPool implements PhaseRunner {
   readonly control: Int32Array;
   readonly #workers: Worker[];
   readonly #ports: MessagePort[];

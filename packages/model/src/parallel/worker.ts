@@ -1,14 +1,15 @@
 /**
- * Entry point of a decoder worker thread. It owns one SequenceEngine and runs
+ * Entry point of a decoder worker thread. It owns one DecoderPass and runs
  * phases when the calling thread bumps the shared generation counter; all
  * arrays are SharedArrayBuffer views, so nothing is copied per step.
  */
 import { isMainThread, parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { DecoderConfig } from '@llmcp/format';
 import type { BatchBuffers } from '../internal/batch-reduce.ts';
-import { SequenceEngine } from '../internal/sequence-engine.ts';
+import { DecoderPass } from '../decoder-pass.ts';
 import { setKernels, type KernelChoice } from '../kernels/native.ts';
-import { COMMAND, CTRL, runPhase, type PhaseContext } from './protocol.ts';
+import { runPhase, type PhaseContext } from './batch-pass.ts';
+import { COMMAND, CTRL } from './protocol.ts';
 
 /** What the pool hands to each worker. */
 export interface WorkerInit {
@@ -41,10 +42,9 @@ function main(init: WorkerInit): void {
   let ctx: PhaseContext;
   try {
     setKernels(init.kernels);
-    const engine = new SequenceEngine(init.config);
     ctx = {
       config: init.config,
-      engine,
+      pass: new DecoderPass(init.config),
       parameters: init.parameters,
       control,
       inputs: new Int32Array(0),

@@ -5,7 +5,7 @@
  */
 import { Decoder, FIXTURE_DECODER_CONFIG } from '../../src/index.ts';
 import { allocateBatchBuffers, reduceGainsAndEmbedding, reducePartial } from '../../src/internal/batch-reduce.ts';
-import { SequenceEngine } from '../../src/internal/sequence-engine.ts';
+import { DecoderPass } from '../../src/decoder-pass.ts';
 import { firstMismatch, fixture } from './bits.ts';
 
 interface Tensor {
@@ -87,11 +87,12 @@ export function forwardTraceChecks(): Check[] {
   const loss = model.trainStep({ inputs, targets, rows: 1, columns: T });
 
   // The same pass on a tracing engine, reduced exactly like the decoder does.
-  const engine = new SequenceEngine(config, true);
+  const engine = new DecoderPass(config, true);
   engine.prepare(model.parameters, -1);
-  engine.forward(model.parameters, inputs, targets, 0, T, 0);
+  const seq = { tokens: inputs, targets, offset: 0, positions: T };
+  engine.forward(seq);
   const buffers = allocateBatchBuffers(engine.layout, config.layers, D, 1, T, 1, false);
-  engine.backward(model.parameters, targets, 0, T, 1.0 / T, {
+  engine.backward(seq, 1.0 / T, {
     rowLoss: buffers.rowLoss,
     rowLossOff: 0,
     partial: buffers.partials,

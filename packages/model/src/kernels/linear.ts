@@ -1,0 +1,107 @@
+/**
+ * A linear layer without bias, `y = x · W` with W stored [in, out]
+ * (../../../../docs/spec/model.md §8; ../../../../docs/spec/backward.md §4.2), as a
+ * forward/backward pair on top of the one matrix-product kernel (gemm.ts).
+ *
+ * These are thin names for the products the decoder pass runs, so that its
+ * call sites read like the layer they compute (llm.c's `matmul_forward` /
+ * `matmul_backward`); every product is the same {@link gemm} / {@link gemmTransA}
+ * call as before, so the bits are unchanged. The weight and its transpose are
+ * `subarray` views of the flat parameters and of the transposed weights, built
+ * once per parameter version; views of a pinned array stay pinned
+ * (`pinGemmOperand`), so the WebAssembly kernel still reads them in place.
+ *
+ * Reference: llm.c `matmul_forward` / `matmul_backward` (here without bias and
+ * with the weight gradient summed per sequence, then across the batch in order).
+ */
+import { GEMM_ADD, gemm, gemmTransA } from './gemm.ts';
+
+/** A linear layer's weight: W [inputs, outputs] and its transpose Wᵀ [outputs, inputs], both row-major views. */
+export interface LinearWeight {
+  /** (inputs, outputs) W, row-major. */
+  readonly w: Float64Array;
+  /** (outputs, inputs) Wᵀ, row-major (what dx = dy·Wᵀ reads). */
+  readonly wT: Float64Array;
+  /** Input width. */
+  readonly inputs: number;
+  /** Output width. */
+  readonly outputs: number;
+}
+
+/**
+ * The weight views of one linear layer.
+ *
+ * @param w - (inputs, outputs) W.
+ * @param wT - (outputs, inputs) Wᵀ.
+ * @param inputs - input width.
+ * @param outputs - output width.
+ * @returns the weight.
+ */
+export function linearWeight(w: Float64Array, wT: Float64Array, inputs: number, outputs: number): LinearWeight {
+  return { w, wT, inputs, outputs };
+}
+
+/** {@link linearBackward}: add dx to `dinp` (`dinp + dx`) instead of writing it (a second consumer of the same input). */
+export const ADD_DINP = 1;
+/** {@link linearBackward}: add the weight gradient to `dweight` instead of writing it (the in-order batch reduction). */
+export const ADD_DWEIGHT = 2;
+/**
+ * {@link linearBackward}: `dweight` holds the gradient of Wᵀ, i.e. it is laid
+ * out [outputs, inputs] (the tied head, whose weight is the embedding's transpose).
+ */
+export const DWEIGHT_TRANSPOSED = 4;
+
+/**
+ * `out[t, o] = Σ_i inp[t, i]·W[i, o]` for t < rows (i ascending from +0.0).
+ *
+ * @param out - (rows, outputs) output.
+ * @param inp - (rows, inputs) input.
+ * @param weight - the layer's weight.
+ * @param rows - positions.
+ */
+export function linearForward(out: Float64Array, inp: Float64Array, weight: LinearWeight, rows: number): void {
+  const { inputs: K, outputs: N } = weight;
+  gemm(out, 0, N, inp, 0, K, weight.w, 0, N, rows, N, K, 0);
+}
+
+/**
+ * Both adjoints of a linear layer, input adjoint first:
+ * `dinp[t, i] (=|+=) Σ_o dout[t, o]·Wᵀ[o, i]`, then the weight gradient over
+ * the positions of this sequence `dweight[i, o] (=|+=) Σ_t inp[t, i]·dout[t, o]`
+ * (or its transpose `dweight[o, i]` with {@link DWEIGHT_TRANSPOSED}).
+ *
+ * @param dinp - (rows, inputs) adjoint of the input.
+ * @param dweight - (inputs, outputs) weight gradient (or its transpose).
+ * @param inp - (rows, inputs) the forward input.
+ * @param dout - (rows, outputs) adjoint of the output.
+ * @param weight - the layer's weight.
+ * @param rows - positions.
+ * @param flags - bitwise OR of {@link ADD_DINP}, {@link ADD_DWEIGHT}, {@link DWEIGHT_TRANSPOSED}.
+ */
+export function linearBackward(
+  dinp: Float64Array,
+  dweight: Float64Array,
+  inp: Float64Array,
+  dout: Float64Array,
+  weight: LinearWeight,
+  rows: number,
+  flags: number,
+): void {
+  const { inputs: K, outputs: N } = weight;
+  gemm(dinp, 0, K, dout, 0, N, weight.wT, 0, K, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
+  const add = (flags & ADD_DWEIGHT) !== 0 ? GEMM_ADD : 0;
+  if ((flags & DWEIGHT_TRANSPOSED) !== 0) gemmTransA(dweight, 0, K, dout, 0, N, inp, 0, K, N, K, rows, add);
+  else gemmTransA(dweight, 0, N, inp, 0, K, dout, 0, N, K, N, rows, add);
+}
+
+/**
+ * The residual connection `out[i] = a[i] + b[i]` for i < n (llm.c `residual_forward`).
+ *
+ * @param out - output (may be neither input).
+ * @param a - the stream.
+ * @param b - the branch output.
+ * @param n - elements.
+ */
+export function residualForward(out: Float64Array, a: Float64Array, b: Float64Array, n: number): void {
+  for (let i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
