@@ -11,6 +11,12 @@
  * kernel's own speed measured in the same run (the ceiling of save and
  * load) and each phase's ratio to it.
  *
+ * Next to wall time, each phase reports the CPU time of its busiest thread
+ * (Linux schedstat) and that as a rate relative to the FNV kernel's own CPU
+ * rate: the critical path on an idle machine, which other processes on a
+ * shared machine barely change (1.00 = nothing but the serial hash is left on
+ * the busiest thread).
+ *
  * Each phase runs in its own child process so its peak memory is its own:
  * the peak is the kernel's resident-set high-water mark (VmHWM, reset through
  * /proc/self/clear_refs just before the measured call; getrusage maxRSS where
@@ -22,7 +28,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,12 +83,31 @@ function syntheticState(): CheckpointState {
 
 interface PhaseResult {
   phase: string;
+  /** CPU seconds of the busiest thread per run (Linux schedstat): the critical path on an idle machine, robust to a busy one. */
+  busiest?: number[];
   /** CPU seconds of the whole process (all threads) per run: the work, less sensitive than wall time to a busy machine. */
   cpu?: number[];
   bytes: number;
   seconds: number[];
   addedPeakBytes: number;
   peakSource: string;
+}
+
+/** CPU milliseconds so far of each thread of this process (Linux; empty elsewhere). */
+function threadCpu(): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    for (const t of readdirSync('/proc/self/task')) {
+      try {
+        out.set(t, Number(readFileSync(`/proc/self/task/${t}/schedstat`, 'utf8').split(' ')[0]) / 1e6);
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // no procfs
+  }
+  return out;
 }
 
 function residentBytes(): number {
@@ -113,6 +138,7 @@ function gc(): void {
 
 async function measure(phase: string, bytes: number, run: () => unknown): Promise<PhaseResult> {
   const cpu: number[] = [];
+  const busiest: number[] = [];
   const seconds: number[] = [];
   let addedPeakBytes = 0;
   let peakSource = 'getrusage maxRSS';
@@ -125,16 +151,18 @@ async function measure(phase: string, bytes: number, run: () => unknown): Promis
     const before = residentBytes();
     const reset = resetPeak();
     peakSource = reset ? 'VmHWM' : 'getrusage maxRSS';
+    const threads0 = threadCpu();
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     const out = run();
     if (out instanceof Promise) await out;
     seconds.push((performance.now() - t0) / 1000);
     const c = process.cpuUsage(c0);
+    busiest.push(Math.max(0, ...[...threadCpu()].map(([t, ms]) => ms - (threads0.get(t) ?? 0))) / 1000);
     cpu.push((c.user + c.system) / 1e6);
     addedPeakBytes = Math.max(addedPeakBytes, peakBytes(reset) - before);
   }
-  return { phase, bytes, seconds, cpu, addedPeakBytes, peakSource };
+  return { phase, bytes, seconds, cpu, busiest, addedPeakBytes, peakSource };
 }
 
 async function runPhase(phase: string, dir: string): Promise<PhaseResult> {
@@ -235,6 +263,7 @@ function runSize(size: string, dir: string): void {
   console.log(`\n[${size}] V${config.vocabularySize}/D${config.modelWidth}/H${config.heads}/F${config.feedForwardWidth}/L${config.layers}, byte-BPE, step 1000, ${size === '2.6GB' ? 1 : 3} runs per phase, each phase in its own process`);
   const results: PhaseResult[] = [];
   let ceiling = 0;
+  let ceilingCpu = 0;
   let reference = '';
   // The large size skips encode and the aligned-copy decode (each would hold two more copies of the file).
   for (const phase of size === '2.6GB' ? PHASES.filter((p) => p !== 'encode' && p !== 'decode-view') : PHASES) {
@@ -253,20 +282,22 @@ function runSize(size: string, dir: string): void {
       const hash = r.seconds.filter((x) => x > 0);
       const io = r.seconds.filter((x) => x < 0).map((x) => -x);
       ceiling = r.bytes / MB / Math.min(...hash);
+      ceilingCpu = r.bytes / MB / Math.min(...(r.busiest ?? []).filter((x) => x > 0));
       reference = `machine reference now: FNV-1a kernel ${ceiling.toFixed(0)} MB/s (the serial ceiling of save/load), raw write+fsync ${(r.addedPeakBytes / MB / Math.min(...io)).toFixed(0)} MB/s; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${availableParallelism()} cores`;
       continue;
     }
     results.push(r);
   }
-  console.log('phase                                              median s   best MB/s  median MB/s  / ceiling  cpu s  peak added MB  (× file)');
+  console.log('phase                                              median s   best MB/s  median MB/s  / ceiling  cpu s  busiest thread s (FNV-equiv.)  peak added MB  (× file)');
   for (const r of results) {
     const best = Math.min(...r.seconds);
     const med = median(r.seconds);
     console.log(
-      `${r.phase.padEnd(50)} ${med.toFixed(3).padStart(8)}  ${(r.bytes / MB / best).toFixed(0).padStart(10)}  ${(r.bytes / MB / med).toFixed(0).padStart(11)}  ${(r.bytes / MB / med / ceiling).toFixed(2).padStart(9)}  ${(r.cpu === undefined ? NaN : median(r.cpu)).toFixed(3).padStart(5)}  ${(r.addedPeakBytes / MB).toFixed(1).padStart(13)}  ${(r.addedPeakBytes / r.bytes).toFixed(2).padStart(8)}`,
+      `${r.phase.padEnd(50)} ${med.toFixed(3).padStart(8)}  ${(r.bytes / MB / best).toFixed(0).padStart(10)}  ${(r.bytes / MB / med).toFixed(0).padStart(11)}  ${(r.bytes / MB / med / ceiling).toFixed(2).padStart(9)}  ${(r.cpu === undefined ? NaN : median(r.cpu)).toFixed(3).padStart(5)}  ${(r.busiest === undefined ? NaN : median(r.busiest)).toFixed(3).padStart(16)} (${(r.busiest === undefined ? NaN : r.bytes / MB / median(r.busiest) / ceilingCpu).toFixed(2)})          ${(r.addedPeakBytes / MB).toFixed(1).padStart(13)}  ${(r.addedPeakBytes / r.bytes).toFixed(2).padStart(8)}`,
     );
   }
   console.log(reference);
+  console.log('busiest thread s: CPU time of the process\'s busiest thread (the critical path on an idle machine; insensitive to other load); (FNV-equiv.) = the FNV kernel\'s CPU time for the same bytes / it (1.00 = only the serial hash is left on that thread)');
   console.log(`peak = ${results[0]?.peakSource ?? '?'} high-water mark reset before each call`);
 }
 

@@ -8,9 +8,9 @@ import { FormatError } from './errors.ts';
 import { checkGeometry, type RecordPartition } from './geometry.ts';
 import { parseFixedHeader, parseVariableHeader, type RawHeader } from './header.ts';
 import { fileChecksum } from './internal/bytes.ts';
-import { SCAN_CHUNK_BYTES } from './internal/fnv1a64-scan-wasm.ts';
 import { float64FromBytes, LITTLE_ENDIAN_HOST } from './internal/host-endian.ts';
-import { SCAN_DIFFERS, ScanningHasher } from './internal/scanning-hasher.ts';
+import { parallelScanHasher, type ParallelScanHasher } from './internal/parallel-hash.ts';
+import { ScanningHasher } from './internal/scanning-hasher.ts';
 import { checksumLabel } from './fnv1a64.ts';
 import { layoutFromHeader, type DecodedCheckpoint } from './layout.ts';
 import { planCheckpoint } from './plan.ts';
@@ -79,18 +79,78 @@ function emptyFloat64(length: number, name: string): Float64Array {
   }
 }
 
+/** Bytes copied per step while another thread hashes (the copy is then still in cache when it is queued). */
+const PARALLEL_COPY_BYTES = 1 << 20;
+
+/**
+ * {@link hashRecords} with the hash (and screen) on another thread: this
+ * thread copies each f64 record into its tensor and queues the copy — the
+ * very bytes kept are the bytes hashed — while the helper hashes what was
+ * queued before.
+ * @param bytes - the whole file.
+ * @param layout - its parsed header and whether aligned f64 records become views.
+ * @param layout.header - the parsed header (geometry checked).
+ * @param layout.views - make aligned f64 records zero-copy views.
+ * @param parallel - the helper.
+ * @returns as {@link hashRecords}, or null when the helper failed (nothing is left half-done: hash again in-thread).
+ */
+function hashRecordsInParallel(bytes: Uint8Array, { header, views }: { header: RawHeader; views: boolean }, parallel: ParallelScanHasher): HashedRecords | null {
+  const head = bytes.slice(0, Number(header.headerBytes));
+  head.fill(0, CHECKSUM_OFFSET, CHECKSUM_OFFSET + 8);
+  parallel.push(head);
+  const floats: (Float64Array | undefined)[] = [];
+  const proven: (Uint8Array | undefined)[] = [];
+  const screened: number[] = [];
+  for (const d of header.descriptors) {
+    const start = Number(d.offset);
+    const region = bytes.subarray(start, start + Number(d.byteLength));
+    if (d.dtypeTag !== 3 || !LITTLE_ENDIAN_HOST) {
+      parallel.push(region);
+      continue;
+    }
+    screened.push(d.index);
+    if (views && (bytes.byteOffset + start) % 8 === 0) {
+      const values = new Float64Array(bytes.buffer, bytes.byteOffset + start, region.length / 8);
+      floats[d.index] = values;
+      proven[d.index] = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+      parallel.push(region, d.index);
+      continue;
+    }
+    const values = emptyFloat64(region.length / 8, d.name);
+    const out = new Uint8Array(values.buffer);
+    for (let at = 0; at < region.length; at += PARALLEL_COPY_BYTES) {
+      const to = out.subarray(at, at + PARALLEL_COPY_BYTES);
+      to.set(region.subarray(at, at + PARALLEL_COPY_BYTES));
+      parallel.push(to, d.index);
+    }
+    floats[d.index] = values;
+    proven[d.index] = out;
+  }
+  const result = parallel.finish();
+  if (result === null) return null;
+  const flags: (number | undefined)[] = [];
+  for (const i of screened) flags[i] = result.flags(i);
+  return { checksum: result.checksum, floats, flags, proven };
+}
+
 /**
  * One pass over the file: FNV-1a of everything (checksum field as zero), and
  * for each f64 record (little-endian hosts) its tensor — a view, or a copy
- * made chunk by chunk — screened for non-finite and negative values and, for
- * a copy, compared with the file bytes by the same kernel loop (../SPEC.md §9.8's
- * payload comparison, done while the bytes are in cache).
+ * made chunk by chunk from the kernel's staging memory right after the kernel
+ * hashed and screened those very bytes (so the copy is the file's bytes by
+ * construction: ../SPEC.md §9.8's payload comparison needs no second look) —
+ * screened for non-finite and negative values.
  * @param bytes - the whole file.
  * @param header - its parsed header (geometry checked).
  * @param views - make aligned f64 records zero-copy views.
  * @returns checksum, tensors, screen flags and the tensors proven equal to the file.
  */
 function hashRecords(bytes: Uint8Array, header: RawHeader, views: boolean): HashedRecords {
+  const parallel = parallelScanHasher(bytes.length);
+  if (parallel !== null) {
+    const hashed = hashRecordsInParallel(bytes, { header, views }, parallel);
+    if (hashed !== null) return hashed;
+  }
   const headerBytes = Number(header.headerBytes);
   const hasher = new ScanningHasher().update(bytes.subarray(0, CHECKSUM_OFFSET)).updateZeros(8).update(bytes.subarray(CHECKSUM_OFFSET + 8, headerBytes));
   const floats: (Float64Array | undefined)[] = [];
@@ -112,16 +172,9 @@ function hashRecords(bytes: Uint8Array, header: RawHeader, views: boolean): Hash
     }
     const values = emptyFloat64(region.length / 8, d.name);
     const out = new Uint8Array(values.buffer);
-    let f = 0;
-    for (let at = 0; at < region.length; at += SCAN_CHUNK_BYTES) {
-      const from = region.subarray(at, at + SCAN_CHUNK_BYTES);
-      const to = out.subarray(at, at + SCAN_CHUNK_BYTES);
-      to.set(from);
-      f |= hasher.scanCompare(from, to);
-    }
+    flags[d.index] = hasher.scanInto(region, out); // the copy is made from the very bytes hashed
     floats[d.index] = values;
-    flags[d.index] = f;
-    if ((f & SCAN_DIFFERS) === 0) proven[d.index] = out;
+    proven[d.index] = out;
   }
   return { checksum: hasher.digest(), floats, flags, proven };
 }
@@ -140,6 +193,11 @@ function hashRecords(bytes: Uint8Array, header: RawHeader, views: boolean): Hash
  * hashed record by record, each f64 record screened and copied in the same
  * pass); a header or geometry failure is then reported only when the
  * checksum matches, exactly as if the checksum had been checked first.
+ *
+ * Where `@llmcp/format/node` is loaded, files of 16 MiB and more are hashed
+ * on a worker thread (still synchronously for the caller) while this thread
+ * copies the tensors; elsewhere, or if that worker fails, in-thread — with
+ * the same result and the same errors.
  *
  * @param bytes - the complete file.
  * @param options - tensor placement (copies by default).
@@ -184,6 +242,6 @@ export function decodeCheckpoint(bytes: Uint8Array, options: DecodeOptions = {})
     screened: (i) => hashed.flags[i],
   };
   const state = validateRecords(h, partition, source);
-  assertCanonicalFile(planCheckpoint(state, { validate: false }), h, bytes, hashed.proven);
+  assertCanonicalFile(planCheckpoint(state, { validate: false }), h, { bytes, proven: hashed.proven });
   return { ...state, layout: layoutFromHeader(h, bytes.length) };
 }

@@ -106,10 +106,24 @@ function functionBody(compare: boolean): number[] {
  * Assembles the module bytes: its own memory, exports `memory`, `scan`
  * (hash + screen) and `scancmp` (hash + screen + compare with the bytes at
  * `other`, flag {@link SCAN_DIFFERS}).
+ * @param sharedMemoryPages - when given, the module imports a shared memory
+ *   `env.memory` of exactly this many pages instead of defining its own, and
+ *   exports `scan` only (for a worker hashing bytes another thread writes
+ *   into that memory; results at bytes 0..15 of it).
  * @returns the module bytes.
  */
-export function scanKernelBytes(): Uint8Array<ArrayBuffer> {
+export function scanKernelBytes(sharedMemoryPages?: number): Uint8Array<ArrayBuffer> {
   const scan = functionBody(false);
+  if (sharedMemoryPages !== undefined) {
+    return Uint8Array.from([
+      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+      ...section(1, [1, 0x60, 4, T_I32, T_I32, T_I32, T_I32, 0]),
+      ...section(2, [1, ...ascii('env'), ...ascii('memory'), 2, 3, ...uleb(sharedMemoryPages), ...uleb(sharedMemoryPages)]), // shared, min = max
+      ...section(3, [1, 0]),
+      ...section(7, [1, ...ascii('scan'), 0, 0]),
+      ...section(10, [1, ...uleb(scan.length), ...scan]),
+    ]);
+  }
   const scancmp = functionBody(true);
   return Uint8Array.from([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,

@@ -58,6 +58,39 @@ export class ScanningHasher {
     return this.#run(bytes, other);
   }
 
+  /**
+   * {@link scan}, and copies `bytes` into `out` in the same pass (from the
+   * kernel's staging memory, while it is in cache): `out` then holds exactly
+   * the bytes that were hashed and screened.
+   * @param bytes - the next bytes of the stream.
+   * @param out - as many bytes to fill.
+   * @returns the flags of {@link scan}.
+   */
+  scanInto(bytes: Uint8Array, out: Uint8Array): number {
+    if (out.length !== bytes.length) throw new RangeError('scanInto: lengths differ');
+    const k = scanKernel();
+    if (k === null) {
+      out.set(bytes);
+      return this.#run(out);
+    }
+    let hi = this.#hi;
+    let lo = this.#lo;
+    let flags = 0;
+    for (let start = 0; start < bytes.length; start += SCAN_CHUNK_BYTES) {
+      const end = Math.min(bytes.length, start + SCAN_CHUNK_BYTES);
+      const n = end - start;
+      k.memory.set(bytes.subarray(start, end), SCAN_DATA_OFFSET);
+      k.scan(SCAN_DATA_OFFSET, n, hi, lo);
+      out.set(k.memory.subarray(SCAN_DATA_OFFSET, SCAN_DATA_OFFSET + n), start);
+      lo = k.result.getUint32(0, true);
+      hi = k.result.getUint32(4, true);
+      flags |= k.result.getUint32(8, true);
+    }
+    this.#hi = hi;
+    this.#lo = lo;
+    return flags;
+  }
+
   #run(bytes: Uint8Array, other?: Uint8Array): number {
     if (bytes.length === 0) return 0;
     const k = scanKernel();

@@ -32,6 +32,7 @@ export const nodeFileSystem: AtomicFileSystem = {
   open: async (p, flags) => {
     const handle: FileHandle = await open(p, flags);
     return {
+      // eslint-disable-next-line max-params -- AtomicFileHandle.write is node:fs/promises FileHandle.write's signature (a public type), forwarded as is
       write: (buffer, offset, length, position) => handle.write(buffer, offset, length, position),
       sync: () => handle.sync(),
       datasync: () => handle.datasync(),

@@ -14,9 +14,14 @@
  * 3. With a sound geometry every record gets its own buffer — f64 records a
  *    fresh Float64Array — and the payload is read sequentially into them
  *    (records of 64 KiB and more directly, in 4 MiB reads; small ones through
- *    staging buffers), three reads ahead of the hash. f64 records are hashed
- *    with the fused kernel that screens their elements (non-finite, negative)
- *    in the same pass, so §9.5/§9.6 search only records the screen flags.
+ *    staging buffers), three reads ahead of the hash. The hash runs on a
+ *    worker thread (`worker-hasher.ts`, two 4 MiB ring slots) while this
+ *    thread awaits the reads, copies each segment into the ring and hands it
+ *    to `onFileBytes`: only the serial FNV-1a is left on the worker's core
+ *    (in-thread for small files or when workers are unavailable; a failing
+ *    worker is replaced in-thread from the record buffers). f64 records are
+ *    hashed with the fused kernel that screens their elements (non-finite,
+ *    negative) in the same pass, so §9.5/§9.6 search only records the screen flags.
  *    Allocation is bounded by the file size, since
  *    the geometry check proved the records tile the file exactly; a buffer
  *    the engine refuses is FORMAT_LIMIT_EXCEEDED naming the field and offset.
@@ -40,6 +45,12 @@ import { checkGeometry, type RecordPartition } from '../geometry.ts';
 import { parseFixedHeader, parseVariableHeader, type RawHeader } from '../header.ts';
 import { LITTLE_ENDIAN_HOST } from '../internal/host-endian.ts';
 import { ScanningHasher } from '../internal/scanning-hasher.ts';
+import { setParallelScanHasherFactory } from '../internal/parallel-hash.ts';
+import { startSyncWorkerHasher } from './sync-hasher.ts';
+import { WorkerHasher } from './worker-hasher.ts';
+
+// With the Node entry loaded, the in-memory decoder hashes large files on a worker too (internal/parallel-hash.ts).
+setParallelScanHasherFactory(startSyncWorkerHasher);
 import { layoutFromHeader, type DecodedCheckpoint } from '../layout.ts';
 import { planCheckpoint } from '../plan.ts';
 import { validateRecords, type RecordSource } from '../record-rules.ts';
@@ -58,7 +69,13 @@ function ioError(path: string, what: string, cause: unknown): FormatError {
   return new FormatError('FORMAT_IO', `cannot ${what} ${path}: ${detail}`, { reason: 'read', field: 'path', cause });
 }
 
-async function readExactly(handle: FileHandle, target: Uint8Array, position: number, path: string): Promise<void> {
+/** An open file and its path (for error messages). */
+interface OpenFile {
+  readonly handle: FileHandle;
+  readonly path: string;
+}
+
+async function readExactly({ handle, path }: OpenFile, target: Uint8Array, position: number): Promise<void> {
   let done = 0;
   while (done < target.length) {
     let bytesRead: number;
@@ -155,14 +172,112 @@ function planSegments(from: number, to: number, records: readonly RecordTarget[]
 /** Reads kept in flight ahead of the segment being hashed (the thread pool fills them meanwhile). */
 const READ_AHEAD = 3;
 
+/** Ring slots a load uses on the hash worker (2 × 4 MiB: a load adds little beyond the file size). */
+const LOAD_RING_SLOTS = 2;
+/** Payloads at least this large are hashed on a worker by default (starting one costs tens of milliseconds). */
+const WORKER_MIN_BYTES = 8 << 20;
+
+/**
+ * Where the loaded bytes are hashed, in file order: on a worker thread (the
+ * serial FNV-1a on another core while this thread reads, copies, observes
+ * and validates), or in-thread. A worker that fails mid-stream is replaced by
+ * the in-thread hasher, which re-hashes the bytes already loaded from the
+ * record buffers (every byte is hashed exactly once by the hasher whose
+ * digest is used, and observers still see every byte once).
+ */
+class PayloadHash {
+  #worker: WorkerHasher | null;
+  #local: ScanningHasher | null = null;
+  /** What was handed to the worker so far, from buffers that stay valid (header copy, record buffers). */
+  readonly #done: { readonly bytes: Uint8Array; readonly screen: number | undefined }[] = [];
+  readonly flags: (number | undefined)[] = [];
+
+  constructor(worker: WorkerHasher | null, header: Uint8Array) {
+    this.#worker = worker;
+    const zeroed = header.slice();
+    zeroed.fill(0, CHECKSUM_OFFSET, CHECKSUM_OFFSET + 8);
+    if (worker === null) this.#hashLocally(zeroed, undefined);
+    else {
+      worker.pushAvailable(zeroed);
+      this.#done.push({ bytes: zeroed, screen: undefined });
+    }
+  }
+
+  #hashLocally(bytes: Uint8Array, screen: number | undefined): void {
+    this.#local ??= new ScanningHasher();
+    if (screen === undefined) this.#local.update(bytes);
+    else this.flags[screen] = (this.flags[screen] ?? 0) | this.#local.scan(bytes);
+  }
+
+  /** The worker failed: hash everything it was given again, in-thread. */
+  #failOver(): void {
+    this.#worker?.close();
+    this.#worker = null;
+    this.flags.length = 0;
+    for (const d of this.#done) this.#hashLocally(d.bytes, d.screen);
+    this.#done.length = 0;
+  }
+
+  /**
+   * Hashes the next bytes of the file.
+   * @param bytes - the bytes (valid until the promise settles).
+   * @param screen - the f64 record they belong to, from an element boundary.
+   * @param kept - the same bytes in a buffer that outlives the load (for a fail-over).
+   */
+  async put(bytes: Uint8Array, screen: number | undefined, kept: readonly Uint8Array[]): Promise<void> {
+    if (this.#worker !== null) {
+      try {
+        await this.#worker.push(bytes, screen);
+        for (const k of kept) this.#done.push({ bytes: k, screen });
+        return;
+      } catch {
+        this.#failOver();
+      }
+    }
+    this.#hashLocally(bytes, screen);
+  }
+
+  /** @returns the checksum of everything put; the flags are complete. */
+  async digest(): Promise<bigint> {
+    if (this.#worker !== null) {
+      try {
+        const value = await this.#worker.digest();
+        for (const d of this.#done) if (d.screen !== undefined) this.flags[d.screen] = this.#worker.flags(d.screen);
+        return value;
+      } catch {
+        this.#failOver();
+      }
+    }
+    return (this.#local ?? new ScanningHasher()).digest();
+  }
+
+  /** Abandons the worker's stream (after a failed load). */
+  close(): void {
+    this.#worker?.close();
+  }
+}
+
+/** What {@link streamPayload} reads and where. */
+interface PayloadStream {
+  readonly handle: FileHandle;
+  readonly path: string;
+  readonly from: number;
+  readonly to: number;
+  readonly records: readonly RecordTarget[];
+  readonly observe: ((chunk: Uint8Array) => void) | undefined;
+}
+
 /**
  * Reads `[from, to)` sequentially into the record buffers (large records
  * directly, small ones through rotating staging buffers sized to the largest
- * staged group), hashing every byte in order — f64 records with the fused
- * screening kernel; up to {@link READ_AHEAD} reads of the following segments
+ * staged group), hashing every byte in order — f64 records screened by the
+ * fused kernel; up to {@link READ_AHEAD} reads of the following segments
  * overlap hashing the current one.
+ * @param stream - file, range, destinations and observer.
+ * @param hash - the hasher (worker or in-thread).
  */
-async function streamPayload(handle: FileHandle, path: string, from: number, to: number, hasher: ScanningHasher, records: readonly RecordTarget[], flags: (number | undefined)[], observe?: (chunk: Uint8Array) => void): Promise<void> {
+async function streamPayload(stream: PayloadStream, hash: PayloadHash): Promise<void> {
+  const { handle, path, from, to, records, observe } = stream;
   const segments = planSegments(from, to, records);
   const stagedSegments = segments.filter((s) => s.direct === null);
   const stagingSize = stagedSegments.reduce((m, s) => Math.max(m, s.length), 0);
@@ -173,7 +288,7 @@ async function streamPayload(handle: FileHandle, path: string, from: number, to:
   const issueNext = (): void => {
     const s = segments[issued++] as Segment;
     const target = s.direct ?? (staging[staged++ % staging.length] as Uint8Array).subarray(0, s.length);
-    const read = readExactly(handle, target, s.position, path);
+    const read = readExactly({ handle, path }, target, s.position);
     read.catch(() => undefined); // observed when awaited, or settled below on failure
     inflight.push({ target, read });
   };
@@ -185,9 +300,9 @@ async function streamPayload(handle: FileHandle, path: string, from: number, to:
       if (issued < segments.length) issueNext();
       const segment = segments[i] as Segment;
       observe?.(current.target);
-      if (segment.screen === undefined) hasher.update(current.target);
-      else flags[segment.screen] = (flags[segment.screen] ?? 0) | hasher.scan(current.target);
       for (const part of segment.parts) part.into.set(current.target.subarray(part.at, part.at + part.into.length));
+      const kept = segment.direct !== null ? [segment.direct] : records.length === 0 ? [] : segment.parts.map((p) => p.into);
+      await hash.put(current.target, segment.screen, kept);
     }
   } catch (e) {
     await Promise.allSettled(inflight.map((r) => r.read)); // no read outlives the load (the handle is closed next)
@@ -205,13 +320,21 @@ export interface LoadOptions {
    * before the checksum is known: a failed load has still shown its bytes.
    */
   readonly onFileBytes?: (chunk: Uint8Array) => void;
+  /**
+   * Hash on a worker thread (default: for payloads of 8 MiB and more): the
+   * serial FNV-1a runs on another core while this thread reads, copies,
+   * observes and validates. `false` hashes in-thread. A worker that fails is
+   * replaced by in-thread hashing without changing the result.
+   */
+  readonly hashInWorker?: boolean;
 }
 
 /**
  * Loads and fully validates a checkpoint file (same checks and error codes
  * as `decodeCheckpoint`), streaming the payload into per-record buffers.
  * Peak added memory is about the file size plus the staging buffers of small
- * records (at most 16 MiB; none for a file of large records).
+ * records (at most 16 MiB; none for a file of large records) and, hashing on
+ * a worker, its 8 MiB ring and the worker itself.
  *
  * @param path - the file.
  * @param options - `onFileBytes`.
@@ -237,12 +360,11 @@ export async function loadCheckpoint(path: string, options: LoadOptions = {}): P
       throw ioError(path, 'stat', e);
     }
     const head = new Uint8Array(Math.min(size, FIXED_HEADER_BYTES));
-    await readExactly(handle, head, 0, path);
+    await readExactly({ handle, path }, head, 0);
     const fixed = parseFixedHeader(head, size);
     const headerLength = Number(fixed.headerBytes); // <= size and <= MAX_HEADER_BYTES after the fixed-header checks
     const headerBuffer = allocateBytes(headerLength, () => ({ what: `the ${headerLength}-byte header`, offset: 14, field: 'header_bytes' }));
-    await readExactly(handle, headerBuffer, 0, path);
-    const hasher = new ScanningHasher().update(headerBuffer.subarray(0, CHECKSUM_OFFSET)).updateZeros(8).update(headerBuffer.subarray(CHECKSUM_OFFSET + 8));
+    await readExactly({ handle, path }, headerBuffer, 0);
 
     let deferred: unknown;
     let header: RawHeader | undefined;
@@ -270,10 +392,20 @@ export async function loadCheckpoint(path: string, options: LoadOptions = {}): P
       }
     }
     const destinations = header === undefined || deferred !== undefined ? [] : header.descriptors.map((d, i) => ({ start: Number(d.offset), bytes: buffers[i] as Uint8Array, index: i, screen: floats[i] !== undefined }));
-    const flags: (number | undefined)[] = [];
+    // A worker only with a sound geometry: its fail-over re-hashes from the record buffers.
+    const useWorker = destinations.length > 0 && (options.hashInWorker ?? size - headerLength >= WORKER_MIN_BYTES);
+    const hash = new PayloadHash(useWorker ? WorkerHasher.start(undefined, undefined, LOAD_RING_SLOTS) : null, headerBuffer);
     options.onFileBytes?.(headerBuffer);
-    await streamPayload(handle, path, headerLength, size, hasher, destinations, flags, options.onFileBytes);
-    assertChecksum(fixed.storedChecksum, hasher.digest());
+    let checksum: bigint;
+    try {
+      await streamPayload({ handle, path, from: headerLength, to: size, records: destinations, observe: options.onFileBytes }, hash);
+      checksum = await hash.digest();
+    } catch (e) {
+      hash.close();
+      throw e;
+    }
+    const flags = hash.flags;
+    assertChecksum(fixed.storedChecksum, checksum);
     if (deferred !== undefined) throw deferred;
     const h = header as RawHeader;
     const source: RecordSource = {

@@ -10,14 +10,16 @@
  *
  * FNV-1a is serial and is the bottleneck, so it runs on a worker thread fed
  * through a fixed 48 MiB ring: it starts on the first bytes while this thread
- * is still validating, and keeps hashing while this thread issues the writes
+ * is still checking the structure, and keeps hashing while this thread issues the writes
  * (falling back to hashing in-thread, overlapped with each write, when worker
- * threads are unavailable).
+ * threads are unavailable; a worker that fails mid-save is replaced by hashing
+ * the planned bytes in-thread, the save then completes unchanged).
  *
- * In-thread (`hashInWorker: false`), the value searches of validation are
- * folded into the hash: every rule but those runs first (nothing touches the
- * file system if one fails), then each f64 record is hashed with the fused
- * kernel that screens its values while the libuv thread pool writes it. A
+ * In both modes the value searches of validation are folded into the hash:
+ * every rule but those runs first (nothing touches the file system if one
+ * fails), then each f64 record is hashed with the fused kernel that screens
+ * its values (on the worker, or in-thread while the libuv thread pool writes
+ * it), so this thread never searches the values itself. A
  * flagged record is searched exactly afterwards; a non-finite value (or a
  * negative second moment) then fails the save with the decoder's error and
  * the temporary file is removed, the previous file untouched.
@@ -79,7 +81,7 @@ const WRITES_AHEAD = 3;
  * writes in flight on the libuv thread pool while `onChunk` hashes the
  * following chunks — starting early datasyncs so disk writeback overlaps the rest.
  */
-async function writeAll(handle: AtomicFileHandle, header: Uint8Array, records: readonly Uint8Array[], onChunk?: (chunk: Uint8Array, record: number) => void): Promise<void> {
+async function writeAll(handle: AtomicFileHandle, { header, records }: Pick<CheckpointPlan, 'header' | 'records'>, onChunk?: (chunk: Uint8Array, record: number) => void): Promise<void> {
   await writeFully(handle, header, 0);
   let position = header.length;
   let flushedAt = 0;
@@ -170,30 +172,65 @@ async function streamInThread(handle: AtomicFileHandle, state: CheckpointState, 
   const hasher = new ScanningHasher().update(plan.header);
   const flags: number[] = [];
   const descriptors = plan.raw.descriptors;
-  await writeAll(handle, plan.header, plan.records, (chunk, index) => {
+  await writeAll(handle, plan, (chunk, index) => {
     if (descriptors[index]?.dtypeTag === 3) flags[index] = (flags[index] ?? 0) | hasher.scan(chunk);
     else hasher.update(chunk);
   });
-  const suspect = descriptors.some((d) => {
-    const f = flags[d.index] ?? 0;
-    return (f & SCAN_NON_FINITE) !== 0 || (d.roleTag === 5 && (f & SCAN_NEGATIVE) !== 0);
-  });
-  if (suspect) planCheckpoint(state, { screened: (i) => flags[i] ?? 0 });
+  assertScreenedValues(state, plan, (i) => flags[i] ?? 0);
   return hasher.digest();
 }
 
+/** A piece of the file for the hash worker: f64 records carry their descriptor index as the screen tag. */
+interface HashPart {
+  readonly bytes: Uint8Array;
+  readonly tag: number | undefined;
+}
+
 /** Feeds the worker every byte after the first `skip` bytes of header + records. */
-async function feedWorker(hasher: WorkerHasher, parts: readonly Uint8Array[], skip: number): Promise<void> {
+async function feedWorker(hasher: WorkerHasher, parts: readonly HashPart[], skip: number): Promise<void> {
   let remaining = skip;
-  for (const part of parts) {
+  for (const { bytes: part, tag } of parts) {
     if (remaining >= part.length) {
       remaining -= part.length;
       continue;
     }
-    const rest = part.subarray(remaining);
+    const rest = part.subarray(remaining); // `remaining` is a whole number of slots into the part: element-aligned
     remaining = 0;
-    for (let start = 0; start < rest.length; start += CHUNK_BYTES) await hasher.push(rest.subarray(start, Math.min(rest.length, start + CHUNK_BYTES)));
+    for (let start = 0; start < rest.length; start += CHUNK_BYTES) await hasher.push(rest.subarray(start, Math.min(rest.length, start + CHUNK_BYTES)), tag);
   }
+}
+
+/**
+ * Whether a screen flags a record that a value rule cares about (any
+ * non-finite f64, a negative second moment): the state is then validated
+ * again with exact searches, which throws the decoder's error.
+ * @param state - the state.
+ * @param plan - its plan.
+ * @param flags - screen flags per descriptor index.
+ */
+function assertScreenedValues(state: CheckpointState, plan: CheckpointPlan, flags: (index: number) => number): void {
+  const suspect = plan.raw.descriptors.some((d) => {
+    const f = flags(d.index);
+    return (f & SCAN_NON_FINITE) !== 0 || (d.roleTag === 5 && (f & SCAN_NEGATIVE) !== 0);
+  });
+  if (suspect) planCheckpoint(state, { screened: flags });
+}
+
+/**
+ * Hashes (and screens) the whole planned file in-thread, after the hash worker failed.
+ * @param plan - the plan.
+ * @param failed - the failed worker stream (closed here).
+ * @returns the checksum and the screen flags per descriptor.
+ */
+function hashPlanInThread(plan: CheckpointPlan, failed: WorkerHasher): { checksum: bigint; flags: (index: number) => number } {
+  failed.close();
+  const hasher = new ScanningHasher().update(plan.header);
+  const flags: number[] = [];
+  plan.records.forEach((record, i) => {
+    if (plan.raw.descriptors[i]?.dtypeTag === 3) flags[i] = hasher.scan(record);
+    else hasher.update(record);
+  });
+  return { checksum: hasher.digest(), flags: (i) => flags[i] ?? 0 };
 }
 
 /**
@@ -209,8 +246,8 @@ async function feedWorker(hasher: WorkerHasher, parts: readonly Uint8Array[], sk
  * @param state - the checkpoint state.
  * @param options - file-system injection (tests), `hashInWorker`, `onFileBytes`.
  * @returns length and checksum of the saved file.
- * @throws FormatError for an invalid state (before any file is touched; in-thread, a non-finite
- *   value or negative second moment is found while streaming and the temporary file removed),
+ * @throws FormatError for an invalid state (before any file is touched; a non-finite value or
+ *   negative second moment is found while streaming and the temporary file removed),
  *   FORMAT_IO for file-system failures, FORMAT_LAYOUT for a path without a
  *   file name, FORMAT_UNSUPPORTED_ATOMIC_REPLACEMENT on Windows.
  * @example
@@ -223,23 +260,23 @@ export async function saveCheckpointAtomic(path: string, state: CheckpointState,
   // bytes (the header's checksum field is still zero) while the state is validated.
   const hasher = options.hashInWorker === false ? null : WorkerHasher.start();
   const draft = hasher === null ? null : planCheckpoint(state, { validate: false });
-  const parts = draft === null ? [] : [draft.header, ...draft.records];
+  const parts: HashPart[] = draft === null ? [] : [{ bytes: draft.header, tag: undefined }, ...draft.records.map((bytes, i) => ({ bytes, tag: draft.raw.descriptors[i]?.dtypeTag === 3 ? i : undefined }))];
   let queued = 0;
   if (hasher !== null) {
     for (const part of parts) {
-      const n = hasher.pushAvailable(part);
+      const n = hasher.pushAvailable(part.bytes, part.tag);
       queued += n;
-      if (n < part.length) break;
+      if (n < part.bytes.length) break;
     }
   }
   let plan: CheckpointPlan;
   try {
-    // Worker: full validation while the worker hashes. In-thread: every rule but the value
-    // searches, which the fused kernel screens while it hashes (see streamInThread).
-    plan = planCheckpoint(state, hasher === null ? { screened: () => 0 } : {});
+    // Every rule but the value searches (while the worker, if any, hashes): the fused kernel
+    // screens f64 values while it hashes (see assertScreenedValues).
+    plan = planCheckpoint(state, { screened: () => 0 });
   } catch (e) {
     hasher?.close();
-    if (hasher === null) planCheckpoint(state); // a value error before the structural one comes first: the decoder's order
+    planCheckpoint(state); // a value error before the structural one comes first: the decoder's order
     throw e;
   }
   // Keep the worker fed from now on: the ring drains while the temporary file is created.
@@ -252,8 +289,12 @@ export async function saveCheckpointAtomic(path: string, state: CheckpointState,
       async (handle) => {
         if (hasher === null) checksum = await streamInThread(handle, state, plan);
         else {
-          await Promise.all([writeAll(handle, plan.header, plan.records), feeding]);
-          checksum = await hasher.digest();
+          // A failed worker is not a failed save: the plan is in memory, hash it in-thread instead.
+          const hashed = (feeding as Promise<void>).then(async () => ({ checksum: await hasher.digest(), flags: (i: number) => hasher.flags(i) })).catch(() => null);
+          await writeAll(handle, plan);
+          const result = (await hashed) ?? hashPlanInThread(plan, hasher);
+          checksum = result.checksum;
+          assertScreenedValues(state, plan, result.flags);
         }
         await writeFully(handle, checksumBytes(checksum), CHECKSUM_OFFSET);
         if (options.onFileBytes !== undefined) await observeFile(handle, { plan, checksum }, options.onFileBytes);

@@ -1,12 +1,15 @@
 /**
- * FNV-1a on a worker thread for the streaming saver: the serial checksum runs
- * on a second core while the main thread validates the state and issues the
- * writes.
+ * FNV-1a on a worker thread for the streaming saver and loader: the serial
+ * checksum runs on a second core while the main thread validates the state
+ * and issues the writes (save), or copies and validates what it reads (load).
  *
  * Bytes travel through a ring of slots inside one *shared* WebAssembly
  * memory: the main thread copies a chunk into a free slot (the only copy),
- * the worker runs the FNV kernel (a variant importing that memory) directly
- * on the slot, in order, and hands the slot back. Memory is fixed
+ * the worker runs the fused FNV + f64-screening kernel (a variant importing
+ * that memory, `fnv1a64-scan-wasm.ts`) directly on the slot, in order, and
+ * hands the slot back with the chunk's screen flags (meaningful for chunks
+ * pushed with a tag: an f64 record's bytes from an element boundary; the
+ * flags are OR-ed per tag). Memory is fixed
  * (slots × slot size), whatever the file size. The worker is plain
  * JavaScript evaluated from a string, so it runs the same from `src/` under
  * tests and from `dist/` when published.
@@ -16,14 +19,15 @@
  * reused by the next save; one idle worker at most.
  */
 import { Worker } from 'node:worker_threads';
-import { fnvKernelBytes } from '../internal/fnv1a64-wasm.ts';
+import { scanKernelBytes } from '../internal/fnv1a64-scan-wasm.ts';
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { kernel, memory } = workerData;
+let failAfter = workerData.failAfter;
 const instance = new WebAssembly.Instance(new WebAssembly.Module(kernel), { env: { memory } });
-const fnv = instance.exports.fnv;
-const result = new DataView(memory.buffer, 0, 8);
+const scan = instance.exports.scan;
+const result = new DataView(memory.buffer, 0, 16);
 let hi = 0xcbf29ce4;
 let lo = 0x84222325;
 parentPort.on('message', (m) => {
@@ -33,16 +37,37 @@ parentPort.on('message', (m) => {
     lo = 0x84222325;
     return;
   }
-  fnv(m.offset, m.length, hi, lo);
+  if (failAfter !== null && --failAfter < 0) throw new Error('injected hash worker failure');
+  scan(m.offset, m.length, hi, lo);
   lo = result.getUint32(0, true);
   hi = result.getUint32(4, true);
-  parentPort.postMessage({ slot: m.slot });
+  parentPort.postMessage({ slot: m.slot, flags: result.getUint32(8, true) });
 });
 `;
 
 /** The slice of the WebAssembly JS API used here, typed locally (compiles without the DOM library). */
 interface SharedWasmApi {
   readonly Memory: new (descriptor: { initial: number; maximum: number; shared: true }) => { readonly buffer: ArrayBufferLike };
+}
+
+/** A message from the worker: a slot hashed (with its screen flags), or the digest. */
+interface WorkerReply {
+  readonly slot?: number;
+  readonly flags?: number;
+  readonly hi?: number;
+  readonly lo?: number;
+}
+
+/** Test hook state: the next worker started fails after this many chunks (null: never). */
+let faultAfter: number | null = null;
+
+/**
+ * Test hook: the next hash worker started (a parked one is not reused) throws
+ * after hashing `chunks` chunks, as a crashing worker would.
+ * @param chunks - chunks hashed before the failure, or null to clear.
+ */
+export function injectWorkerFaultForTesting(chunks: number | null): void {
+  faultAfter = chunks;
 }
 
 const PAGE = 65536;
@@ -58,7 +83,7 @@ class Engine {
   readonly slots: Uint8Array[];
   readonly offsets: number[];
   readonly slotBytes: number;
-  onMessage: (m: { slot?: number; hi?: number; lo?: number }) => void = () => undefined;
+  onMessage: (m: WorkerReply) => void = () => undefined;
   onFailure: (e: Error) => void = () => undefined;
   broken = false;
 
@@ -70,8 +95,9 @@ class Engine {
     this.slotBytes = slotBytes;
     this.offsets = Array.from({ length: slotCount }, (_, i) => PAGE * (1 + i * slotPages));
     this.slots = this.offsets.map((offset) => new Uint8Array(memory.buffer, offset, slotBytes));
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { kernel: fnvKernelBytes(pages), memory } });
-    this.worker.on('message', (m: { slot?: number; hi?: number; lo?: number }) => this.onMessage(m));
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { kernel: scanKernelBytes(pages), memory, failAfter: faultAfter } });
+    faultAfter = null;
+    this.worker.on('message', (m: WorkerReply) => this.onMessage(m));
     const fail = (e: unknown): void => {
       this.broken = true;
       this.onFailure(e instanceof Error ? e : new Error(`hash worker stopped: ${String(e)}`));
@@ -84,6 +110,7 @@ class Engine {
 let idle: { engine: Engine; timer: ReturnType<typeof setTimeout> } | null = null;
 
 function takeIdle(slotBytes: number, slotCount: number): Engine | null {
+  if (faultAfter !== null) return null;
   if (idle === null || idle.engine.broken || idle.engine.slotBytes !== slotBytes || idle.engine.slots.length !== slotCount) return null;
   const { engine, timer } = idle;
   idle = null;
@@ -108,18 +135,21 @@ function park(engine: Engine): void {
   idle = { engine, timer };
 }
 
-/** An FNV-1a 64 stream hashed on a worker thread. */
+/** An FNV-1a 64 stream hashed on a worker thread, tagged chunks screened as f64 words on the way. */
 export class WorkerHasher {
   readonly #engine: Engine;
   readonly #free: number[];
   readonly #waiting: ((slot: number) => void)[] = [];
   readonly #failure: Promise<never>;
+  /** Per slot in flight: the tag its chunk was pushed with. */
+  readonly #slotTags: (number | undefined)[] = [];
+  readonly #flags: number[] = [];
   #digest: ((value: bigint) => void) | undefined;
   #closed = false;
 
-  private constructor(engine: Engine) {
+  private constructor(engine: Engine, slotsInUse: number) {
     this.#engine = engine;
-    this.#free = engine.slots.map((_, i) => i);
+    this.#free = engine.slots.slice(0, slotsInUse).map((_, i) => i);
     let reject: (e: Error) => void = () => undefined;
     this.#failure = new Promise<never>((_, r) => {
       reject = r;
@@ -130,6 +160,8 @@ export class WorkerHasher {
     };
     engine.onMessage = (m) => {
       if (m.slot !== undefined) {
+        const tag = this.#slotTags[m.slot];
+        if (tag !== undefined) this.#flags[tag] = (this.#flags[tag] ?? 0) | (m.flags ?? 0);
         const next = this.#waiting.shift();
         if (next !== undefined) next(m.slot);
         else this.#free.push(m.slot);
@@ -142,35 +174,39 @@ export class WorkerHasher {
   /**
    * Starts (or reuses) a worker, or returns `null` when worker threads or
    * shared WebAssembly memory are unavailable (the caller then hashes in-thread).
-   * @param slotBytes - bytes per ring slot.
+   * @param slotBytes - bytes per ring slot (a multiple of 8 when chunks are tagged, so screened chunks keep element alignment).
    * @param slotCount - ring slots.
+   * @param slotsInUse - how many of them this stream uses (default all): a smaller
+   *   ring for a memory-bounded stream that can still reuse the same parked worker.
    * @returns the hasher or null.
    */
-  static start(slotBytes: number = SLOT_BYTES, slotCount: number = SLOT_COUNT): WorkerHasher | null {
+  static start(slotBytes: number = SLOT_BYTES, slotCount: number = SLOT_COUNT, slotsInUse: number = slotCount): WorkerHasher | null {
     const wasm = (globalThis as { WebAssembly?: SharedWasmApi }).WebAssembly;
     if (wasm === undefined || typeof SharedArrayBuffer !== 'function') return null;
     try {
-      return new WorkerHasher(takeIdle(slotBytes, slotCount) ?? new Engine(wasm, slotBytes, slotCount));
+      return new WorkerHasher(takeIdle(slotBytes, slotCount) ?? new Engine(wasm, slotBytes, slotCount), Math.max(1, Math.min(slotCount, slotsInUse)));
     } catch {
       return null;
     }
   }
 
-  #post(slot: number, bytes: Uint8Array): void {
+  #post(slot: number, bytes: Uint8Array, tag: number | undefined): void {
     (this.#engine.slots[slot] as Uint8Array).set(bytes);
+    this.#slotTags[slot] = tag;
     this.#engine.worker.postMessage({ slot, offset: this.#engine.offsets[slot], length: bytes.length });
   }
 
   /**
    * Queues as much of `bytes` as free slots take, without waiting.
    * @param bytes - the next bytes of the stream.
+   * @param tag - screen these bytes as f64 words (from their first byte) and OR the flags into {@link flags}(tag).
    * @returns how many bytes were queued.
    */
-  pushAvailable(bytes: Uint8Array): number {
+  pushAvailable(bytes: Uint8Array, tag?: number): number {
     let done = 0;
     while (done < bytes.length && this.#free.length > 0) {
       const n = Math.min(this.#engine.slotBytes, bytes.length - done);
-      this.#post(this.#free.shift() as number, bytes.subarray(done, done + n));
+      this.#post(this.#free.shift() as number, bytes.subarray(done, done + n), tag);
       done += n;
     }
     return done;
@@ -179,17 +215,27 @@ export class WorkerHasher {
   /**
    * Queues `bytes`, waiting for free slots as needed.
    * @param bytes - the next bytes of the stream.
+   * @param tag - screen these bytes (see {@link pushAvailable}).
    * @returns when every byte is queued.
    */
-  async push(bytes: Uint8Array): Promise<void> {
+  async push(bytes: Uint8Array, tag?: number): Promise<void> {
     for (let done = 0; done < bytes.length; ) {
       if (this.#closed) throw new Error('hash worker closed');
       const n = Math.min(this.#engine.slotBytes, bytes.length - done);
       const free = this.#free.shift();
       const slot = free ?? (await Promise.race([new Promise<number>((resolve) => this.#waiting.push(resolve)), this.#failure]));
-      this.#post(slot, bytes.subarray(done, done + n));
+      this.#post(slot, bytes.subarray(done, done + n), tag);
       done += n;
     }
+  }
+
+  /**
+   * The screen flags of the chunks pushed with `tag` (complete after {@link digest}).
+   * @param tag - the tag.
+   * @returns `SCAN_NON_FINITE` / `SCAN_NEGATIVE` bits; 0 proves neither occurs in those chunks.
+   */
+  flags(tag: number): number {
+    return this.#flags[tag] ?? 0;
   }
 
   /**
