@@ -13,7 +13,13 @@ function append(parent: Node, children: readonly Child[]): void {
   }
 }
 
-/** Creates an HTML element with attributes (`on*` functions become listeners) and children. */
+/**
+ * Creates an HTML element with attributes (`on*` functions become listeners) and children.
+ * @param tag - the element's tag name.
+ * @param props - attributes; `true` sets an empty attribute, `false`/`undefined` omit it, functions under `on*` names become listeners.
+ * @param children - nodes or text (strings and numbers become text nodes; null, undefined and false are skipped).
+ * @returns the new element, typed by its tag.
+ */
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
@@ -27,7 +33,13 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = 
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
-/** Creates an SVG element with attributes and children. */
+/**
+ * Creates an SVG element with attributes and children.
+ * @param tag - the SVG element's tag name (`rect`, `text`, …).
+ * @param attrs - attributes, each stringified.
+ * @param children - nodes or text, as for {@link h}.
+ * @returns the new element in the SVG namespace.
+ */
 export function s(tag: string, attrs: Record<string, string | number> = {}, ...children: Child[]): SVGElement {
   const el = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
@@ -35,7 +47,13 @@ export function s(tag: string, attrs: Record<string, string | number> = {}, ...c
   return el;
 }
 
-/** A table with a heading row. */
+/**
+ * A table with a heading row.
+ * @param headings - the text of each column's heading cell.
+ * @param rows - one array of cell contents per body row.
+ * @param props - attributes of the `table` element.
+ * @returns the table, with its `thead` and `tbody`.
+ */
 export function table(headings: readonly string[], rows: readonly (readonly Child[])[], props: Props = {}): HTMLTableElement {
   return h(
     'table',
@@ -45,7 +63,13 @@ export function table(headings: readonly string[], rows: readonly (readonly Chil
   );
 }
 
-/** A titled section. */
+/**
+ * A titled section.
+ * @param title - the text of its `h3` heading.
+ * @param props - attributes of the `section` (its class is `panel` unless overridden).
+ * @param children - the content below the heading.
+ * @returns the section element.
+ */
 export function section(title: string, props: Props, ...children: Child[]): HTMLElement {
   return h('section', { class: 'panel', ...props }, h('h3', {}, title), ...children);
 }

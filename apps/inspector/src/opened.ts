@@ -70,7 +70,12 @@ function hasMagic(bytes: Uint8Array): boolean {
   return bytes.length >= MAGIC.length && MAGIC.every((b, i) => bytes[i] === b);
 }
 
-/** Reads the evaluation history of a `job.json`. Returns null when the JSON has none. */
+/**
+ * Reads the evaluation history of a `job.json`.
+ * @param name - the file's name, kept for display.
+ * @param value - the parsed JSON.
+ * @returns the job's validation-loss points (entries without a numeric step and loss are skipped), or null when the JSON has no `evaluations` array.
+ */
 export function parseJob(name: string, value: unknown): OpenedJob | null {
   const evaluations = (value as { evaluations?: unknown } | null)?.evaluations;
   if (!Array.isArray(evaluations)) return null;
@@ -87,6 +92,9 @@ export function parseJob(name: string, value: unknown): OpenedJob | null {
  * header and tensor table; LLMCP35 magic or a `.llmcp` name → checkpoint;
  * `.jsonl` or JSON-lines content → loss log; JSON with `evaluations` → job;
  * anything else is inspected as a checkpoint (the audit says why it is not one).
+ * @param name - the file's name (its extension is one of the clues).
+ * @param bytes - the file's contents.
+ * @returns what the file was opened as, with its parsed content or the reason it did not parse.
  */
 export function classify(name: string, bytes: Uint8Array): Opened {
   const format = detectFileKind(bytes);

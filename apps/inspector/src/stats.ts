@@ -26,6 +26,7 @@ export const HISTOGRAM_BINS = 24;
  * @param bytes - the file.
  * @param offset - first byte of the record.
  * @param count - number of f64 values.
+ * @returns min, max, mean, RMS, zero and non-finite counts and a histogram of the finite values.
  */
 export function f64Stats(bytes: Uint8Array, offset: number, count: number): TensorStats {
   const view = new DataView(bytes.buffer, bytes.byteOffset + offset, count * 8);

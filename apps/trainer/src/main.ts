@@ -203,19 +203,31 @@ function optionOf(field: string): string | null {
   return null;
 }
 
+/** A refused resume, as {@link explainRefusal} explains it. */
+interface Refusal {
+  /** The run directory. */
+  readonly runDir: string;
+  /** The differing config keys. */
+  readonly fields: readonly string[];
+  /** The config the options ask for. */
+  readonly requested: TrainerConfig;
+  /** Whether the config came whole from a file or preset. */
+  readonly explicit: boolean;
+  /** The app's arguments. */
+  readonly argv: readonly string[];
+}
+
 /**
  * Explains a refused resume: what the user changed, and the command that
  * applies it when it can be applied (the requested config is written to a
  * file for `llmcp pivot`).
  *
- * @param runDir - the run directory.
- * @param fields - the differing config keys.
- * @param requested - the config the options ask for.
- * @param options - whether the config came whole from a file or preset, and the app's arguments.
+ * @param refusal - the run directory, the differing config keys, the config the options ask for, whether that
+ *   config came whole from a file or preset, and the app's arguments.
  * @returns the lines to print.
  */
-function explainRefusal(runDir: string, fields: readonly string[], requested: TrainerConfig, options: { readonly explicit: boolean; readonly argv: readonly string[] }): string {
-  const { explicit, argv } = options;
+function explainRefusal(refusal: Refusal): string {
+  const { runDir, fields, requested, explicit, argv } = refusal;
   const set = explicit ? [...fields] : [...new Set(fields.map(optionOf).filter((o): o is string => o !== null))];
   const named = set.length === 0 ? [...fields] : set;
   const what = `${runDir} was trained with other settings: ${explicit ? '' : 'you changed '}${named.map((o) => (explicit ? o : `${o} (${fields.filter((f) => optionOf(f) === o).join(', ')})`)).join(', ')}`;
@@ -275,7 +287,7 @@ async function main(): Promise<void> {
     if (isTrainerError(e)) {
       err.write(`error (${e.code}): ${e.message}\n`);
       if (e.code === 'TRAINER_CONFIG_CHANGED') {
-        err.write(explainRefusal(runDir, e.fields ?? [], { ...config, ...(steps === undefined ? {} : { steps }) }, { explicit: options.explicit, argv }));
+        err.write(explainRefusal({ runDir, fields: e.fields ?? [], requested: { ...config, ...(steps === undefined ? {} : { steps }) }, explicit: options.explicit, argv }));
       } else if (e.code === 'TRAINER_INPUT_CHANGED') {
         err.write(`${runDir} was trained with other inputs; use the same options to resume it, or --run-dir <new dir> for a new run.\n`);
       }

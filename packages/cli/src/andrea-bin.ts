@@ -103,7 +103,9 @@ export function encodeAndreaBin(state: CheckpointState): { bytes: Uint8Array; re
   const moments = new Map(state.optimizer.moments.map((m) => [m.name, m]));
   let rounded = 0;
   let maxError = 0;
-  const put = (region: number, start: number, data: Float64Array | null, label: string): void => {
+  // `start` is the current parameter's first index within each region.
+  let start = 0;
+  const put = (region: number, data: Float64Array | null, label: string): void => {
     for (let i = 0; i < (data?.length ?? 0); i++) {
       const x = (data as Float64Array)[i] as number;
       const r = Math.fround(x);
@@ -115,12 +117,11 @@ export function encodeAndreaBin(state: CheckpointState): { bytes: Uint8Array; re
       view.setFloat32(ANDREA_HEADER_BYTES + 4 * (region * n + start + i), r, true);
     }
   };
-  let start = 0;
   for (const p of state.parameters) {
     const m = moments.get(p.name);
-    put(0, start, p.data, p.name);
-    put(1, start, m?.first ?? null, `m ${p.name}`);
-    put(2, start, m?.second ?? null, `v ${p.name}`);
+    put(0, p.data, p.name);
+    put(1, m?.first ?? null, `m ${p.name}`);
+    put(2, m?.second ?? null, `v ${p.name}`);
     start += p.data.length;
   }
   return { bytes, report: { parameterCount: n, roundedValues: rounded, maxAbsoluteError: maxError } };

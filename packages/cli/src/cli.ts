@@ -16,23 +16,14 @@ import { sampleCommand } from './commands/sample.ts';
 import { verifyCommand } from './commands/verify.ts';
 import type { CliContext } from './context.ts';
 import { reportError } from './error-report.ts';
-import { CliError, EXIT_CODES, isCliError } from './errors.ts';
+import { CliError, isCliError } from './errors.ts';
+import { EXIT_CODES, exitCodesHelp, type SetExit } from './exit-codes.ts';
 
 /** Version of `@llmcp/cli` (printed by `llmcp --version`). */
 export const CLI_VERSION: string = manifest.version;
 
-/** Sets the exit code a command's action produced. */
-export type SetExit = (code: number) => void;
-
 const EXIT_HELP = `
-Exit codes:
-  0    ok: the command succeeded; a checked file or run verified; diff found no difference
-  1    verification failed: invalid checkpoint, run that does not verify, or diff found differences
-  2    usage error: unknown command or flag, missing or extra argument, bad number
-  3    input error: missing file, directory instead of file, unreadable or wrong-format input
-  4    runtime error: an output could not be written, or a training run failed
-  130  a training run was interrupted (its checkpoint was written first)
-
+${exitCodesHelp()}
 With --json (inspect, verify, diff, sample, status, eval, report), a failure prints one JSON document
 {"schema": "llmcp-error/1", "error": {"code", "message", "exit", …}} on stdout instead of the
 error line on stderr, with the same exit code.
@@ -47,7 +38,15 @@ function usageError(command: string, message: string): CliError {
   return new CliError('CLI_USAGE', message, { hint: `run '${command} --help' for usage and examples` });
 }
 
-function configure(cmd: Command, ctx: CliContext, parentPath: string, onUsageError: UsageErrorSink): void {
+/** Where a command's output and usage errors go: the context's streams, and the sink of usage errors. */
+interface ProgramOutput {
+  readonly ctx: CliContext;
+  readonly onUsageError: UsageErrorSink;
+}
+
+/** Sends the output of `cmd` and of every subcommand (their paths under `parentPath`) to `output`, and turns commander's exits into exceptions. */
+function configure(cmd: Command, parentPath: string, output: ProgramOutput): void {
+  const { ctx, onUsageError } = output;
   const commandPath = parentPath === '' ? cmd.name() : `${parentPath} ${cmd.name()}`;
   cmd.exitOverride();
   cmd.configureOutput({
@@ -61,7 +60,7 @@ function configure(cmd: Command, ctx: CliContext, parentPath: string, onUsageErr
   });
   cmd.showSuggestionAfterError(true);
   cmd.allowExcessArguments(false);
-  for (const sub of cmd.commands) configure(sub, ctx, commandPath, onUsageError);
+  for (const sub of cmd.commands) configure(sub, commandPath, output);
 }
 
 function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErrorSink): Command {
@@ -88,7 +87,7 @@ function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErro
   ]) {
     program.addCommand(cmd);
   }
-  configure(program, ctx, '', onUsageError);
+  configure(program, '', { ctx, onUsageError });
   return program;
 }
 

@@ -6,7 +6,8 @@
  * the exit code.
  */
 import { colorsFor, type CliContext } from './context.ts';
-import type { CliError, CliErrorCode, ExitCode } from './errors.ts';
+import type { CliError, CliErrorCode } from './errors.ts';
+import type { ExitCode } from './exit-codes.ts';
 
 /** Identifier of the JSON error document (`schema` member). */
 export const ERROR_SCHEMA_ID = 'llmcp-error/1';

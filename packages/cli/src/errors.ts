@@ -4,25 +4,7 @@
  * which the binary prints as one line plus a hint (never a stack trace) and
  * turns into the documented exit code.
  */
-
-/** Process exit codes of `llmcp` (documented in the README and in `llmcp --help`). */
-export const EXIT_CODES = {
-  /** Success: the command did what was asked; a checked file or run verified. */
-  OK: 0,
-  /** Verification failed: an invalid checkpoint, a run that does not verify, or (diff) inputs that differ. */
-  FAILED: 1,
-  /** Usage error: unknown command or flag, missing argument, bad number. */
-  USAGE: 2,
-  /** Input error: a file is missing, a directory where a file was expected, unreadable, or in the wrong format. */
-  INPUT: 3,
-  /** Runtime error: a write failed, or a training run failed. */
-  RUNTIME: 4,
-  /** A training run was interrupted (SIGINT/SIGTERM) after writing its checkpoint. */
-  INTERRUPTED: 130,
-} as const;
-
-/** One of the {@link EXIT_CODES} values. */
-export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
+import { EXIT_CODES, type ExitCode } from './exit-codes.ts';
 
 /** Stable error codes of `@llmcp/cli`. Adding one is a minor change, renaming or removing one is major. */
 export const CLI_ERROR_CODES = {
@@ -102,7 +84,7 @@ export interface CliErrorContext {
  */
 export class CliError extends Error {
   /** Always `'CliError'` (checked by {@link isCliError}). */
-  override readonly name: 'CliError' = 'CliError';
+  override readonly name = 'CliError' as const;
   /** Stable code. */
   readonly code: CliErrorCode;
   /** Process exit code this error maps to. */

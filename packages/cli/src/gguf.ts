@@ -147,7 +147,9 @@ export function gpt2ByteCharacters(): string[] {
   return out;
 }
 
-function duplicateTokenError(kind: string, first: number, second: number, text: string): CliError {
+/** Two token ids, `ids` = [earlier, later], spell the same `text` in a vocabulary of the given `kind`. */
+function duplicateTokenError(kind: string, text: string, ids: readonly [first: number, second: number]): CliError {
+  const [first, second] = ids;
   return new CliError(
     'CLI_INVALID_INPUT',
     `token ids ${first} and ${second} both spell ${JSON.stringify(text)}; llama.cpp requires distinct token texts (it aborts loading a ${kind} vocabulary with two equal tokens)`,
@@ -171,7 +173,7 @@ export function ggufVocabulary(tokenizer: AnyTokenizer): GgufVocabulary {
   const seen = new Map<string, number>();
   const add = (text: string, kind: string): void => {
     const earlier = seen.get(text);
-    if (earlier !== undefined) throw duplicateTokenError(kind, earlier, tokens.length, text);
+    if (earlier !== undefined) throw duplicateTokenError(kind, text, [earlier, tokens.length]);
     seen.set(text, tokens.length);
     tokens.push(text);
   };

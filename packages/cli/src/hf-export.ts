@@ -436,6 +436,8 @@ export async function resolveExportSource(ctx: CliContext, spec: string, options
 
 /** Options of {@link runHfExport}. */
 export interface RunHfExportOptions {
+  /** The output directory; default `<run>-<slot>-hf` (e.g. `default-best-hf`), or `<file>-hf`. */
+  readonly dir?: string;
   readonly dtype?: 'f64' | 'f32';
   readonly force?: boolean;
   /** A run's newest verified checkpoint instead of its best. */
@@ -449,14 +451,13 @@ export interface RunHfExportOptions {
  *
  * @param ctx - the command context.
  * @param spec - `<checkpoint|run[:slot]|slot-dir>`.
- * @param dirArg - the output directory; default `<run>-<slot>-hf` (e.g. `default-best-hf`), or `<file>-hf`.
- * @param options - dtype, force, latest.
+ * @param options - the output directory (default `<run>-<slot>-hf`, e.g. `default-best-hf`, or `<file>-hf`), dtype, force, latest.
  * @returns 0.
  * @throws CliError for a bad source, an occupied directory without `--force`, or a failed write.
  */
-export async function runHfExport(ctx: CliContext, spec: string, dirArg: string | undefined, options: RunHfExportOptions = {}): Promise<number> {
+export async function runHfExport(ctx: CliContext, spec: string, options: RunHfExportOptions = {}): Promise<number> {
   const source = await resolveExportSource(ctx, spec, options.latest === true ? { latest: true } : {});
-  const dir = dirArg ?? `${source.outputStem}-hf`;
+  const dir = options.dir ?? `${source.outputStem}-hf`;
   const absolute = requireCreatableDirectory(ctx, dir, 'output directory');
   if (existsSync(absolute) && readdirSync(absolute).length > 0 && options.force !== true) {
     throw new CliError('CLI_WRITE_FAILED', `output directory ${dir} is not empty`, { path: absolute, hint: 'pass --force to replace the export files in it, or choose an empty or new directory' });

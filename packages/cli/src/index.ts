@@ -4,11 +4,12 @@
  * is made of, usable as a library.
  */
 export { runCli, createProgram, CLI_VERSION } from './cli.ts';
-export type { SetExit } from './cli.ts';
 export { colorEnabled, colorsFor } from './context.ts';
 export type { CliContext, CliStream, Colors } from './context.ts';
-export { CliError, isCliError, CLI_ERROR_CODES, EXIT_CODES } from './errors.ts';
-export type { CliErrorCode, CliErrorContext, ExitCode } from './errors.ts';
+export { CliError, isCliError, CLI_ERROR_CODES } from './errors.ts';
+export type { CliErrorCode, CliErrorContext } from './errors.ts';
+export { EXIT_CODES, EXIT_CODE_MEANINGS, exitCodesHelp } from './exit-codes.ts';
+export type { ExitCode, ExitCodeName, SetExit } from './exit-codes.ts';
 export { ERROR_SCHEMA_ID, errorJson } from './error-report.ts';
 export type { ErrorJson } from './error-report.ts';
 export { guardOutput, processOutput } from './process-output.ts';
@@ -59,7 +60,8 @@ export { EVAL_SCHEMA_ID, REPORT_SCHEMA_ID } from './commands/eval.ts';
 export { evaluationLines, runReportLines, slotMetricLine, debugQuote } from './evaluation-report.ts';
 export { resumeReportLines } from './resume-report.ts';
 export type { EvaluationProvenance } from './evaluation-report.ts';
-export { STATUS_SCHEMA_ID, trainerExitCode } from './commands/run.ts';
+export { STATUS_SCHEMA_ID } from './commands/run.ts';
+export { trainerExitCode } from './trainer.ts';
 export type { StatusJson } from './commands/run.ts';
 export type { SampleJson } from './commands/sample.ts';
 export {

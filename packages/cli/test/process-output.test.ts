@@ -4,7 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CH33_CONFIG_INPUT } from '@llmcp/trainer';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EXIT_CODES } from '../src/errors.ts';
+import { EXIT_CODES } from '../src/exit-codes.ts';
 import { guardOutput } from '../src/process-output.ts';
 import { PACKAGE_DIR, REPO_ROOT, tempDir } from './helpers.ts';
 

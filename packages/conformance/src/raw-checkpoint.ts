@@ -72,7 +72,12 @@ export interface SerializeOptions {
 
 const TEXT = new TextEncoder();
 
-/** UTF-8 bytes of a string. */
+/**
+ * UTF-8 bytes of a string.
+ *
+ * @param text - any string (lone surrogates become U+FFFD).
+ * @returns its UTF-8 encoding.
+ */
 export function utf8(text: string): Uint8Array {
   return TEXT.encode(text);
 }

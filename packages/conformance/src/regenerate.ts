@@ -9,9 +9,9 @@
  * all agree with the reference bit for bit — the strongest check this
  * package has.
  */
-import { encodeCheckpoint, SplitMix64, type AdamWConfig, type AdamWState, type CheckpointState, type DecoderConfig, type NamedTensor } from '@llmcp/format';
+import { encodeCheckpoint, SplitMix64, type AdamWState, type CheckpointState, type NamedTensor } from '@llmcp/format';
 import { causalWindows, evaluationBatches, gatherBatch, shuffleInPlace, type WindowRef } from '@llmcp/data';
-import { Decoder, FIXTURE_DECODER_CONFIG } from '@llmcp/model';
+import { Decoder } from '@llmcp/model';
 import { AdamW, CH33_FIXTURE, clipByGlobalNorm, listSchedule, NO_DECAY_GAINS, type Ch33Fixture } from '@llmcp/optim';
 
 /** The fixture documents (../../../docs/spec/training.md §1), in processing order: `CH33_FIXTURE.documents` of `@llmcp/optim`. */
@@ -45,7 +45,10 @@ export interface RegeneratedRun {
   readonly bytes: Uint8Array;
 }
 
-function evaluate(model: Decoder, documents: readonly (readonly number[])[], windows: readonly WindowRef[], batchSize: number, context: number): number {
+/** Token-weighted mean loss of `model` over the `windows` of `documents`, in batches of `batchSize` windows of `context` tokens. */
+function evaluate(model: Decoder, split: { readonly documents: readonly (readonly number[])[]; readonly windows: readonly WindowRef[] }, batching: { readonly batchSize: number; readonly context: number }): number {
+  const { documents, windows } = split;
+  const { batchSize, context } = batching;
   let weighted = 0;
   let total = 0;
   for (const group of evaluationBatches(windows, batchSize)) {
@@ -97,8 +100,8 @@ export function regenerateCh33Run(): RegeneratedRun {
   const checkpoints: RegeneratedCheckpoint[] = [];
   let best = { step: 0, validationLoss: Infinity, ...snapshot(model, optimizer) };
   const checkpoint = (step: number): void => {
-    const trainLoss = evaluate(model, train, trainWindows, R.trainEvaluationBatchSize, C);
-    const validationLoss = evaluate(model, validation, validationWindows, R.validationBatchSize, C);
+    const trainLoss = evaluate(model, { documents: train, windows: trainWindows }, { batchSize: R.trainEvaluationBatchSize, context: C });
+    const validationLoss = evaluate(model, { documents: validation, windows: validationWindows }, { batchSize: R.validationBatchSize, context: C });
     checkpoints.push({ step, trainLoss, validationLoss });
     if (validationLoss < best.validationLoss) best = { step, validationLoss, ...snapshot(model, optimizer) };
   };

@@ -53,7 +53,14 @@ function firstByteDifference(a: Uint8Array, b: Uint8Array): string | undefined {
   return a.length === b.length ? undefined : `length ${a.length}, expected ${b.length}`;
 }
 
-/** First differing path between two JSON-able values, or undefined. */
+/**
+ * First differing path between two JSON-able values.
+ *
+ * @param actual - the value found.
+ * @param expected - the value wanted.
+ * @param at - the path of these values inside the documents compared (`$` at the top).
+ * @returns `<path>: expected <json>, got <json>` for the first difference (keys in order), or undefined when they are equal.
+ */
 export function firstJsonDifference(actual: unknown, expected: unknown, at = '$'): string | undefined {
   if (Object.is(actual, expected)) return undefined;
   if (typeof actual !== 'object' || typeof expected !== 'object' || actual === null || expected === null || Array.isArray(actual) !== Array.isArray(expected)) {
@@ -88,8 +95,8 @@ function describeOutcome(o: DecodeOutcome | { readonly ok: 'threw'; readonly err
   return o.ok ? 'accepted' : `rejected as ${o.category}${o.code === undefined ? '' : ` (${o.code})`}${o.message === undefined ? '' : `: ${o.message}`}`;
 }
 
-function result(c: Pick<ConformanceCase, 'id' | 'group' | 'title'>, expected: string, actual: string, passed: boolean): CaseResult {
-  return { id: c.id, group: c.group, title: c.title, expected, actual, passed };
+function result(c: Pick<ConformanceCase, 'id' | 'group' | 'title'>, verdict: Pick<CaseResult, 'expected' | 'actual' | 'passed'>): CaseResult {
+  return { id: c.id, group: c.group, title: c.title, ...verdict };
 }
 
 /** Golden state with moments and group lists handed to the encoder in a non-canonical order. */
@@ -120,11 +127,11 @@ function goldenCases(manifest: ConformanceManifest, golden: Uint8Array): Conform
       ...c,
       async run(adapter) {
         const state = await decodeGolden(adapter);
-        if (typeof state === 'string') return result(c, 'golden decodes', state, false);
+        if (typeof state === 'string') return result(c, { expected: 'golden decodes', actual: state, passed: false });
         const bytes = await safeEncode(adapter, prepare(state));
-        if (typeof bytes === 'string') return result(c, `the ${golden.length} golden bytes`, bytes, false);
+        if (typeof bytes === 'string') return result(c, { expected: `the ${golden.length} golden bytes`, actual: bytes, passed: false });
         const diff = firstByteDifference(bytes, golden);
-        return result(c, `the ${golden.length} golden bytes`, diff ?? 'identical bytes', diff === undefined);
+        return result(c, { expected: `the ${golden.length} golden bytes`, actual: diff ?? 'identical bytes', passed: diff === undefined });
       },
     };
   };
@@ -136,7 +143,7 @@ function goldenCases(manifest: ConformanceManifest, golden: Uint8Array): Conform
       async run() {
         const actual = `${golden.length} bytes, sha256 ${sha256Hex(golden)}`;
         const expected = `${manifest.golden.size} bytes, sha256 ${manifest.golden.sha256}`;
-        return result(this, expected, actual, actual === expected);
+        return result(this, { expected, actual, passed: actual === expected });
       },
     },
     {
@@ -145,9 +152,9 @@ function goldenCases(manifest: ConformanceManifest, golden: Uint8Array): Conform
       title: 'golden file decodes to the expected state (every value, bit pattern and tensor hash)',
       async run(adapter) {
         const state = await decodeGolden(adapter);
-        if (typeof state === 'string') return result(this, 'accepted', state, false);
+        if (typeof state === 'string') return result(this, { expected: 'accepted', actual: state, passed: false });
         const diff = firstJsonDifference(summarizeCheckpoint(state), manifest.golden.expected);
-        return result(this, 'summary equal to manifest golden.expected', diff ?? 'equal', diff === undefined);
+        return result(this, { expected: 'summary equal to manifest golden.expected', actual: diff ?? 'equal', passed: diff === undefined });
       },
     },
     encodeCheck('golden-reencode', 'decode → encode reproduces the golden bytes', (s) => s),
@@ -158,12 +165,12 @@ function goldenCases(manifest: ConformanceManifest, golden: Uint8Array): Conform
       title: 'encoding the same state twice gives identical bytes',
       async run(adapter) {
         const state = await decodeGolden(adapter);
-        if (typeof state === 'string') return result(this, 'golden decodes', state, false);
+        if (typeof state === 'string') return result(this, { expected: 'golden decodes', actual: state, passed: false });
         const a = await safeEncode(adapter, state);
         const b = await safeEncode(adapter, state);
-        if (typeof a === 'string' || typeof b === 'string') return result(this, 'two encodings', typeof a === 'string' ? a : String(b), false);
+        if (typeof a === 'string' || typeof b === 'string') return result(this, { expected: 'two encodings', actual: typeof a === 'string' ? a : String(b), passed: false });
         const diff = firstByteDifference(a, b);
-        return result(this, 'identical', diff ?? 'identical', diff === undefined);
+        return result(this, { expected: 'identical', actual: diff ?? 'identical', passed: diff === undefined });
       },
     },
     {
@@ -172,13 +179,13 @@ function goldenCases(manifest: ConformanceManifest, golden: Uint8Array): Conform
       title: 'negative zero survives encode → decode (bit pattern 0x8000000000000000)',
       async run(adapter) {
         const state = await decodeGolden(adapter);
-        if (typeof state === 'string') return result(this, 'golden decodes', state, false);
+        if (typeof state === 'string') return result(this, { expected: 'golden decodes', actual: state, passed: false });
         const bytes = await safeEncode(adapter, withNegativeZero(state));
-        if (typeof bytes === 'string') return result(this, 'encodes', bytes, false);
+        if (typeof bytes === 'string') return result(this, { expected: 'encodes', actual: bytes, passed: false });
         const back = await safeDecode(adapter, bytes);
-        if (back.ok !== true) return result(this, 'accepted', describeOutcome(back), false);
+        if (back.ok !== true) return result(this, { expected: 'accepted', actual: describeOutcome(back), passed: false });
         const value = back.state.parameters[1]?.data[0];
-        return result(this, '-0', Object.is(value, -0) ? '-0' : String(value), Object.is(value, -0));
+        return result(this, { expected: '-0', actual: Object.is(value, -0) ? '-0' : String(value), passed: Object.is(value, -0) });
       },
     },
   ];
@@ -190,20 +197,20 @@ function corpusCase(entry: ManifestCase, directory: string): ConformanceCase {
     ...c,
     async run(adapter) {
       const bytes = loadFixture(entry.file, directory);
-      if (sha256Hex(bytes) !== entry.sha256) return result(c, `fixture sha256 ${entry.sha256}`, `fixture sha256 ${sha256Hex(bytes)} (corrupted fixture)`, false);
+      if (sha256Hex(bytes) !== entry.sha256) return result(c, { expected: `fixture sha256 ${entry.sha256}`, actual: `fixture sha256 ${sha256Hex(bytes)} (corrupted fixture)`, passed: false });
       const outcome = await safeDecode(adapter, bytes);
       const e = entry.expect;
       if (e.outcome === 'accept') {
-        if (outcome.ok !== true) return result(c, 'accepted and re-encoded identically', describeOutcome(outcome), false);
+        if (outcome.ok !== true) return result(c, { expected: 'accepted and re-encoded identically', actual: describeOutcome(outcome), passed: false });
         const again = await safeEncode(adapter, outcome.state);
-        if (typeof again === 'string') return result(c, 'accepted and re-encoded identically', again, false);
+        if (typeof again === 'string') return result(c, { expected: 'accepted and re-encoded identically', actual: again, passed: false });
         const diff = firstByteDifference(again, bytes);
-        return result(c, 'accepted and re-encoded identically', diff === undefined ? 'accepted, identical re-encoding' : `accepted, re-encoding differs: ${diff}`, diff === undefined);
+        return result(c, { expected: 'accepted and re-encoded identically', actual: diff === undefined ? 'accepted, identical re-encoding' : `accepted, re-encoding differs: ${diff}`, passed: diff === undefined });
       }
       const allowed = [e.category, ...(e.alsoAccepted ?? [])];
       const expected = `rejected as ${allowed.join(' or ')}`;
       const passed = outcome.ok === false && allowed.includes(outcome.category);
-      return result(c, expected, describeOutcome(outcome), passed);
+      return result(c, { expected, actual: describeOutcome(outcome), passed });
     },
   };
 }

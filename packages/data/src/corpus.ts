@@ -126,7 +126,7 @@ export function parseCorpus(bytes: Uint8Array): Corpus {
     root = parseStrictJson(bytes);
   } catch (e) {
     if (e instanceof StrictJsonError) {
-      throw new DataError(DATA_ERROR_CODES.DATA_CORPUS_INVALID_JSON, `invalid corpus JSON at byte ${e.offset}: ${e.message}`, { offset: e.offset }, { cause: e });
+      throw new DataError(DATA_ERROR_CODES.DATA_CORPUS_INVALID_JSON, `invalid corpus JSON at byte ${e.offset}: ${e.message}`, { offset: e.offset, cause: e });
     }
     throw e;
   }

@@ -74,6 +74,8 @@ export interface DataErrorContext {
   readonly position?: number;
   /** File path (plain-text corpora). */
   readonly path?: string;
+  /** The underlying error (a JSON syntax error, a file-system error), set as the error's `cause`. */
+  readonly cause?: unknown;
 }
 
 const CODE_SET: ReadonlySet<string> = new Set(Object.values(DATA_ERROR_CODES));
@@ -88,7 +90,7 @@ const CODE_SET: ReadonlySet<string> = new Set(Object.values(DATA_ERROR_CODES));
  */
 export class DataError extends Error {
   /** Always `'DataError'`. */
-  override readonly name: 'DataError' = 'DataError';
+  override readonly name = 'DataError' as const;
   /** The stable code. */
   readonly code: DataErrorCode;
   /** Byte offset, when it applies. */
@@ -109,11 +111,10 @@ export class DataError extends Error {
   /**
    * @param code - the stable code.
    * @param message - what was expected, what was found, and where.
-   * @param context - the location fields.
-   * @param options - standard error options (`cause`).
+   * @param context - the location fields, and the underlying error (`cause`).
    */
-  constructor(code: DataErrorCode, message: string, context: DataErrorContext = {}, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(code: DataErrorCode, message: string, context: DataErrorContext = {}) {
+    super(message, context.cause === undefined ? undefined : { cause: context.cause });
     this.code = code;
     this.offset = context.offset;
     this.documentIndex = context.documentIndex;

@@ -15,7 +15,7 @@ async function readBytes(file: string): Promise<Uint8Array> {
   try {
     return new Uint8Array(await readFile(file));
   } catch (cause) {
-    throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot read ${file}: ${(cause as Error).message}`, { path: file }, { cause });
+    throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot read ${file}: ${(cause as Error).message}`, { path: file, cause });
   }
 }
 
@@ -105,7 +105,7 @@ export async function loadTextCorpus(target: string, options: TextCorpusOptions 
   try {
     info = await stat(target);
   } catch (cause) {
-    throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot read ${target}: ${(cause as Error).message}`, { path: target }, { cause });
+    throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot read ${target}: ${(cause as Error).message}`, { path: target, cause });
   }
   const sources: TextSource[] = [];
   if (info.isDirectory()) {
@@ -113,7 +113,7 @@ export async function loadTextCorpus(target: string, options: TextCorpusOptions 
     try {
       await collectTextFiles(target, '', files);
     } catch (cause) {
-      throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot list ${target}: ${(cause as Error).message}`, { path: target }, { cause });
+      throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot list ${target}: ${(cause as Error).message}`, { path: target, cause });
     }
     if (files.length === 0) throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `folder ${target} contains no .txt files`, { path: target });
     for (const rel of files) sources.push({ path: rel, bytes: await readBytes(path.join(target, ...rel.split('/'))) });

@@ -63,7 +63,7 @@ export function parseSplitManifest(bytes: Uint8Array): SplitManifest {
     root = parseStrictJson(bytes);
   } catch (e) {
     if (e instanceof StrictJsonError) {
-      throw new DataError(DATA_ERROR_CODES.DATA_SPLIT_INVALID_JSON, `invalid split manifest JSON at byte ${e.offset}: ${e.message}`, { offset: e.offset }, { cause: e });
+      throw new DataError(DATA_ERROR_CODES.DATA_SPLIT_INVALID_JSON, `invalid split manifest JSON at byte ${e.offset}: ${e.message}`, { offset: e.offset, cause: e });
     }
     throw e;
   }

@@ -95,6 +95,17 @@ function identityOrder(n: number): Uint32Array {
   return order;
 }
 
+/** Everything an {@link UpdateBatches} holds: the window count, batch size, epoch policy, shuffle RNG, current order and position. */
+interface IteratorState {
+  readonly windowCount: number;
+  readonly batchSize: number;
+  readonly policy: EpochPolicy;
+  readonly rng: SplitMix64 | null;
+  readonly order: Uint32Array;
+  readonly epoch: number;
+  readonly cursor: number;
+}
+
 /**
  * The update-batch iterator of a training run.
  *
@@ -114,14 +125,14 @@ export class UpdateBatches {
   #epoch: number;
   #cursor: number;
 
-  private constructor(windowCount: number, batchSize: number, policy: EpochPolicy, rng: SplitMix64 | null, order: Uint32Array, epoch: number, cursor: number) {
-    this.#windowCount = windowCount;
-    this.#batchSize = batchSize;
-    this.#policy = policy;
-    this.#rng = rng;
-    this.#order = order;
-    this.#epoch = epoch;
-    this.#cursor = cursor;
+  private constructor(state: IteratorState) {
+    this.#windowCount = state.windowCount;
+    this.#batchSize = state.batchSize;
+    this.#policy = state.policy;
+    this.#rng = state.rng;
+    this.#order = state.order;
+    this.#epoch = state.epoch;
+    this.#cursor = state.cursor;
   }
 
   /**
@@ -145,20 +156,29 @@ export class UpdateBatches {
       rng = new SplitMix64(options.shuffleSeed);
       shuffleInPlace(order, rng);
     }
-    return new UpdateBatches(windowCount, options.batchSize, policy, rng, order, 0, 0);
+    return new UpdateBatches({ windowCount, batchSize: options.batchSize, policy, rng, order, epoch: 0, cursor: 0 });
   }
 
-  /** Batches per epoch: `ceil(windowCount / batchSize)`. */
+  /**
+   * Batches per epoch.
+   * @returns `ceil(windowCount / batchSize)`.
+   */
   get batchCount(): number {
     return Math.ceil(this.#windowCount / this.#batchSize);
   }
 
-  /** Current epoch (0-based). */
+  /**
+   * Current epoch.
+   * @returns the 0-based epoch the next batch belongs to.
+   */
   get epoch(): number {
     return this.#epoch;
   }
 
-  /** Index of the next batch within the current epoch. */
+  /**
+   * Where the iterator stands in its epoch.
+   * @returns the index of the next batch within the current epoch.
+   */
   get cursor(): number {
     return this.#cursor;
   }
@@ -284,7 +304,7 @@ export class UpdateBatches {
     if (!v.shuffled) {
       for (let i = 0; i < windowCount; i++) if (restored[i] !== i) throw invalidState(`order[${i}]`, 'sequential order for an unshuffled list', restored[i]);
     }
-    return new UpdateBatches(windowCount, batchSize, policy, rng, restored, epoch, cursor);
+    return new UpdateBatches({ windowCount, batchSize, policy, rng, order: restored, epoch, cursor });
   }
 }
 

@@ -11,16 +11,6 @@ import { compareByteWise } from './utf8.ts';
 /** Absolute offsets of the five AdamW fields (../SPEC.md §4). */
 const ADAMW_FIELD_OFFSETS = { learningRate: 131, beta1: 139, beta2: 147, epsilon: 155, weightDecay: 163 } as const;
 
-function adamwError(reason: string, field: keyof typeof ADAMW_FIELD_OFFSETS, rule: string, value: number): FormatError {
-  return new FormatError('FORMAT_ADAMW_CONFIG', `invalid AdamW ${field} at offset ${ADAMW_FIELD_OFFSETS[field]}: expected ${rule}, found ${value}`, {
-    reason,
-    offset: ADAMW_FIELD_OFFSETS[field],
-    field,
-    expected: rule,
-    found: String(value),
-  });
-}
-
 /** The five AdamW hyper-parameters' names. */
 export type AdamWField = keyof typeof ADAMW_FIELD_OFFSETS;
 
@@ -33,6 +23,17 @@ export interface AdamWConfigProblem {
   readonly expected: string;
   /** The offending value (for the decay product: the product). */
   readonly found: number;
+}
+
+function adamwError(p: AdamWConfigProblem): FormatError {
+  const { reason, field, expected, found } = p;
+  return new FormatError('FORMAT_ADAMW_CONFIG', `invalid AdamW ${field} at offset ${ADAMW_FIELD_OFFSETS[field]}: expected ${expected}, found ${found}`, {
+    reason,
+    offset: ADAMW_FIELD_OFFSETS[field],
+    field,
+    expected,
+    found: String(found),
+  });
 }
 
 const isFinite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
@@ -93,7 +94,7 @@ export function validateAdamWConfig(config: AdamWConfig): void {
       found: String(p.found),
     });
   }
-  throw adamwError(p.reason, p.field, p.expected, p.found);
+  throw adamwError(p);
 }
 
 /** A group name with the offset of its `string` field (0 when not from a file). */
@@ -175,12 +176,12 @@ const ONE_BITS_CHECK = 1;
  * Validates the beta powers for the optimizer step (../SPEC.md §6.4, §9.6 step 2):
  * exactly 1.0 at step 0, finite in [0, 1) after.
  * @param step - optimizer step.
- * @param beta1Power - running beta1 product.
- * @param beta2Power - running beta2 product.
+ * @param powers - the running beta1 and beta2 products, `[beta1Power, beta2Power]`.
  * @param offsets - absolute offsets of the two fields, for errors.
  * @throws FormatError FORMAT_ADAMW_STATE (`invalid-beta-power`).
  */
-export function validateBetaPowers(step: bigint, beta1Power: number, beta2Power: number, offsets: readonly [number, number] = [0, 0]): void {
+export function validateBetaPowers(step: bigint, powers: readonly [beta1Power: number, beta2Power: number], offsets: readonly [number, number] = [0, 0]): void {
+  const [beta1Power, beta2Power] = powers;
   const entries: [string, number, number][] = [
     ['beta1Power', beta1Power, offsets[0]],
     ['beta2Power', beta2Power, offsets[1]],

@@ -25,12 +25,18 @@ export class ByteReader {
     this.#limit = Math.min(limit, bytes.length);
   }
 
-  /** Current absolute offset. */
+  /**
+   * Where the next read starts.
+   * @returns the current absolute offset.
+   */
   get position(): number {
     return this.#pos;
   }
 
-  /** Bytes left before the limit. */
+  /**
+   * How much is left to read.
+   * @returns the number of bytes left before the limit.
+   */
   get remaining(): number {
     return this.#limit - this.#pos;
   }
@@ -48,27 +54,42 @@ export class ByteReader {
     return at;
   }
 
-  /** @param field - field name for errors. @returns a u8. */
+  /**
+   * @param field - field name for errors.
+   * @returns a u8.
+   */
   u8(field: string): number {
     return this.#view.getUint8(this.#need(1, field));
   }
 
-  /** @param field - field name for errors. @returns a u16. */
+  /**
+   * @param field - field name for errors.
+   * @returns a u16.
+   */
   u16(field: string): number {
     return this.#view.getUint16(this.#need(2, field), true);
   }
 
-  /** @param field - field name for errors. @returns a u32. */
+  /**
+   * @param field - field name for errors.
+   * @returns a u32.
+   */
   u32(field: string): number {
     return this.#view.getUint32(this.#need(4, field), true);
   }
 
-  /** @param field - field name for errors. @returns a u64 as bigint. */
+  /**
+   * @param field - field name for errors.
+   * @returns a u64 as bigint.
+   */
   u64(field: string): bigint {
     return this.#view.getBigUint64(this.#need(8, field), true);
   }
 
-  /** @param field - field name for errors. @returns an f64 (bit pattern preserved). */
+  /**
+   * @param field - field name for errors.
+   * @returns an f64 (bit pattern preserved).
+   */
   f64(field: string): number {
     return this.#view.getFloat64(this.#need(8, field), true);
   }

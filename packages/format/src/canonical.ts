@@ -6,10 +6,10 @@ import { FormatError } from './errors.ts';
 import type { RawHeader } from './header.ts';
 import { firstDifference } from './internal/bytes.ts';
 import type { CheckpointPlan } from './plan.ts';
-import { CHECKSUM_OFFSET } from './tags.ts';
+import { CHECKSUM_OFFSET, GROUP_LISTS_OFFSET } from './tags.ts';
 
 function where(header: RawHeader, offset: number): string {
-  if (header.groups !== null && offset >= 172 && offset < header.optimizerStepOffset) return 'parameter-group lists (names must be sorted byte-wise)';
+  if (header.groups !== null && offset >= GROUP_LISTS_OFFSET && offset < header.optimizerStepOffset) return 'parameter-group lists (names must be sorted byte-wise)';
   for (const d of header.descriptors) {
     if (offset >= d.entryOffset && offset < d.entryOffset + d.entryLength) {
       return `descriptor[${d.index}] ("${d.name}") entry (optimizer records must be sorted byte-wise by name, first moment then second)`;
@@ -18,7 +18,9 @@ function where(header: RawHeader, offset: number): string {
   return 'header';
 }
 
-function nonCanonical(header: RawHeader, offset: number, expected: number | undefined, found: number | undefined): FormatError {
+/** The re-encoding differs from the input at `offset`: `bytes` = [the re-encoding's byte, the input's byte] there (undefined past an end). */
+function nonCanonical(header: RawHeader, offset: number, bytes: readonly [expected: number | undefined, found: number | undefined]): FormatError {
+  const [expected, found] = bytes;
   const hex = (v: number | undefined): string => (v === undefined ? 'end of file' : `0x${v.toString(16).padStart(2, '0')}`);
   return new FormatError(
     'FORMAT_NON_CANONICAL',
@@ -48,8 +50,8 @@ export function assertCanonicalHeader(plan: CheckpointPlan, header: RawHeader, i
     const a = mine.subarray(from, Math.min(to, mine.length));
     const b = inputHeader.subarray(from, Math.min(to, inputHeader.length));
     const at = firstDifference(a, b);
-    if (at >= 0) throw nonCanonical(header, from + at, a[at], b[at]);
-    if (a.length !== b.length) throw nonCanonical(header, from + Math.min(a.length, b.length), a[Math.min(a.length, b.length)], b[Math.min(a.length, b.length)]);
+    if (at >= 0) throw nonCanonical(header, from + at, [a[at], b[at]]);
+    if (a.length !== b.length) throw nonCanonical(header, from + Math.min(a.length, b.length), [a[Math.min(a.length, b.length)], b[Math.min(a.length, b.length)]]);
   }
 }
 
@@ -66,11 +68,11 @@ export function assertCanonicalHeader(plan: CheckpointPlan, header: RawHeader, i
  *
  * @param plan - the plan of the re-encoded state.
  * @param header - the parsed input header.
- * @param input - the whole input file.
- * @param proven - per descriptor index, bytes already proven equal to the file region at that descriptor's offset.
+ * @param file - the whole input file (`bytes`) and, per descriptor index, bytes already proven equal to the file region at that descriptor's offset (`proven`).
  * @throws FormatError FORMAT_NON_CANONICAL at the first differing byte.
  */
-export function assertCanonicalFile(plan: CheckpointPlan, header: RawHeader, input: Uint8Array, proven: readonly (Uint8Array | undefined)[] = []): void {
+export function assertCanonicalFile(plan: CheckpointPlan, header: RawHeader, file: { readonly bytes: Uint8Array; readonly proven?: readonly (Uint8Array | undefined)[] }): void {
+  const { bytes: input, proven = [] } = file;
   assertCanonicalHeader(plan, header, input.subarray(0, Number(header.headerBytes)));
   let position = plan.header.length;
   for (const [i, record] of plan.records.entries()) {
@@ -81,9 +83,9 @@ export function assertCanonicalFile(plan: CheckpointPlan, header: RawHeader, inp
       continue;
     }
     const at = firstDifference(record, region);
-    if (at >= 0) throw nonCanonical(header, position + at, record[at], region[at]);
-    if (region.length !== record.length) throw nonCanonical(header, position + region.length, record[region.length], undefined);
+    if (at >= 0) throw nonCanonical(header, position + at, [record[at], region[at]]);
+    if (region.length !== record.length) throw nonCanonical(header, position + region.length, [record[region.length], undefined]);
     position += record.length;
   }
-  if (position !== input.length) throw nonCanonical(header, position, undefined, input[position]);
+  if (position !== input.length) throw nonCanonical(header, position, [undefined, input[position]]);
 }

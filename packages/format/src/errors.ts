@@ -144,7 +144,7 @@ export interface FormatErrorContext {
  */
 export class FormatError extends Error {
   /** Always `'FormatError'` (checked by {@link isFormatError}). */
-  override readonly name: 'FormatError' = 'FormatError';
+  override readonly name = 'FormatError' as const;
   /** Stable code, one per spec category. */
   readonly code: FormatErrorCode;
   /** The reference's category name for `code`. */

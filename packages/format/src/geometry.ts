@@ -50,9 +50,10 @@ export function stridesOverflow(shape: readonly bigint[]): boolean {
   return false;
 }
 
-function layout(message: string, d: RawDescriptor, reason: string, extra: { expected?: string; found?: string; field?: string } = {}): FormatError {
+/** A FORMAT_LAYOUT error about descriptor `d`: its stable `reason`, and the field (default: the whole entry), expected and found values where they apply. */
+function layout(message: string, d: RawDescriptor, extra: { reason: string; expected?: string; found?: string; field?: string }): FormatError {
   return new FormatError('FORMAT_LAYOUT', message, {
-    reason,
+    reason: extra.reason,
     offset: d.entryOffset,
     field: extra.field ?? `descriptor[${d.index}]`,
     recordIndex: d.index,
@@ -75,7 +76,7 @@ export function checkGeometry(header: RawHeader, fileLength: number): RecordPart
   for (const d of header.descriptors) {
     const key = `${d.roleTag}\u0000${d.name}`;
     if (seen.has(key)) {
-      throw layout(`duplicate record: descriptor[${d.index}] repeats role ${d.roleTag} with name "${d.name}" (entry at offset ${d.entryOffset})`, d, 'duplicate-record');
+      throw layout(`duplicate record: descriptor[${d.index}] repeats role ${d.roleTag} with name "${d.name}" (entry at offset ${d.entryOffset})`, d, { reason: 'duplicate-record' });
     }
     seen.add(key);
     const width = DTYPE_WIDTHS[d.dtype ?? 'u8'];
@@ -90,15 +91,16 @@ export function checkGeometry(header: RawHeader, fileLength: number): RecordPart
       });
     }
     if (d.byteLength !== expected) {
-      throw layout(
-        `byte_len of descriptor[${d.index}] ("${d.name}") is ${d.byteLength}: expected ${expected} (shape [${d.shape.join(', ')}] × ${width} bytes)`,
-        d,
-        'byte-length-mismatch',
-        { expected: String(expected), found: String(d.byteLength), field: `descriptor[${d.index}].byte_len` },
-      );
+      throw layout(`byte_len of descriptor[${d.index}] ("${d.name}") is ${d.byteLength}: expected ${expected} (shape [${d.shape.join(', ')}] × ${width} bytes)`, d, {
+        reason: 'byte-length-mismatch',
+        expected: String(expected),
+        found: String(d.byteLength),
+        field: `descriptor[${d.index}].byte_len`,
+      });
     }
     if (d.offset !== position) {
-      throw layout(`descriptor[${d.index}] ("${d.name}") starts at offset ${d.offset}: expected ${position} (records must be contiguous)`, d, 'not-contiguous', {
+      throw layout(`descriptor[${d.index}] ("${d.name}") starts at offset ${d.offset}: expected ${position} (records must be contiguous)`, d, {
+        reason: 'not-contiguous',
         expected: String(position),
         found: String(d.offset),
         field: `descriptor[${d.index}].offset`,
@@ -106,7 +108,7 @@ export function checkGeometry(header: RawHeader, fileLength: number): RecordPart
     }
     const end = d.offset + d.byteLength;
     if (end > U64_MAX) {
-      throw layout(`descriptor[${d.index}] ("${d.name}") end offset ${d.offset} + ${d.byteLength} overflows u64`, d, 'end-overflow', { field: `descriptor[${d.index}].byte_len` });
+      throw layout(`descriptor[${d.index}] ("${d.name}") end offset ${d.offset} + ${d.byteLength} overflows u64`, d, { reason: 'end-overflow', field: `descriptor[${d.index}].byte_len` });
     }
     position = end;
   }

@@ -14,6 +14,7 @@ import {
   ENDIAN_MARKER,
   FIXED_HEADER_BYTES,
   FORMAT_VERSION,
+  GROUPS_FLAG_OFFSET,
   MAGIC,
   MAX_HEADER_BYTES,
   RNG_ALGORITHM_VERSION,
@@ -213,10 +214,19 @@ export interface ParseHeaderOptions {
    * groups flag) still throw. Strict mode (default) throws the first error.
    */
   readonly onIssue?: (error: FormatError) => void;
+  /** Receives fields as they are parsed (for partial inspection: it holds what was read when parsing throws). */
+  readonly partial?: PartialHeader;
 }
 
 /** The fields parsed so far; complete when parsing returns (the inspector reads partial results). */
 export type PartialHeader = { -readonly [K in keyof RawHeader]?: RawHeader[K] };
+
+/** What the entry readers share: the reader, where value-rule failures go, and the field tracer. */
+interface HeaderReading {
+  readonly r: ByteReader;
+  readonly fail: (e: FormatError) => void;
+  readonly trace: ParseHeaderOptions['onField'];
+}
 
 /**
  * Parses the variable header `bytes[38, header_bytes)` in the order of ../SPEC.md
@@ -224,12 +234,12 @@ export type PartialHeader = { -readonly [K in keyof RawHeader]?: RawHeader[K] };
  *
  * @param header - buffer holding at least the whole header (offsets absolute).
  * @param fixed - the checked fixed header.
- * @param options - lenient mode and field tracing.
- * @param partial - receives fields as they are parsed (for partial inspection).
+ * @param options - lenient mode, field tracing, and the object that receives fields as they are parsed.
  * @returns the complete raw header.
  * @throws FormatError in the categories of ../SPEC.md §9.2.
  */
-export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, options: ParseHeaderOptions = {}, partial: PartialHeader = {}): RawHeader {
+export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, options: ParseHeaderOptions = {}): RawHeader {
+  const partial: PartialHeader = options.partial ?? {};
   const headerEnd = Number(fixed.headerBytes); // <= file length, checked by parseFixedHeader
   const r = new ByteReader(header, FIXED_HEADER_BYTES, headerEnd);
   const trace = options.onField;
@@ -314,30 +324,7 @@ export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, opti
   }
   const groupsFlag = read('parameter-groups flag', 'u8', () => r.u8('parameter-groups flag'));
   partial.groupsFlag = groupsFlag;
-  let groups: RawGroups | null = null;
-  if (groupsFlag === 1) {
-    const decay = readNameList(r, 'decay', fail, trace);
-    partial.groups = { decay, noDecay: [] };
-    const noDecay = readNameList(r, 'no-decay', fail, trace);
-    groups = { decay, noDecay };
-    partial.groups = groups;
-    try {
-      validateGroups(decay, noDecay);
-    } catch (e) {
-      fail(e as FormatError);
-    }
-  } else if (groupsFlag !== 0) {
-    // Structural: with an unknown flag the rest of the header cannot be located.
-    throw new FormatError('FORMAT_NON_CANONICAL', `parameter-groups flag at offset 171: expected 0 or 1, found ${groupsFlag}`, {
-      reason: 'groups-flag',
-      offset: 171,
-      field: 'parameter-groups flag',
-      expected: '0 or 1',
-      found: String(groupsFlag),
-    });
-  } else {
-    partial.groups = null;
-  }
+  readGroupLists({ r, fail, trace }, groupsFlag, partial);
   const optimizerStepOffset = r.position;
   partial.optimizerStepOffset = optimizerStepOffset;
   partial.optimizerStep = read('optimizer step', 'u64', () => r.u64('optimizer step'));
@@ -354,7 +341,7 @@ export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, opti
   const descriptors: RawDescriptor[] = [];
   partial.descriptors = descriptors;
   for (let index = 0; index < descriptorCount; index++) {
-    descriptors.push(readDescriptor(r, index, fail, trace));
+    descriptors.push(readDescriptor({ r, fail, trace }, index));
   }
   if (r.remaining > 0) {
     fail(
@@ -370,7 +357,40 @@ export function parseVariableHeader(header: Uint8Array, fixed: FixedHeader, opti
   return partial as RawHeader;
 }
 
-function readNameList(r: ByteReader, label: string, fail: (e: FormatError) => void, trace: ParseHeaderOptions['onField']): LocatedName[] {
+/**
+ * ../SPEC.md §9.2 step 7: after the parameter-groups flag, the decay and
+ * no-decay name lists when it is 1 (their rules checked), nothing when it is
+ * 0; any other flag is structural (the rest of the header cannot be located).
+ * Stores the lists (null for flag 0) in `partial` as they are read.
+ */
+function readGroupLists(reading: HeaderReading, groupsFlag: number, partial: PartialHeader): void {
+  const { fail } = reading;
+  if (groupsFlag === 1) {
+    const decay = readNameList(reading, 'decay');
+    partial.groups = { decay, noDecay: [] };
+    const noDecay = readNameList(reading, 'no-decay');
+    partial.groups = { decay, noDecay };
+    try {
+      validateGroups(decay, noDecay);
+    } catch (e) {
+      fail(e as FormatError);
+    }
+  } else if (groupsFlag !== 0) {
+    // Structural: with an unknown flag the rest of the header cannot be located.
+    throw new FormatError('FORMAT_NON_CANONICAL', `parameter-groups flag at offset ${GROUPS_FLAG_OFFSET}: expected 0 or 1, found ${groupsFlag}`, {
+      reason: 'groups-flag',
+      offset: GROUPS_FLAG_OFFSET,
+      field: 'parameter-groups flag',
+      expected: '0 or 1',
+      found: String(groupsFlag),
+    });
+  } else {
+    partial.groups = null;
+  }
+}
+
+function readNameList(reading: HeaderReading, label: string): LocatedName[] {
+  const { r, fail, trace } = reading;
   const countOffset = r.position;
   const count = r.u32(`${label} name count`);
   trace?.({ field: `${label} name count`, offset: countOffset, width: 4, type: 'u32', value: count });
@@ -399,7 +419,8 @@ function invalidUtf8(field: string, offset: number, raw: Uint8Array): FormatErro
   });
 }
 
-function readDescriptor(r: ByteReader, index: number, fail: (e: FormatError) => void, trace: ParseHeaderOptions['onField']): RawDescriptor {
+function readDescriptor(reading: HeaderReading, index: number): RawDescriptor {
+  const { r, fail, trace } = reading;
   const entryOffset = r.position;
   const at = `descriptor[${index}]`;
   const roleTag = r.u8(`${at} role tag`);
@@ -457,6 +478,20 @@ function readDescriptor(r: ByteReader, index: number, fail: (e: FormatError) => 
   return { index, entryOffset, entryLength, roleTag, role, name, nameBytes: raw, dtypeTag, dtype, shape, offset, byteLength };
 }
 
+/** Bytes of a descriptor entry besides its name and shape (../SPEC.md §4.1): role u8, name length u32, dtype u8, rank u32, offset u64, byte_len u64. */
+const DESCRIPTOR_ENTRY_FIXED_BYTES = 1 + 4 + 1 + 4 + 8 + 8;
+
+/**
+ * Length of one descriptor entry (../SPEC.md §4.1, §4.3): the fixed fields,
+ * the name and a u64 per dimension.
+ * @param nameBytes - the name's UTF-8 length.
+ * @param rank - the number of dimensions.
+ * @returns the entry's length in bytes, `26 + nameBytes + 8 × rank`.
+ */
+export function descriptorEntryLength(nameBytes: number, rank: number): number {
+  return DESCRIPTOR_ENTRY_FIXED_BYTES + nameBytes + 8 * rank;
+}
+
 /**
  * Header length from the formula of ../SPEC.md §4.3.
  * @param groups - UTF-8 group names, or null when the flag is 0.
@@ -470,7 +505,7 @@ export function headerLength(groups: { decay: readonly Uint8Array[]; noDecay: re
     for (const n of groups.decay) total += 4 + n.length;
     for (const n of groups.noDecay) total += 4 + n.length;
   }
-  for (const d of descriptors) total += 26 + d.nameBytes.length + 8 * d.rank;
+  for (const d of descriptors) total += descriptorEntryLength(d.nameBytes.length, d.rank);
   return total;
 }
 

@@ -22,6 +22,8 @@ export { decoderConfigProblem } from './decoder-rules.ts';
 export { adamwConfigProblem, decayProductProblem, groupsProblem } from './adamw-rules.ts';
 export type { AdamWConfigProblem, AdamWField, GroupsProblem, LocatedName } from './adamw-rules.ts';
 export type { DecoderConfigProblem, DecoderConfigValues } from './decoder-rules.ts';
+export { bpeMergeCountProblem, bpeMergeTableProblem, MAX_BPE_MERGES } from './bpe-rules.ts';
+export type { BpeMergeTableProblem } from './bpe-rules.ts';
 export { parameterByName, momentsByName, tokenizerVocabularySize } from './named-tensors.ts';
 export { compareByteWise, sortByteWise } from './utf8.ts';
 export {

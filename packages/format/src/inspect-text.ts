@@ -48,6 +48,7 @@ interface Cell {
 
 type Align = 'left' | 'right';
 
+// eslint-disable-next-line no-control-regex -- ESC (U+001B) starts every ANSI colour code; this strips them to measure widths
 const ANSI = /\u001b\[[0-9;]*m/g;
 
 function cell(text: string, mark: (text: string) => string = identity): Cell {

@@ -164,9 +164,11 @@ function inspectionError(e: unknown): InspectionError {
   );
 }
 
-function field(bytes: Uint8Array, name: string, offset: number, width: number, type: InspectedField['type'], value: bigint | number | string): InspectedField {
+/** The field as the inspector shows it: `at` (where and what it is) with its raw bytes as hex. */
+function field(bytes: Uint8Array, at: Omit<InspectedField, 'hex'>): InspectedField {
+  const { offset, width } = at;
   const raw = bytes.subarray(offset, Math.min(bytes.length, offset + Math.min(width, 64)));
-  return { field: name, offset, width, type, hex: hexBytes(raw) + (width > 64 ? ' …' : ''), value };
+  return { ...at, hex: hexBytes(raw) + (width > 64 ? ' …' : '') };
 }
 
 function fixedFields(bytes: Uint8Array): InspectedField[] {
@@ -182,7 +184,7 @@ function fixedFields(bytes: Uint8Array): InspectedField[] {
   ];
   for (const [name, offset, width, type, read] of spec) {
     if (offset + width > bytes.length) break;
-    out.push(field(bytes, name, offset, width, type, read()));
+    out.push(field(bytes, { field: name, offset, width, type, value: read() }));
   }
   return out;
 }
@@ -254,17 +256,13 @@ export function inspectCheckpoint(bytes: Uint8Array): CheckpointInspection {
         storedChecksum: view.getBigUint64(CHECKSUM_OFFSET, true),
       };
     }
-    parseVariableHeader(
-      bytes,
-      fixed,
-      {
-        onField: (t: HeaderFieldTrace) => {
-          if (t.type !== 'descriptor') fields.push(field(bytes, t.field, t.offset, t.width, t.type, t.value));
-        },
-        onIssue: (e) => headerIssues.push(inspectionError(e)),
+    parseVariableHeader(bytes, fixed, {
+      onField: (t: HeaderFieldTrace) => {
+        if (t.type !== 'descriptor') fields.push(field(bytes, { field: t.field, offset: t.offset, width: t.width, type: t.type, value: t.value }));
       },
+      onIssue: (e) => headerIssues.push(inspectionError(e)),
       partial,
-    );
+    });
   } catch (e) {
     parseStoppedAt = inspectionError(e);
   }

@@ -12,10 +12,10 @@
 import { validateAdamWConfig, validateGroups, type LocatedName } from './adamw-rules.ts';
 import { FormatError } from './errors.ts';
 import { checkGeometry } from './geometry.ts';
-import { assertHeaderWithinLimit, headerLength, writeHeader, type RawDescriptor, type RawHeader } from './header.ts';
+import { assertHeaderWithinLimit, descriptorEntryLength, headerLength, writeHeader, type RawDescriptor, type RawHeader } from './header.ts';
 import { bytesOfFloat64 } from './internal/host-endian.ts';
 import { validateRecords, type RecordSource } from './record-rules.ts';
-import { BPE_BASE_VOCABULARY, BPE_RECORD_NAME, DTYPE_TAGS, ENDIAN_MARKER, FORMAT_VERSION, RNG_ALGORITHM_VERSION, ROLE_TAGS, TOKENIZER_LAYOUT_VERSION, U32_MAX, U64_MAX, type RecordDType, type RecordRole } from './tags.ts';
+import { BPE_BASE_VOCABULARY, BPE_RECORD_NAME, DTYPE_TAGS, ENDIAN_MARKER, FIRST_GROUP_NAME_OFFSET, FORMAT_VERSION, RNG_ALGORITHM_VERSION, ROLE_TAGS, TOKENIZER_LAYOUT_VERSION, U32_MAX, U64_MAX, type RecordDType, type RecordRole } from './tags.ts';
 import type { CheckpointState, MomentState } from './types.ts';
 import { compareByteWise, encodeUtf8Strict } from './utf8.ts';
 
@@ -159,6 +159,63 @@ function tokenizerRecords(state: CheckpointState): { kindTag: number; vocabulary
   throw typeError(`tokenizer.kind must be 'literal' or 'bpe', got ${String(tok?.kind)}`);
 }
 
+/** The parameter-group lists as planned: each list's names byte-wise sorted, as UTF-8 and located at their header offsets (for the value rules). */
+interface PlannedGroups {
+  readonly bytes: { decay: Uint8Array[]; noDecay: Uint8Array[] };
+  readonly names: { decay: LocatedName[]; noDecay: LocatedName[] };
+}
+
+/** ../SPEC.md §4, §6.3: the group lists of a state, null when it has none. */
+function planGroups(groups: CheckpointState['optimizer']['groups'] | undefined): PlannedGroups | null {
+  if (groups === null || groups === undefined) return null;
+  if (!Array.isArray(groups.decay) || !Array.isArray(groups.noDecay)) throw typeError('optimizer.groups must hold decay and noDecay arrays');
+  let offset = FIRST_GROUP_NAME_OFFSET;
+  const list = (names: readonly string[], label: string): { located: LocatedName[]; bytes: Uint8Array[] } => {
+    const encoded = names.map((n, i) => ({ name: n, bytes: utf8Name(n, `${label} group[${i}]`, offset) }));
+    encoded.sort((a, b) => compareByteWise(a.name, b.name));
+    const located = encoded.map((e) => {
+      const at = offset;
+      offset += 4 + e.bytes.length;
+      return { name: e.name, offset: at };
+    });
+    offset += 4;
+    return { located, bytes: encoded.map((e) => e.bytes) };
+  };
+  const decay = list(groups.decay, 'decay');
+  const noDecay = list(groups.noDecay, 'no-decay');
+  if (decay.bytes.length > U32_MAX || noDecay.bytes.length > U32_MAX) throw new FormatError('FORMAT_SIZE_OVERFLOW', 'a parameter-group list has more than 2^32 - 1 names', { reason: 'count' });
+  return { bytes: { decay: decay.bytes, noDecay: noDecay.bytes }, names: { decay: decay.located, noDecay: noDecay.located } };
+}
+
+/** ../SPEC.md §4.1, §4.3: the descriptor table of the planned records — entries after the header's fixed part, records contiguous after the header. */
+function planDescriptors(records: readonly PlannedRecord[], nameBytes: readonly Uint8Array[], headerBytes: number): { descriptors: RawDescriptor[]; descriptorCountOffset: number; byteLength: number } {
+  let entryOffset = headerBytes - records.reduce((sum, r, i) => sum + descriptorEntryLength((nameBytes[i] as Uint8Array).length, r.shape.length), 0);
+  const descriptorCountOffset = entryOffset - 4;
+  let position = BigInt(headerBytes);
+  const descriptors: RawDescriptor[] = records.map((r, index) => {
+    const nb = nameBytes[index] as Uint8Array;
+    const entryLength = descriptorEntryLength(nb.length, r.shape.length);
+    const d: RawDescriptor = {
+      index,
+      entryOffset,
+      entryLength,
+      roleTag: ROLE_TAGS[r.role],
+      role: r.role,
+      name: r.name,
+      nameBytes: nb,
+      dtypeTag: DTYPE_TAGS[r.dtype],
+      dtype: r.dtype,
+      shape: r.shape.map((x) => BigInt(x)),
+      offset: position,
+      byteLength: BigInt(r.bytes.length),
+    };
+    entryOffset += entryLength;
+    position += d.byteLength;
+    return d;
+  });
+  return { descriptors, descriptorCountOffset, byteLength: Number(position) };
+}
+
 /**
  * Plans the canonical file for `state`.
  *
@@ -203,28 +260,9 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
   const beta2Power = f64Field(opt.beta2Power, 'optimizer.beta2Power');
   const tokenizer = tokenizerRecords(state);
 
-  let groupBytes: { decay: Uint8Array[]; noDecay: Uint8Array[] } | null = null;
-  let groupNames: { decay: LocatedName[]; noDecay: LocatedName[] } | null = null;
-  if (opt.groups !== null && opt.groups !== undefined) {
-    if (!Array.isArray(opt.groups.decay) || !Array.isArray(opt.groups.noDecay)) throw typeError('optimizer.groups must hold decay and noDecay arrays');
-    let offset = 176;
-    const list = (names: readonly string[], label: string): { located: LocatedName[]; bytes: Uint8Array[] } => {
-      const encoded = names.map((n, i) => ({ name: n, bytes: utf8Name(n, `${label} group[${i}]`, offset) }));
-      encoded.sort((a, b) => compareByteWise(a.name, b.name));
-      const located = encoded.map((e) => {
-        const at = offset;
-        offset += 4 + e.bytes.length;
-        return { name: e.name, offset: at };
-      });
-      offset += 4;
-      return { located, bytes: encoded.map((e) => e.bytes) };
-    };
-    const decay = list(opt.groups.decay, 'decay');
-    const noDecay = list(opt.groups.noDecay, 'no-decay');
-    if (decay.bytes.length > U32_MAX || noDecay.bytes.length > U32_MAX) throw new FormatError('FORMAT_SIZE_OVERFLOW', 'a parameter-group list has more than 2^32 - 1 names', { reason: 'count' });
-    groupBytes = { decay: decay.bytes, noDecay: noDecay.bytes };
-    groupNames = { decay: decay.located, noDecay: noDecay.located };
-  }
+  const planned = planGroups(opt.groups);
+  const groupBytes = planned === null ? null : planned.bytes;
+  const groupNames = planned === null ? null : planned.names;
 
   if (!Array.isArray(state.parameters)) throw typeError('parameters must be an array');
   if (!Array.isArray(opt.moments)) throw typeError('optimizer.moments must be an array');
@@ -265,31 +303,7 @@ export function planCheckpoint(state: CheckpointState, options: PlanOptions = {}
       throw new FormatError('FORMAT_LAYOUT', `empty name in descriptor[${i}] (${(records[i] as PlannedRecord).role}): expected a non-empty record name`, { reason: 'empty-record-name', field: `descriptor[${i}].name`, recordIndex: i, expected: 'non-empty name', found: '""' });
     }
   }
-  let entryOffset = headerBytes - records.reduce((sum, r, i) => sum + 26 + (nameBytes[i] as Uint8Array).length + 8 * r.shape.length, 0);
-  const descriptorCountOffset = entryOffset - 4;
-  let position = BigInt(headerBytes);
-  const descriptors: RawDescriptor[] = records.map((r, index) => {
-    const nb = nameBytes[index] as Uint8Array;
-    const entryLength = 26 + nb.length + 8 * r.shape.length;
-    const d: RawDescriptor = {
-      index,
-      entryOffset,
-      entryLength,
-      roleTag: ROLE_TAGS[r.role],
-      role: r.role,
-      name: r.name,
-      nameBytes: nb,
-      dtypeTag: DTYPE_TAGS[r.dtype],
-      dtype: r.dtype,
-      shape: r.shape.map((x) => BigInt(x)),
-      offset: position,
-      byteLength: BigInt(r.bytes.length),
-    };
-    entryOffset += entryLength;
-    position += d.byteLength;
-    return d;
-  });
-  const byteLength = Number(position);
+  const { descriptors, descriptorCountOffset, byteLength } = planDescriptors(records, nameBytes, headerBytes);
   const payloadBytes = byteLength - headerBytes;
   const raw: RawHeader = {
     formatVersion: FORMAT_VERSION,

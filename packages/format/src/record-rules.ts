@@ -6,13 +6,14 @@
  */
 import { f64BitsHex } from './bits.ts';
 import { validateBetaPowers, validateGroupCoverage, validateStatePresence } from './adamw-rules.ts';
+import { bpeMergeCountProblem, bpeMergeTableProblem, type BpeMergeTableProblem } from './bpe-rules.ts';
 import { validateDecoderConfig, validateModelShapes, type ModelRecordShape } from './decoder-rules.ts';
 import { FormatError } from './errors.ts';
 import { SCAN_NEGATIVE, SCAN_NON_FINITE } from './internal/fnv1a64-scan-wasm.ts';
 import { stridesOverflow, type RecordPartition } from './geometry.ts';
 import type { RawDescriptor, RawHeader } from './header.ts';
 import { modelParameterName, parameterNameProblem } from './parameter-layout.ts';
-import { BPE_BASE_VOCABULARY, BPE_RECORD_NAME, U32_MAX } from './tags.ts';
+import { BPE_BASE_VOCABULARY, BPE_RECORD_NAME, SELECTED_STEP_OFFSET, TOKENIZER_VOCABULARY_OFFSET } from './tags.ts';
 import type { CheckpointState, DecoderConfig, MomentState, NamedTensor, TokenizerState } from './types.ts';
 import { compareByteWise } from './utf8.ts';
 
@@ -94,6 +95,34 @@ function elementOffset(d: RawDescriptor, index: number, width: number): number {
   return Number(d.offset) + index * width;
 }
 
+/** The FORMAT_BPE error of a broken merge-table rule (bpe-rules.ts) in the BPE record `d`, located in the file. */
+function bpeError(d: RawDescriptor, p: BpeMergeTableProblem): FormatError {
+  const at = { recordIndex: d.index, recordName: d.name };
+  switch (p.reason) {
+    case 'layout-overflow':
+      return new FormatError('FORMAT_BPE', `BPE table with ${p.merges} merges: vocabulary 258 + M - 1 does not fit in u32`, { reason: p.reason, ...at });
+    case 'unknown-operand':
+      return new FormatError('FORMAT_BPE', `BPE merge rank ${p.rank}: unknown ${p.side} operand ${p.id}, expected an id below ${p.limit}`, {
+        reason: p.reason,
+        offset: elementOffset(d, p.rank, 8) + (p.side === 'left' ? 0 : 4),
+        field: `training-pairs[${p.rank}].${p.side}`,
+        ...at,
+        elementIndex: p.rank,
+        expected: `< ${p.limit}`,
+        found: String(p.id),
+      });
+    case 'duplicate-pair':
+      return new FormatError('FORMAT_BPE', `BPE merge rank ${p.rank}: duplicate pair (${p.left}, ${p.right}) of an earlier rank`, {
+        reason: p.reason,
+        offset: elementOffset(d, p.rank, 8),
+        field: `training-pairs[${p.rank}]`,
+        ...at,
+        elementIndex: p.rank,
+        found: `(${p.left}, ${p.right})`,
+      });
+  }
+}
+
 function validateTokenizer(header: RawHeader, slice: readonly RawDescriptor[], source: RecordSource): TokenizerState {
   if (header.tokenizerKindTag === 1) {
     const pieces: Uint8Array[] = [];
@@ -106,7 +135,7 @@ function validateTokenizer(header: RawHeader, slice: readonly RawDescriptor[], s
       pieces.push(source.bytes(d.index).slice());
     }
     if (pieces.length === 0) {
-      throw new FormatError('FORMAT_TOKENIZER', 'literal tokenizer with no tokens: expected at least one piece', { reason: 'empty-vocabulary', offset: 59, field: 'tokenizer vocabulary', expected: '>= 1', found: '0' });
+      throw new FormatError('FORMAT_TOKENIZER', 'literal tokenizer with no tokens: expected at least one piece', { reason: 'empty-vocabulary', offset: TOKENIZER_VOCABULARY_OFFSET, field: 'tokenizer vocabulary', expected: '>= 1', found: '0' });
     }
     const seen = new Map<string, number>();
     for (let id = 0; id < pieces.length; id++) {
@@ -133,54 +162,23 @@ function validateTokenizer(header: RawHeader, slice: readonly RawDescriptor[], s
   if (d.roleTag !== 2 || d.dtypeTag !== 2 || d.name !== BPE_RECORD_NAME) throw layoutError(d, 'bpe-record', `the BPE record: role 2, dtype u32, name "${BPE_RECORD_NAME}"`);
   if (d.shape.length !== 2 || d.shape[1] !== 2n) throw layoutError(d, 'bpe-record-shape', 'a BPE shape [M, 2]');
   const merges = d.shape[0] as bigint;
-  if (BigInt(BPE_BASE_VOCABULARY) + merges - 1n > BigInt(U32_MAX)) {
-    throw new FormatError('FORMAT_BPE', `BPE table with ${merges} merges: vocabulary 258 + M - 1 does not fit in u32`, { reason: 'layout-overflow', recordIndex: d.index, recordName: d.name });
-  }
+  const overflow = bpeMergeCountProblem(merges);
+  if (overflow !== null) throw bpeError(d, overflow);
   const bytes = source.bytes(d.index);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const m = Number(merges);
+  const flat = new Uint32Array(2 * m);
+  for (let i = 0; i < flat.length; i++) flat[i] = view.getUint32(4 * i, true);
+  const problem = bpeMergeTableProblem(flat);
+  if (problem !== null) throw bpeError(d, problem);
   const pairs: (readonly [number, number])[] = [];
-  const seen = new Set<number | string>();
-  for (let r = 0; r < m; r++) {
-    const left = view.getUint32(8 * r, true);
-    const right = view.getUint32(8 * r + 4, true);
-    const limit = 256 + r;
-    for (const [side, id, at] of [['left', left, 0], ['right', right, 4]] as const) {
-      if (id >= limit) {
-        throw new FormatError('FORMAT_BPE', `BPE merge rank ${r}: unknown ${side} operand ${id}, expected an id below ${limit}`, {
-          reason: 'unknown-operand',
-          offset: elementOffset(d, r, 8) + at,
-          field: `training-pairs[${r}].${side}`,
-          recordIndex: d.index,
-          recordName: d.name,
-          elementIndex: r,
-          expected: `< ${limit}`,
-          found: String(id),
-        });
-      }
-    }
-    // Exact numeric key while left < 2^21 (then left·2^32 + right < 2^53); text beyond.
-    const key = left < 0x200000 ? left * 0x100000000 + right : `${left},${right}`;
-    if (seen.has(key)) {
-      throw new FormatError('FORMAT_BPE', `BPE merge rank ${r}: duplicate pair (${left}, ${right}) of an earlier rank`, {
-        reason: 'duplicate-pair',
-        offset: elementOffset(d, r, 8),
-        field: `training-pairs[${r}]`,
-        recordIndex: d.index,
-        recordName: d.name,
-        elementIndex: r,
-        found: `(${left}, ${right})`,
-      });
-    }
-    seen.add(key);
-    pairs.push([left, right]);
-  }
+  for (let r = 0; r < m; r++) pairs.push([flat[2 * r] as number, flat[2 * r + 1] as number]);
   const derived = BigInt(BPE_BASE_VOCABULARY) + merges;
   if (derived !== header.tokenizerVocabulary) {
     // Quirk kept from the reference: "tokenizer" = 258 + M, "decoder" = the declared tokenizer vocabulary.
     throw new FormatError('FORMAT_VOCABULARY_MISMATCH', `BPE table with ${merges} merges defines ${derived} ids: expected the declared tokenizer vocabulary ${header.tokenizerVocabulary} to equal 258 + M`, {
       reason: 'bpe-vocabulary',
-      offset: 59,
+      offset: TOKENIZER_VOCABULARY_OFFSET,
       field: 'tokenizer vocabulary',
       expected: String(derived),
       found: String(header.tokenizerVocabulary),
@@ -215,25 +213,8 @@ function sameShape(a: readonly bigint[], b: readonly bigint[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-/**
- * Validates every record after the geometry check and returns the state.
- *
- * @param header - the parsed header.
- * @param partition - from the geometry check.
- * @param source - record payload access.
- * @returns the decoded checkpoint state (tensors from `source.float64`).
- * @throws FormatError in the categories of ../SPEC.md §9.4–§9.7.
- */
-export function validateRecords(header: RawHeader, partition: RecordPartition, source: RecordSource): CheckpointState {
-  const all = header.descriptors;
-  const tokenizerSlice = all.slice(0, partition.tokenizerCount);
-  const modelSlice = all.slice(partition.tokenizerCount, partition.tokenizerCount + partition.modelCount);
-  const optimizerSlice = all.slice(partition.tokenizerCount + partition.modelCount);
-
-  // §9.4 tokenizer
-  const tokenizer = validateTokenizer(header, tokenizerSlice, source);
-
-  // §9.5 model
+/** ../SPEC.md §9.5: the model records (role, dtype, strides, names, finite values), the decoder configuration, the parameter count, order and shapes. Returns each record's values. */
+function validateModelRecords(header: RawHeader, modelSlice: readonly RawDescriptor[], source: RecordSource): Float64Array[] {
   if (modelSlice.length === 0) {
     throw new FormatError('FORMAT_LAYOUT', 'model parameter count is 0: expected at least the embedding and the final norm', {
       reason: 'empty-model-slice',
@@ -305,9 +286,20 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
     }
   }
   validateModelShapes(header.decoder, modelSlice.map((d): ModelRecordShape => ({ index: d.index, name: d.name, shape: d.shape })));
+  return modelData;
+}
 
-  // §9.6 optimizer
-  const moments: { readonly name: string; readonly shape: readonly bigint[]; readonly first: Float64Array; readonly second: Float64Array }[] = [];
+/** A moment pair as validated: its name, shape and both value arrays. */
+interface ValidatedMoment {
+  readonly name: string;
+  readonly shape: readonly bigint[];
+  readonly first: Float64Array;
+  readonly second: Float64Array;
+}
+
+/** ../SPEC.md §9.6: the optimizer records in pairs (roles, dtypes, names, shapes, finite and non-negative values), the beta powers, state presence and group coverage. Returns the moment pairs. */
+function validateOptimizerRecords(header: RawHeader, optimizerSlice: readonly RawDescriptor[], source: RecordSource): ValidatedMoment[] {
+  const moments: ValidatedMoment[] = [];
   for (let p = 0; p + 1 < optimizerSlice.length; p += 2) {
     const first = optimizerSlice[p] as RawDescriptor;
     const second = optimizerSlice[p + 1] as RawDescriptor;
@@ -350,7 +342,7 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
     moments.push({ name: first.name, shape: first.shape, first: m, second: v });
   }
   const step = header.optimizerStep;
-  validateBetaPowers(step, header.beta1Power, header.beta2Power, [header.optimizerStepOffset + 8, header.optimizerStepOffset + 16]);
+  validateBetaPowers(step, [header.beta1Power, header.beta2Power], [header.optimizerStepOffset + 8, header.optimizerStepOffset + 16]);
   validateStatePresence(step, moments.length);
   if (header.groups !== null && step > 0n) {
     validateGroupCoverage(
@@ -359,21 +351,33 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
       moments.map((m) => m.name),
     );
   }
+  return moments;
+}
 
-  // §9.7 cross-component
+/** The slices and moments the cross-component checks compare. */
+interface ValidatedSlices {
+  readonly modelSlice: readonly RawDescriptor[];
+  readonly optimizerSlice: readonly RawDescriptor[];
+  readonly moments: readonly ValidatedMoment[];
+}
+
+/** ../SPEC.md §9.7: tokenizer and decoder vocabularies, selected and optimizer steps, and (after step 0) moment names and shapes against the model's. */
+function validateCrossComponent(header: RawHeader, slices: ValidatedSlices): void {
+  const { modelSlice, optimizerSlice, moments } = slices;
+  const step = header.optimizerStep;
   if (header.tokenizerVocabulary !== header.decoder.vocabularySize) {
     throw new FormatError('FORMAT_VOCABULARY_MISMATCH', `tokenizer vocabulary ${header.tokenizerVocabulary} differs from decoder vocabulary_size ${header.decoder.vocabularySize}`, {
       reason: 'decoder-vocabulary',
-      offset: 59,
+      offset: TOKENIZER_VOCABULARY_OFFSET,
       field: 'tokenizer vocabulary',
       expected: String(header.decoder.vocabularySize),
       found: String(header.tokenizerVocabulary),
     });
   }
   if (header.selectedStep !== step) {
-    throw new FormatError('FORMAT_STEP_MISMATCH', `selected step ${header.selectedStep} at offset 42 differs from optimizer step ${step}`, {
+    throw new FormatError('FORMAT_STEP_MISMATCH', `selected step ${header.selectedStep} at offset ${SELECTED_STEP_OFFSET} differs from optimizer step ${step}`, {
       reason: 'step-mismatch',
-      offset: 42,
+      offset: SELECTED_STEP_OFFSET,
       field: 'selected step',
       expected: String(step),
       found: String(header.selectedStep),
@@ -410,6 +414,35 @@ export function validateRecords(header: RawHeader, partition: RecordPartition, s
       }
     }
   }
+}
+
+/**
+ * Validates every record after the geometry check and returns the state.
+ *
+ * @param header - the parsed header.
+ * @param partition - from the geometry check.
+ * @param source - record payload access.
+ * @returns the decoded checkpoint state (tensors from `source.float64`).
+ * @throws FormatError in the categories of ../SPEC.md §9.4–§9.7.
+ */
+export function validateRecords(header: RawHeader, partition: RecordPartition, source: RecordSource): CheckpointState {
+  const all = header.descriptors;
+  const tokenizerSlice = all.slice(0, partition.tokenizerCount);
+  const modelSlice = all.slice(partition.tokenizerCount, partition.tokenizerCount + partition.modelCount);
+  const optimizerSlice = all.slice(partition.tokenizerCount + partition.modelCount);
+
+  // §9.4 tokenizer
+  const tokenizer = validateTokenizer(header, tokenizerSlice, source);
+
+  // §9.5 model
+  const modelData = validateModelRecords(header, modelSlice, source);
+
+  // §9.6 optimizer
+  const moments = validateOptimizerRecords(header, optimizerSlice, source);
+  const step = header.optimizerStep;
+
+  // §9.7 cross-component
+  validateCrossComponent(header, { modelSlice, optimizerSlice, moments });
 
   const c = header.decoder;
   // SPEC §15.2: feed_forward_width (0 layers) and max_positions may be any

@@ -8,8 +8,13 @@
 const MASK64 = (1n << 64n) - 1n;
 const TWO_POW_NEG_53 = 1 / 9007199254740992;
 
-/** Multiply two u64 given as (hi, lo) u32 halves, modulo 2^64. Result in `out`. */
-function mul64(aHi: number, aLo: number, bHi: number, bLo: number, out: Uint32Array): void {
+/**
+ * Multiplies the u64 held in `z` as [hi, lo] u32 halves by the u64 (bHi, bLo),
+ * modulo 2^64, in place: the product replaces `z`'s halves.
+ */
+function mul64(z: Uint32Array, bHi: number, bLo: number): void {
+  const aHi = z[0] as number;
+  const aLo = z[1] as number;
   // Split lo words into 16-bit halves for exact products.
   const a0 = aLo & 0xffff;
   const a1 = aLo >>> 16;
@@ -24,8 +29,8 @@ function mul64(aHi: number, aLo: number, bHi: number, bLo: number, out: Uint32Ar
   const lo = ((mid & 0xffff) << 16) | (p00 & 0xffff);
   const carry = p11 + (p01 >>> 16) + (p10 >>> 16) + Math.floor(mid / 65536);
   const hi = (carry + Math.imul(aHi, bLo) + Math.imul(aLo, bHi)) >>> 0;
-  out[0] = hi >>> 0;
-  out[1] = lo >>> 0;
+  z[0] = hi >>> 0;
+  z[1] = lo >>> 0;
 }
 
 const GAMMA_HI = 0x9e3779b9;
@@ -63,12 +68,18 @@ export class SplitMix64 {
     this.#lo = Number(state & 0xffffffffn);
   }
 
-  /** The raw state before the next draw. */
+  /**
+   * The raw state before the next draw.
+   * @returns the state, a bigint in [0, 2^64).
+   */
   get state(): bigint {
     return (BigInt(this.#hi) << 32n) | BigInt(this.#lo);
   }
 
-  /** An independent generator with the same state. @returns the copy. */
+  /**
+   * An independent generator with the same state.
+   * @returns the copy.
+   */
   clone(): SplitMix64 {
     return new SplitMix64(this.state);
   }
@@ -85,13 +96,17 @@ export class SplitMix64 {
     // z = (z ^ (z >> 30)) * M1
     let sHi = zHi >>> 30;
     let sLo = ((zLo >>> 30) | (zHi << 2)) >>> 0;
-    mul64((zHi ^ sHi) >>> 0, (zLo ^ sLo) >>> 0, M1_HI, M1_LO, out);
+    out[0] = (zHi ^ sHi) >>> 0;
+    out[1] = (zLo ^ sLo) >>> 0;
+    mul64(out, M1_HI, M1_LO);
     zHi = out[0] as number;
     zLo = out[1] as number;
     // z = (z ^ (z >> 27)) * M2
     sHi = zHi >>> 27;
     sLo = ((zLo >>> 27) | (zHi << 5)) >>> 0;
-    mul64((zHi ^ sHi) >>> 0, (zLo ^ sLo) >>> 0, M2_HI, M2_LO, out);
+    out[0] = (zHi ^ sHi) >>> 0;
+    out[1] = (zLo ^ sLo) >>> 0;
+    mul64(out, M2_HI, M2_LO);
     zHi = out[0] as number;
     zLo = out[1] as number;
     // z ^ (z >> 31)
@@ -101,7 +116,10 @@ export class SplitMix64 {
     out[1] = (zLo ^ sLo) >>> 0;
   }
 
-  /** The next raw 64-bit output. @returns a bigint in [0, 2^64). */
+  /**
+   * The next raw 64-bit output.
+   * @returns a bigint in [0, 2^64).
+   */
   nextU64(): bigint {
     this.#next(this.#tmp);
     return (BigInt(this.#tmp[0] as number) << 32n) | BigInt(this.#tmp[1] as number);

@@ -16,6 +16,16 @@ export const CHECKSUM_OFFSET = 30;
 export const TOKENIZER_LAYOUT_VERSION = 1;
 /** Supported sampling RNG algorithm version: SplitMix64 (../SPEC.md §10). */
 export const RNG_ALGORITHM_VERSION = 1;
+/** Offset of the u64 selected step (../SPEC.md §4). */
+export const SELECTED_STEP_OFFSET = 42;
+/** Offset of the u64 tokenizer vocabulary (../SPEC.md §4). */
+export const TOKENIZER_VOCABULARY_OFFSET = 59;
+/** Offset of the u8 parameter-groups flag (../SPEC.md §4). */
+export const GROUPS_FLAG_OFFSET = 171;
+/** Offset of the parameter-group lists when the flag is 1: the u32 decay name count (../SPEC.md §4). */
+export const GROUP_LISTS_OFFSET: number = GROUPS_FLAG_OFFSET + 1;
+/** Offset of the first decay name's `string` field (after its u32 count). */
+export const FIRST_GROUP_NAME_OFFSET: number = GROUP_LISTS_OFFSET + 4;
 /** Header bytes that do not depend on groups or descriptors (../SPEC.md §4.3). */
 export const BASE_HEADER_BYTES = 208;
 /**

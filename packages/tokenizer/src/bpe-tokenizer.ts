@@ -4,7 +4,7 @@
  * Internally everything runs in the training id space (bytes 0–255, merge r =
  * 256 + r); token ids are training ids + 2, with 0 = BOS and 1 = EOS.
  */
-import type { BpeTokenizerState } from '@llmcp/format';
+import { bpeMergeCountProblem, bpeMergeTableProblem, type BpeMergeTableProblem, type BpeTokenizerState } from '@llmcp/format';
 import { TOKENIZER_ERROR_CODES, TokenizerError } from './errors.ts';
 import { identityOf } from './internal/identity.ts';
 import { PairTable } from './internal/pair-table.ts';
@@ -16,7 +16,6 @@ import {
   EOS_ID,
   FIRST_MERGE_TRAINING_ID,
   MAX_DECODED_BYTES,
-  MAX_LAYOUT_MERGES,
   type BpeTokenizerJSON,
   type Tokenizer,
 } from './tokenizer.ts';
@@ -59,6 +58,34 @@ function isU32(value: number): boolean {
 }
 
 /**
+ * The tokenizer's error for a broken merge-table rule (the rules and their
+ * order are `bpeMergeTableProblem` of `@llmcp/format`).
+ *
+ * @param p - the first broken rule.
+ * @returns the `TokenizerError` {@link BpeTokenizer.fromPairs} throws for it.
+ */
+function mergeTableError(p: BpeMergeTableProblem): TokenizerError {
+  switch (p.reason) {
+    case 'layout-overflow': {
+      const m = Number(p.merges);
+      return new TokenizerError(
+        TOKENIZER_ERROR_CODES.TOKENIZER_LAYOUT_OVERFLOW,
+        `merge ranks do not fit tokenizer layout version 1: ${m} merges need id ${258 + m - 1}, above the u32 maximum 4294967295`,
+        { length: m },
+      );
+    }
+    case 'unknown-operand':
+      return new TokenizerError(
+        TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_MERGE_OPERAND,
+        `merge rank ${p.rank} references unavailable training token ${p.id}; expected an id below ${p.limit}`,
+        { rank: p.rank, tokenId: p.id },
+      );
+    case 'duplicate-pair':
+      return new TokenizerError(TOKENIZER_ERROR_CODES.TOKENIZER_DUPLICATE_MERGE_PAIR, `merge rank ${p.rank} repeats training pair (${p.left}, ${p.right}) of an earlier rank`, { rank: p.rank });
+  }
+}
+
+/**
  * A byte-level BPE tokenizer: an ordered merge table over bytes.
  *
  * @example
@@ -71,7 +98,7 @@ function isU32(value: number): boolean {
  */
 export class BpeTokenizer implements Tokenizer {
   /** Always `'bpe'`. */
-  readonly kind: 'bpe' = 'bpe';
+  readonly kind = 'bpe' as const;
   /** Always 0. */
   readonly bosId: number = BOS_ID;
   /** Always 1. */
@@ -159,13 +186,9 @@ export class BpeTokenizer implements Tokenizer {
     const flat = pairs instanceof Uint32Array ? pairs : flattenPairs(pairs);
     if (flat.length % 2 !== 0) throw new TypeError(`a flat pair array needs an even length, got ${flat.length}`);
     const m = flat.length / 2;
-    if (m > MAX_LAYOUT_MERGES) {
-      throw new TokenizerError(
-        TOKENIZER_ERROR_CODES.TOKENIZER_LAYOUT_OVERFLOW,
-        `merge ranks do not fit tokenizer layout version 1: ${m} merges need id ${258 + m - 1}, above the u32 maximum 4294967295`,
-        { length: m },
-      );
-    }
+    // The merge-table rules are the format's (bpeMergeTableProblem); the count is checked before this implementation's limit.
+    const overflow = bpeMergeCountProblem(m);
+    if (overflow !== null) throw mergeTableError(overflow);
     if (FIRST_MERGE_TRAINING_ID + m > MAX_PAIR_INDEX_SIZE) {
       throw new TokenizerError(
         TOKENIZER_ERROR_CODES.TOKENIZER_LIMIT_EXCEEDED,
@@ -173,31 +196,8 @@ export class BpeTokenizer implements Tokenizer {
         { length: m },
       );
     }
-    const seen = new Set<number>();
-    const size = FIRST_MERGE_TRAINING_ID + m;
-    for (let r = 0; r < m; r++) {
-      const left = flat[2 * r] as number;
-      const right = flat[2 * r + 1] as number;
-      const available = FIRST_MERGE_TRAINING_ID + r;
-      for (const operand of [left, right]) {
-        if (operand >= available) {
-          throw new TokenizerError(
-            TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_MERGE_OPERAND,
-            `merge rank ${r} references unavailable training token ${operand}; expected an id below ${available}`,
-            { rank: r, tokenId: operand },
-          );
-        }
-      }
-      const key = left * size + right;
-      if (seen.has(key)) {
-        throw new TokenizerError(
-          TOKENIZER_ERROR_CODES.TOKENIZER_DUPLICATE_MERGE_PAIR,
-          `merge rank ${r} repeats training pair (${left}, ${right}) of an earlier rank`,
-          { rank: r },
-        );
-      }
-      seen.add(key);
-    }
+    const problem = bpeMergeTableProblem(flat);
+    if (problem !== null) throw mergeTableError(problem);
     return new BpeTokenizer(flat.slice());
   }
 
@@ -310,7 +310,7 @@ export class BpeTokenizer implements Tokenizer {
     const initial = Uint32Array.from(seq, (t) => t + BYTE_TOKEN_OFFSET);
     const applications: BpeEncodeApplication[] = [];
     for (let r = 0; r < this.mergeCount && seq.length > 1; r++) {
-      const result = replacePair(seq, this.#pairs[2 * r] as number, this.#pairs[2 * r + 1] as number, FIRST_MERGE_TRAINING_ID + r);
+      const result = replacePair(seq, [this.#pairs[2 * r] as number, this.#pairs[2 * r + 1] as number], FIRST_MERGE_TRAINING_ID + r);
       if (result.replacements > 0) {
         seq = result.sequence;
         applications.push({ rank: r, replacements: result.replacements, after: Uint32Array.from(seq, (t) => t + BYTE_TOKEN_OFFSET) });
@@ -481,8 +481,14 @@ function controlInContent(position: number, id: number): TokenizerError {
 /**
  * One left-to-right non-overlapping replacement pass (../../../docs/spec/tokenizer-and-data.md
  * §2.3 step 5).
+ *
+ * @param sequence - training ids.
+ * @param pair - the merge's `[left, right]` training ids.
+ * @param merged - the merge's own training id, written for each occurrence replaced.
+ * @returns the new sequence and how many occurrences were replaced.
  */
-export function replacePair(sequence: readonly number[], left: number, right: number, merged: number): { sequence: number[]; replacements: number } {
+export function replacePair(sequence: readonly number[], pair: readonly [left: number, right: number], merged: number): { sequence: number[]; replacements: number } {
+  const [left, right] = pair;
   const out: number[] = [];
   let replacements = 0;
   let i = 0;

@@ -162,7 +162,7 @@ class TrainingState {
   #heapCount = new Int32Array(1024);
   #heapPid = new Int32Array(1024);
   #heapSize = 0;
-  /** Keeps the batch reads observable (their values are not otherwise needed). */
+  /** Keeps the batch reads observable (their values are not otherwise needed; see {@link TrainingState.preReadDigest}). */
   #touched = 0;
 
   constructor(sequences: readonly Uint8Array[], total: number, indexSize: number) {
@@ -325,9 +325,11 @@ class TrainingState {
     this.#occCount = o;
   }
 
-  /** Heap order: larger count first, then smaller left, then smaller right. */
-  #above(countA: number, pidA: number, countB: number, pidB: number): boolean {
-    if (countA !== countB) return countA > countB;
+  /**
+   * The tie-break of the heap order (larger count first, then this): the pair
+   * with the smaller left, then the smaller right, comes first.
+   */
+  #pairBefore(pidA: number, pidB: number): boolean {
     const la = this.#pairLeft[pidA] as number;
     const lb = this.#pairLeft[pidB] as number;
     if (la !== lb) return la < lb;
@@ -344,7 +346,10 @@ class TrainingState {
     let i = this.#heapSize++;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!this.#above(count, pid, hc[parent] as number, hp[parent] as number)) break;
+      const parentCount = hc[parent] as number;
+      // Heap order: larger count first, then #pairBefore.
+      const above = count !== parentCount ? count > parentCount : this.#pairBefore(pid, hp[parent] as number);
+      if (!above) break;
       hc[i] = hc[parent] as number;
       hp[i] = hp[parent] as number;
       i = parent;
@@ -365,14 +370,31 @@ class TrainingState {
       let child = 2 * i + 1;
       if (child >= size) break;
       const right = child + 1;
-      if (right < size && this.#above(hc[right] as number, hp[right] as number, hc[child] as number, hp[child] as number)) child = right;
-      if (!this.#above(hc[child] as number, hp[child] as number, count, pid)) break;
+      // Heap order: larger count first, then #pairBefore.
+      if (right < size) {
+        const rightCount = hc[right] as number;
+        const leftCount = hc[child] as number;
+        if (rightCount !== leftCount ? rightCount > leftCount : this.#pairBefore(hp[right] as number, hp[child] as number)) child = right;
+      }
+      const childCount = hc[child] as number;
+      const above = childCount !== count ? childCount > count : this.#pairBefore(hp[child] as number, pid);
+      if (!above) break;
       hc[i] = hc[child] as number;
       hp[i] = hp[child] as number;
       i = child;
     }
     hc[i] = count;
     hp[i] = pid;
+  }
+
+  /**
+   * The XOR of every cell the batched pre-reads of {@link TrainingState.merge}
+   * loaded. No result depends on it: it is what keeps those loads (issued
+   * ahead of the work so the processor overlaps them) from being optimised away.
+   * @returns the digest.
+   */
+  get preReadDigest(): number {
+    return this.#touched;
   }
 
   /** The pair to merge next, or −1 when no adjacent pair is left. */
@@ -564,7 +586,7 @@ export function traceBpeTraining(sequences: readonly Uint8Array[], requestedMerg
     const merged = FIRST_MERGE_TRAINING_ID + rank;
     let replacements = 0;
     current = current.map((s) => {
-      const r = replacePair(s, best.left, best.right, merged);
+      const r = replacePair(s, [best.left, best.right], merged);
       replacements += r.replacements;
       return r.sequence;
     });

@@ -77,7 +77,7 @@ export function tokenizerFromJSON(input: string | unknown): AnyTokenizer {
     try {
       value = JSON.parse(input);
     } catch (cause) {
-      throw new TokenizerError(TOKENIZER_ERROR_CODES.TOKENIZER_INVALID_JSON, `invalid tokenizer JSON: ${(cause as Error).message}`, { field: '' }, { cause });
+      throw new TokenizerError(TOKENIZER_ERROR_CODES.TOKENIZER_INVALID_JSON, `invalid tokenizer JSON: ${(cause as Error).message}`, { field: '', cause });
     }
   }
   if (!isPlainObject(value)) throw invalid('(root)', 'an object', value);

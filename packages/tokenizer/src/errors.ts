@@ -60,6 +60,8 @@ export interface TokenizerErrorContext {
   readonly length?: number;
   /** JSON member path, e.g. `pairs[3][1]`. */
   readonly field?: string;
+  /** The underlying error (a JSON syntax error), set as the error's `cause`. */
+  readonly cause?: unknown;
 }
 
 const CODE_SET: ReadonlySet<string> = new Set(Object.values(TOKENIZER_ERROR_CODES));
@@ -74,7 +76,7 @@ const CODE_SET: ReadonlySet<string> = new Set(Object.values(TOKENIZER_ERROR_CODE
  */
 export class TokenizerError extends Error {
   /** Always `'TokenizerError'`. */
-  override readonly name: 'TokenizerError' = 'TokenizerError';
+  override readonly name = 'TokenizerError' as const;
   /** The stable code. */
   readonly code: TokenizerErrorCode;
   /** Index in an id list, when it applies. */
@@ -93,11 +95,10 @@ export class TokenizerError extends Error {
   /**
    * @param code - the stable code.
    * @param message - what was expected, what was found, and where.
-   * @param context - the location fields.
-   * @param options - standard error options (`cause`).
+   * @param context - the location fields, and the underlying error (`cause`).
    */
-  constructor(code: TokenizerErrorCode, message: string, context: TokenizerErrorContext = {}, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(code: TokenizerErrorCode, message: string, context: TokenizerErrorContext = {}) {
+    super(message, context.cause === undefined ? undefined : { cause: context.cause });
     this.code = code;
     this.position = context.position;
     this.offset = context.offset;

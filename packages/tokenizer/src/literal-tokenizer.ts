@@ -29,7 +29,7 @@ import { decodeUtf8Strict, toUtf8Bytes } from './utf8.ts';
  */
 export class LiteralTokenizer implements Tokenizer {
   /** Always `'literal'`. */
-  readonly kind: 'literal' = 'literal';
+  readonly kind = 'literal' as const;
   /** Always `null`: literal tokenizers have no control tokens. */
   readonly bosId: null = null;
   /** Always `null`: literal tokenizers have no control tokens. */

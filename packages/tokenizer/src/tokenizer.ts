@@ -2,7 +2,7 @@
  * The interface both tokenizers implement, the token-id layout constants of
  * layout version 1 (../../../docs/spec/tokenizer-and-data.md §3.1) and the stable JSON form.
  */
-import type { TokenizerState } from '@llmcp/format';
+import { MAX_BPE_MERGES, type TokenizerState } from '@llmcp/format';
 
 /** Token id of BOS (begin of document) in a byte-level BPE tokenizer. */
 export const BOS_ID = 0;
@@ -18,8 +18,8 @@ export const FIRST_MERGE_TRAINING_ID = 256;
 export const TOKENIZER_LAYOUT_VERSION = 1;
 /** Largest accepted BPE training request: 2^32 − 1 − 255 (../../../docs/spec/tokenizer-and-data.md §2.3). */
 export const MAX_REQUESTED_MERGES = 4294967040;
-/** Most merge ranks layout version 1 can number: 258 + M − 1 must fit in u32. */
-export const MAX_LAYOUT_MERGES = 4294967038;
+/** Most merge ranks layout version 1 can number: 258 + M − 1 must fit in u32 (4,294,967,038; `MAX_BPE_MERGES` of `@llmcp/format`, the rule's one home). */
+export const MAX_LAYOUT_MERGES: number = MAX_BPE_MERGES;
 /** Largest byte string a single decode call produces (1 GiB); longer requests are refused. */
 export const MAX_DECODED_BYTES: number = 1 << 30;
 

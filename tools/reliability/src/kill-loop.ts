@@ -12,7 +12,7 @@
  * event in run.json written by a resume while checkpoints or loss history
  * existed).
  */
-import { cpSync, existsSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { SplitMix64 } from '@llmcp/format';
 import { classifyCli, describeExit, finalDifference, harnessConfig, llmcp, referenceRun, REPRO_DIR, runEvents, scratch, slotNames, waitForText } from './run-harness.ts';

@@ -101,6 +101,8 @@ if (only.has('large') && !quick) {
     env: { ...process.env, LLMCP_SOAK: '1' },
     encoding: 'utf8',
   });
+  // The escape character is the point: vitest's colour codes are stripped before its summary is read.
+  // eslint-disable-next-line no-control-regex -- ESC (0x1b) starts every ANSI colour code
   const ok = r.status === 0 && /Tests\s+\S*\s*2 passed/.test(r.stdout.replace(/\x1b\[[0-9;]*m/g, ''));
   if (!ok) bad += 1;
   sections.push(`large state: ${ok ? 'a 2.4 GB state.llmcp saved, published and verified, and a 2 GiB + 4 KiB loss.jsonl scanned and planned, through the streaming paths' : `FAILED\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);

@@ -18,7 +18,11 @@ export interface Segment {
 const WIDTH = 1000;
 const HEIGHT = 36;
 
-/** The regions of a file, as far as its layout parsed. */
+/**
+ * The regions of a file, as far as its layout parsed.
+ * @param i - the checkpoint's inspection.
+ * @returns the regions in file order (adjacent tokenizer records merged into one), ending with any bytes no descriptor accounts for.
+ */
 export function segmentsOf(i: CheckpointInspection): Segment[] {
   const len = i.fileLength;
   const out: Segment[] = [];
@@ -60,7 +64,11 @@ export function segmentsOf(i: CheckpointInspection): Segment[] {
   return out;
 }
 
-/** The byte map as an SVG with a legend. */
+/**
+ * The byte map as an SVG with a legend.
+ * @param i - the checkpoint's inspection.
+ * @returns a `div` holding the SVG bar (one rectangle per region of {@link segmentsOf}, a red line at the failing offset), its legend and a note on the failure.
+ */
 export function byteMap(i: CheckpointInspection): HTMLElement {
   const len = Math.max(1, i.fileLength);
   const x = (offset: number): number => (offset / len) * WIDTH;

@@ -10,12 +10,13 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import type { DataSourceConfigInput, TrainerConfig } from '@llmcp/trainer';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import type { CliContext } from '../context.ts';
-import { CliError, EXIT_CODES } from '../errors.ts';
+import { CliError } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { isRunDirectory } from '../internal/checkpoint-address.ts';
 import { requirePath, resolvePath } from '../internal/files.ts';
-import { trainer } from './run.ts';
+import { trainer } from '../trainer.ts';
 
 /** The built-in reference configs (`--preset`). */
 export const CONFIG_PRESETS: readonly string[] = ['ch33', 'ch34', 'ch39'];

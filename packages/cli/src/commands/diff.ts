@@ -4,9 +4,9 @@
  */
 import { Command } from 'commander';
 import { diffCheckpoints, type CheckpointDiff, type TensorDifference } from '../checkpoint-diff.ts';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
-import { EXIT_CODES } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { resolveCheckpoint } from '../internal/checkpoint-address.ts';
 import { alignTable, plural } from '../internal/text.ts';
@@ -43,7 +43,9 @@ function statusText(t: TensorDifference): string {
   }
 }
 
-function render(ctx: CliContext, a: string, b: string, d: CheckpointDiff, all: boolean): string {
+/** `a` and `b` name the two checkpoints as given; `all` lists identical tensors too. */
+function render(ctx: CliContext, d: CheckpointDiff, view: { readonly a: string; readonly b: string; readonly all: boolean }): string {
+  const { a, b, all } = view;
   const c = colorsFor(ctx.stdout, ctx.env);
   const out: string[] = [`a: ${a}  ${d.checksumA}`, `b: ${b}  ${d.checksumB}`, `bit-identical: ${d.bitIdentical ? c.green('yes') : c.yellow('no')}`];
   out.push('', d.fields.length === 0 ? 'header fields: all equal' : c.bold(`header fields that differ (${d.fields.length})`));
@@ -65,13 +67,13 @@ function render(ctx: CliContext, a: string, b: string, d: CheckpointDiff, all: b
  * Runs `llmcp diff`.
  *
  * @param ctx - the command context.
- * @param a - first checkpoint: a file, run directory (its best slot), slot directory or `run:slot`.
- * @param b - second checkpoint.
+ * @param inputs - the two checkpoints `[a, b]`, each a file, run directory (its best slot), slot directory or `run:slot`.
  * @param options - `--json`, `--all`.
  * @returns 0 when bit-identical, 1 when they differ.
  * @throws CliError when either file is missing or not a valid checkpoint.
  */
-export async function runDiff(ctx: CliContext, a: string, b: string, options: DiffOptions): Promise<number> {
+export async function runDiff(ctx: CliContext, inputs: readonly [a: string, b: string], options: DiffOptions): Promise<number> {
+  const [a, b] = inputs;
   // Each side: a checkpoint file, a run directory (its best slot), a slot directory or run:slot.
   const left = await resolveCheckpoint(ctx, a);
   const right = await resolveCheckpoint(ctx, b);
@@ -84,7 +86,7 @@ export async function runDiff(ctx: CliContext, a: string, b: string, options: Di
     const doc = { schema: DIFF_SCHEMA_ID, a, b, bitIdentical: d.bitIdentical, checksumA: d.checksumA, checksumB: d.checksumB, fields: d.fields, tensorsCompared: d.tensors.length, tensors };
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
   } else {
-    ctx.stdout.write(render(ctx, a, b, d, options.all === true));
+    ctx.stdout.write(render(ctx, d, { a, b, all: options.all === true }));
   }
   return d.bitIdentical ? EXIT_CODES.OK : EXIT_CODES.FAILED;
 }
@@ -117,6 +119,6 @@ Examples:
 `,
     )
     .action(async (a: string, b: string, options: DiffOptions) => {
-      setExit(await runDiff(ctx, a, b, options));
+      setExit(await runDiff(ctx, [a, b], options));
     });
 }

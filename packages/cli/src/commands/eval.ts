@@ -7,15 +7,16 @@
 import { existsSync, statSync } from 'node:fs';
 import { Command } from 'commander';
 import type { FinalEvaluation, RunReport } from '@llmcp/trainer';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import type { CliContext } from '../context.ts';
-import { CliError, EXIT_CODES } from '../errors.ts';
+import { CliError } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { evaluationLines, runReportLines, type EvaluationProvenance } from '../evaluation-report.ts';
 import { parsePositiveInteger } from '../internal/arguments.ts';
 import { parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
 import { requirePath, resolvePath } from '../internal/files.ts';
-import { trainer } from './run.ts';
+import { trainer } from '../trainer.ts';
 
 /** Identifier of the `eval --json` document. */
 export const EVAL_SCHEMA_ID = 'llmcp-eval/1';

@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import { colorsFor, type CliContext } from '../context.ts';
-import { CliError, EXIT_CODES } from '../errors.ts';
+import { CliError } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { encodeGguf, ggufTensorInfos, type GgufDType } from '../gguf.ts';
 import { resolveExportSource } from '../hf-export.ts';
 import { writeOutputFile } from '../internal/files.ts';

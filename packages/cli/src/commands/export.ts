@@ -7,9 +7,10 @@ import { Command, Option } from 'commander';
 import { encodeAndreaBin } from '../andrea-bin.ts';
 import { runHfExport } from '../hf-export.ts';
 import { runGgufExport } from './export-gguf.ts';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
-import { CliError, EXIT_CODES } from '../errors.ts';
+import { CliError } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { andreaImportConfigJson } from '../import-config.ts';
 import { defaultOutputName, resolveCheckpoint, type LocatedCheckpoint } from '../internal/checkpoint-address.ts';
 import { writeOutputFile } from '../internal/files.ts';
@@ -60,7 +61,7 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
   if (options.to === 'hf') {
     const wrong = options.moments === true ? '--moments' : options.configOut !== undefined ? '--config-out' : options.out !== undefined ? '--out' : null;
     if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to hf (it writes a directory: llmcp export --to hf <checkpoint|run[:slot]> [dir])`, { option: wrong });
-    return runHfExport(ctx, file, options.dir, { ...(options.dtype === undefined ? {} : { dtype: options.dtype }), force: options.force === true, latest: options.latest === true });
+    return runHfExport(ctx, file, { ...(options.dir === undefined ? {} : { dir: options.dir }), ...(options.dtype === undefined ? {} : { dtype: options.dtype }), force: options.force === true, latest: options.latest === true });
   }
   if (options.dir !== undefined) throw new CliError('CLI_USAGE', `a second argument (${options.dir}) applies to --to hf only; use -o for the output file`, { option: '--out' });
   if (options.to === 'andrea-bin' && (options.moments === true || options.dtype === 'f32')) {

@@ -6,9 +6,9 @@
 import { Command } from 'commander';
 import { inspectCheckpoint, renderInspection, u64Hex, type CheckpointInspection } from '@llmcp/format';
 import { foreignFileJson, renderForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
-import { EXIT_CODES } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { inspectReportJson } from '../inspect-report.ts';
 import { parsePositiveInteger } from '../internal/arguments.ts';
@@ -29,7 +29,16 @@ export interface InspectForeignJson {
   readonly error: ForeignErrorJson | null;
 }
 
-function inspectForeign(ctx: CliContext, file: string, foreign: ForeignInput, options: InspectOptions): number {
+/** A foreign file (safetensors, GGUF) as read, with the name it is reported under. */
+interface NamedForeignInput {
+  /** The name the report uses for the file. */
+  readonly file: string;
+  /** The file's header, or why it does not parse. */
+  readonly foreign: ForeignInput;
+}
+
+function inspectForeign(ctx: CliContext, input: NamedForeignInput, options: InspectOptions): number {
+  const { file, foreign } = input;
   const { header, error } = foreign;
   if (options.json === true) {
     const doc: InspectForeignJson = {
@@ -121,7 +130,7 @@ export async function runInspect(ctx: CliContext, file: string, options: Inspect
   const target = located.address.kind === 'file' ? file : located.stateFile;
   const name = located.address.kind === 'file' ? file : located.description;
   const foreign = readForeignInput(ctx, target, 'checkpoint');
-  if (foreign !== null) return inspectForeign(ctx, name, foreign, options);
+  if (foreign !== null) return inspectForeign(ctx, { file: name, foreign }, options);
   const bytes = readInputFile(ctx, target, 'checkpoint');
   const inspection = inspectCheckpoint(bytes);
   if (options.json === true) {

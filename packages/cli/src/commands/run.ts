@@ -7,91 +7,20 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import type { RunResult, RunStatus, TrainerConfig, TrainingOptions } from '@llmcp/trainer';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
-import { CliError, EXIT_CODES, type ExitCode } from '../errors.ts';
+import { CliError } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
 import { CONFIG_PRESETS, configOptions, readTrainConfig, type ConfigFlags } from './config.ts';
 import { requireCreatableDirectory, requirePath, resolvePath } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
 import { resumeReportLines } from '../resume-report.ts';
+import { loadTrainer, trainer, type Trainer } from '../trainer.ts';
 
 /** Identifier of the `status --json` document. */
 export const STATUS_SCHEMA_ID = 'llmcp-status/1';
-
-
-/** The trainer, loaded when a run command runs (keeps the other commands' start-up fast). */
-type Trainer = typeof import('@llmcp/trainer');
-const loadTrainer = (): Promise<Trainer> => import('@llmcp/trainer');
-
-/**
- * How trainer failures map to exit codes: refusals caused by the user's
- * inputs are input errors (3), a run whose files do not verify is a failed
- * verification (1), everything else is a runtime error (4).
- */
-const TRAINER_EXIT: Readonly<Record<string, ExitCode>> = {
-  TRAINER_CONFIG_INVALID: EXIT_CODES.INPUT,
-  TRAINER_CONFIG_UNREADABLE: EXIT_CODES.INPUT,
-  TRAINER_CONFIG_CHANGED: EXIT_CODES.INPUT,
-  TRAINER_INPUT_CHANGED: EXIT_CODES.INPUT,
-  TRAINER_INPUT_INVALID: EXIT_CODES.INPUT,
-  TRAINER_IMPLEMENTATION_CHANGED: EXIT_CODES.INPUT,
-  TRAINER_RUN_INVALID: EXIT_CODES.INPUT,
-  TRAINER_RUN_LOCKED: EXIT_CODES.INPUT,
-  TRAINER_JOB_INVALID: EXIT_CODES.FAILED,
-  TRAINER_STATE_INVALID: EXIT_CODES.FAILED,
-  TRAINER_PAIR_MISMATCH: EXIT_CODES.FAILED,
-  TRAINER_NO_CHECKPOINT: EXIT_CODES.FAILED,
-  TRAINER_LOSS_LOG_INVALID: EXIT_CODES.FAILED,
-  TRAINER_RESTORE_MISMATCH: EXIT_CODES.FAILED,
-};
-
-/**
- * The exit code of a trainer failure, by its `TRAINER_*` code (the table of
- * `CLI_RUN_FAILED`): refused inputs → 3, a run that does not verify → 1,
- * anything else → 4. Programs that run the trainer themselves (the trainer
- * app) use it to exit like `llmcp`.
- *
- * @param code - the `code` of a `TrainerError`.
- * @returns the exit code.
- * @example
- * ```ts
- * catch (e) { if (isTrainerError(e)) process.exitCode = trainerExitCode(e.code); }
- * ```
- */
-export function trainerExitCode(code: string): ExitCode {
-  return TRAINER_EXIT[code] ?? EXIT_CODES.RUNTIME;
-}
-
-const TRAINER_HINT: Readonly<Record<string, string>> = {
-  TRAINER_CONFIG_CHANGED: "a resume continues with the recorded config; to change policy fields use 'llmcp pivot' (in place) or 'llmcp fork' (new run)",
-  TRAINER_INPUT_CHANGED: 'the corpus, split or tokenizer differs from the one the run recorded; restore it or start a new run',
-  TRAINER_RUN_INVALID: "check the directory: 'llmcp train' needs a new (or empty) one, the other run commands an existing run",
-  TRAINER_RUN_LOCKED: 'another process is using this run; wait for it or stop it',
-  TRAINER_NO_CHECKPOINT: "run 'llmcp verify <run-dir>' to see why each slot was refused",
-  TRAINER_LOSS_LOG_INVALID: "run 'llmcp verify <run-dir>' for details on loss.jsonl",
-};
-
-/**
- * Runs `work` with the trainer loaded, turning a `TrainerError` into `CLI_RUN_FAILED` (exit code by its code, with a hint).
- *
- * @param work - what to do with the trainer.
- * @param what - what failed, for the message.
- * @param hints - hints by trainer error code that depend on the fields the error names (default: the fixed hints).
- * @returns the result of `work`.
- * @throws CliError `CLI_RUN_FAILED` for a trainer failure.
- */
-export async function trainer<T>(work: (t: Trainer) => Promise<T> | T, what: string, hints: Readonly<Record<string, (fields: readonly string[], t: Trainer) => string>> = {}): Promise<T> {
-  const t = await loadTrainer();
-  try {
-    return await work(t);
-  } catch (e) {
-    if (!t.isTrainerError(e)) throw e;
-    const hint = hints[e.code]?.(e.fields ?? [], t) ?? TRAINER_HINT[e.code];
-    throw new CliError('CLI_RUN_FAILED', `${what}: ${e.code}: ${e.message}`, { causeCode: e.code, exitCode: trainerExitCode(e.code), ...(hint === undefined ? {} : { hint }), cause: e });
-  }
-}
 
 /** Options shared by the commands that train. */
 interface TrainFlags extends ConfigFlags {
@@ -268,13 +197,13 @@ export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFla
  * Runs `llmcp fork`.
  *
  * @param ctx - the command context.
- * @param source - the run to fork (`run:slot` or a slot directory names the slot).
- * @param target - the new run directory.
+ * @param dirs - `[source, target]`: the run to fork (`run:slot` or a slot directory names the slot) and the new run directory.
  * @param flagsGiven - slot, config, declared changes, reason.
  * @returns 0.
  * @throws CliError for a `--slot` that is not a slot of the run, a damaged slot, a target that is occupied or cannot be created, or undeclared or non-policy changes.
  */
-export async function runFork(ctx: CliContext, source: string, target: string, flagsGiven: PolicyFlags & { readonly slot?: string }): Promise<number> {
+export async function runFork(ctx: CliContext, dirs: readonly [source: string, target: string], flagsGiven: PolicyFlags & { readonly slot?: string }): Promise<number> {
+  const [source, target] = dirs;
   // The source may name its slot as a checkpoint address does: run:slot, or a slot directory.
   const named = await forkSourceSlot(ctx, source);
   if (named !== null && flagsGiven.slot !== undefined && flagsGiven.slot !== named.slot) {
@@ -521,7 +450,7 @@ Examples:
 `,
     )
     .action(async (source: string, target: string, flags: PolicyFlags & { slot?: string }) => {
-      setExit(await runFork(ctx, source, target, flags));
+      setExit(await runFork(ctx, [source, target], flags));
     });
 }
 

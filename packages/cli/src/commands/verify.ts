@@ -9,9 +9,10 @@ import path from 'node:path';
 import { Command } from 'commander';
 import { decodeCheckpoint, formatErrorData, isFormatError, type DecodedCheckpoint, type InspectionError } from '@llmcp/format';
 import type { RunVerification } from '@llmcp/trainer';
-import type { SetExit } from '../cli.ts';
+import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
-import { CliError, EXIT_CODES } from '../errors.ts';
+import { CliError } from '../errors.ts';
+import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { foreignFileJson, describeForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
 import { isRunDirectory, parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
@@ -63,7 +64,8 @@ function describe(c: DecodedCheckpoint): string {
   return `step ${c.selectedStep}, ${plural(c.parameters.length, 'parameter tensor')} (${plural(values, 'value')}), ${tok}, ${plural(c.optimizer.moments.length, 'moment pair')}`;
 }
 
-function verifyForeign(ctx: CliContext, file: string, foreign: ForeignInput, options: VerifyOptions): number {
+function verifyForeign(ctx: CliContext, input: { readonly file: string; readonly foreign: ForeignInput }, options: VerifyOptions): number {
+  const { file, foreign } = input;
   const { header, error } = foreign;
   if (options.json === true) {
     const doc: VerifyForeignJson = {
@@ -87,7 +89,7 @@ function verifyForeign(ctx: CliContext, file: string, foreign: ForeignInput, opt
 
 function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): number {
   const foreign = readForeignInput(ctx, file, 'checkpoint');
-  if (foreign !== null) return verifyForeign(ctx, file, foreign, options);
+  if (foreign !== null) return verifyForeign(ctx, { file, foreign }, options);
   const bytes = readInputFile(ctx, file, 'checkpoint');
   let checkpoint: DecodedCheckpoint | null = null;
   let error: InspectionError | null = null;
@@ -119,7 +121,9 @@ function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): numb
   return checkpoint === null ? EXIT_CODES.FAILED : EXIT_CODES.OK;
 }
 
-async function verifyRunDir(ctx: CliContext, dir: string, absolute: string, options: VerifyOptions): Promise<number> {
+/** `dir` is the run directory as given, `absolute` the path it resolves to. */
+async function verifyRunDir(ctx: CliContext, runDir: { readonly dir: string; readonly absolute: string }, options: VerifyOptions): Promise<number> {
+  const { dir, absolute } = runDir;
   if (!existsSync(path.join(absolute, 'run.json')) && !existsSync(path.join(absolute, 'checkpoints'))) {
     throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is a directory but not a run directory (no run.json, no checkpoints/)`, {
       path: absolute,
@@ -216,7 +220,7 @@ export async function runVerify(ctx: CliContext, target: string, options: Verify
     if (address.kind === 'run' && address.slot !== null) return verifySlotAddress(ctx, { target, run: address.run, runDir: address.runDir, slot: address.slot }, options);
   }
   const { absolute, isDirectory } = requirePath(ctx, target, 'file-or-directory', 'checkpoint or run directory');
-  return isDirectory ? await verifyRunDir(ctx, target, absolute, options) : verifyFile(ctx, target, options);
+  return isDirectory ? await verifyRunDir(ctx, { dir: target, absolute }, options) : verifyFile(ctx, target, options);
 }
 
 /**

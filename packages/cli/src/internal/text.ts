@@ -4,6 +4,8 @@
  * (`f64BitsHex`, `f64Text`, `u64Hex`, `hexBytes`, `quotedBytes`).
  */
 
+// The escape character is the point: this matches the terminal's colour codes (SGR sequences) to strip them.
+// eslint-disable-next-line no-control-regex -- ESC (U+001B) starts every ANSI colour code
 const ANSI = /\u001b\[[0-9;]*m/g;
 
 /**

@@ -36,7 +36,7 @@ export interface JsonMember {
 
 /** A syntax error: what was expected and the byte offset. */
 export class StrictJsonError extends Error {
-  override readonly name: 'StrictJsonError' = 'StrictJsonError';
+  override readonly name = 'StrictJsonError' as const;
   readonly offset: number;
   constructor(message: string, offset: number) {
     super(message);

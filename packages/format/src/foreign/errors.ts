@@ -46,7 +46,7 @@ export interface ForeignErrorContext {
  */
 export class ForeignFileError extends Error {
   /** Always `'ForeignFileError'` (checked by {@link isForeignFileError}). */
-  override readonly name: 'ForeignFileError' = 'ForeignFileError';
+  override readonly name = 'ForeignFileError' as const;
   /** Stable code. */
   readonly code: ForeignErrorCode;
   /** Absolute byte offset involved, when known. */

@@ -178,7 +178,8 @@ class Cursor {
    * limit of this reader) it is FOREIGN_LIMIT_EXCEEDED, above `fileBound`
    * (what the bytes left in the file can hold) FOREIGN_TRUNCATED.
    */
-  count(field: string, fileBound: number, hardMax: number, what: string): number {
+  count(field: string, what: string, bounds: { readonly fileBound: number; readonly hardMax: number }): number {
+    const { fileBound, hardMax } = bounds;
     const at = this.#pos;
     const n = this.u64(field);
     if (n > BigInt(hardMax)) {
@@ -191,7 +192,7 @@ class Cursor {
   }
   string(field: string): string {
     const at = this.#pos;
-    const length = this.count(`${field} length`, Math.max(0, this.remaining - 8), MAX_GGUF_STRING_BYTES, 'string bytes');
+    const length = this.count(`${field} length`, 'string bytes', { fileBound: Math.max(0, this.remaining - 8), hardMax: MAX_GGUF_STRING_BYTES });
     const start = this.need(length, field);
     const text = decodeUtf8Strict(this.bytes.subarray(start, start + length));
     if (text === undefined) throw new ForeignFileError('FOREIGN_INVALID_UTF8', `${field} at offset ${at} is not valid UTF-8`, { offset: at, field });
@@ -210,7 +211,9 @@ function valueType(c: Cursor, field: string): GgufValueType {
   return type;
 }
 
-function scalar(c: Cursor, type: GgufValueType, field: string, depth: number): GgufScalar {
+/** Reads one value of `type`: `at` names the field (for errors) and how deep in arrays it is. */
+function scalar(c: Cursor, type: GgufValueType, at: { readonly field: string; readonly depth: number }): GgufScalar {
+  const { field, depth } = at;
   switch (type) {
     case 'uint8':
       return c.u8(field);
@@ -250,12 +253,12 @@ function array(c: Cursor, field: string, depth: number): GgufArray {
   const elementType = valueType(c, `${field} element type`);
   const width = VALUE_WIDTH[GGUF_VALUE_TYPES.indexOf(elementType)] as number;
   // Every element takes at least its width (a string or an array at least its 8-byte length).
-  const length = c.count(`${field} length`, Math.floor(Math.max(0, c.remaining - 8) / (width === 0 ? 8 : width)), Number.MAX_SAFE_INTEGER, 'elements');
+  const length = c.count(`${field} length`, 'elements', { fileBound: Math.floor(Math.max(0, c.remaining - 8) / (width === 0 ? 8 : width)), hardMax: Number.MAX_SAFE_INTEGER });
   const head: GgufScalar[] = [];
   const kept = Math.min(length, GGUF_ARRAY_PREVIEW);
-  for (let i = 0; i < kept; i++) head.push(scalar(c, elementType, `${field}[${i}]`, depth + 1));
+  for (let i = 0; i < kept; i++) head.push(scalar(c, elementType, { field: `${field}[${i}]`, depth: depth + 1 }));
   if (width > 0) c.skip((length - kept) * width, `${field} elements`);
-  else for (let i = kept; i < length; i++) scalar(c, elementType, `${field}[${i}]`, depth + 1);
+  else for (let i = kept; i < length; i++) scalar(c, elementType, { field: `${field}[${i}]`, depth: depth + 1 });
   return { elementType, length, head };
 }
 
@@ -287,8 +290,8 @@ export function readGgufHeader(bytes: Uint8Array, options: ForeignReadOptions = 
     throw new ForeignFileError('FOREIGN_UNSUPPORTED_VERSION', why, { offset: 4, field: 'version' });
   }
   // A tensor info is at least 8 (name) + 4 (n_dims) + 8 (one dim) + 4 (type) + 8 (offset) bytes; a key-value pair at least 8 + 4 + 1.
-  const tensorCount = c.count('tensor_count', Math.floor(Math.max(0, c.remaining - 8) / 32), Number.MAX_SAFE_INTEGER, 'tensor infos');
-  const kvCount = c.count('metadata_kv_count', Math.floor(c.remaining / 13), Number.MAX_SAFE_INTEGER, 'key-value pairs');
+  const tensorCount = c.count('tensor_count', 'tensor infos', { fileBound: Math.floor(Math.max(0, c.remaining - 8) / 32), hardMax: Number.MAX_SAFE_INTEGER });
+  const kvCount = c.count('metadata_kv_count', 'key-value pairs', { fileBound: Math.floor(c.remaining / 13), hardMax: Number.MAX_SAFE_INTEGER });
   const metadata: GgufMetadataEntry[] = [];
   const keys = new Set<string>();
   for (let i = 0; i < kvCount; i++) {
@@ -297,7 +300,7 @@ export function readGgufHeader(bytes: Uint8Array, options: ForeignReadOptions = 
     if (keys.has(key)) throw new ForeignFileError('FOREIGN_BAD_HEADER', `metadata key ${JSON.stringify(key)} at offset ${offset} repeats an earlier key`, { offset, field: key });
     keys.add(key);
     const type = valueType(c, `${key} value type`);
-    metadata.push({ key, type, value: scalar(c, type, key, 0), offset });
+    metadata.push({ key, type, value: scalar(c, type, { field: key, depth: 0 }), offset });
   }
   let alignment = GGUF_DEFAULT_ALIGNMENT;
   const a = metadata.find((m) => m.key === 'general.alignment');
@@ -318,7 +321,7 @@ export function readGgufHeader(bytes: Uint8Array, options: ForeignReadOptions = 
     const nDims = c.u32(`${name} n_dims`);
     if (nDims < 1 || nDims > GGUF_MAX_DIMS) throw new ForeignFileError('FOREIGN_BAD_HEADER', `tensor ${JSON.stringify(name)} has ${nDims} dimensions at offset ${nAt} (expected 1–${GGUF_MAX_DIMS})`, { offset: nAt, field: `${name} n_dims` });
     const dims: number[] = [];
-    for (let k = 0; k < nDims; k++) dims.push(c.count(`${name} dims[${k}]`, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'elements'));
+    for (let k = 0; k < nDims; k++) dims.push(c.count(`${name} dims[${k}]`, 'elements', { fileBound: Number.MAX_SAFE_INTEGER, hardMax: Number.MAX_SAFE_INTEGER }));
     const typeId = c.u32(`${name} type`);
     const offset = c.u64(`${name} offset`);
     infos.push({ name, dims, typeId, offset, at });

@@ -82,6 +82,8 @@ export function describeForeignFile(file: ForeignFile): string {
 }
 
 function cut(text: string): string {
+  // Control characters are the point: each is shown as a \xNN escape, so a hostile value cannot drive the terminal.
+  // eslint-disable-next-line no-control-regex -- matches C0 controls and DEL on purpose
   const flat = text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   return flat.length > FOREIGN_VALUE_PREVIEW_CHARS ? `${flat.slice(0, FOREIGN_VALUE_PREVIEW_CHARS)}… (${flat.length} chars)` : flat;
 }

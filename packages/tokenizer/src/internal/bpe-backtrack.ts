@@ -55,6 +55,7 @@ const CACHE_SLOTS = MAX_CACHED_PAIRS * 2;
 /** Largest id-space size for which `left × size + right + 1` stays a positive int32. */
 const MAX_SMALL_SIZE = 46340;
 
+/** The token-level search encoder of a merge table (see the module comment): the same encoding as the merge passes, found left to right over whole tokens. */
 export class BacktrackingEncoder {
   readonly #exact: BpeEncoder;
   readonly #size: number;

@@ -22,6 +22,7 @@ import { PairTable } from './pair-table.ts';
 /** Largest id-space size for which `left × size + right` stays a non-negative int32. */
 const MAX_SMALL_SIZE = 46340;
 
+/** The merge-pass encoder of a merge table (see the module comment): its lookup tables and reusable scratch arrays. */
 export class BpeEncoder {
   readonly #pairs: Uint32Array;
   readonly #byteRanks: Int32Array;
