@@ -2,8 +2,8 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig({
   // The save worker is its own entry: background-saver.ts starts it from dist/save-worker.js.
-  entry: { index: 'src/index.ts', 'save-worker': 'src/save-worker.ts', 'loss-records': 'src/loss-records.ts', terminal: 'src/terminal.ts' },
-  format: ['esm', 'cjs'],
+  entry: { index: 'src/index.ts', 'save-worker': 'src/save-worker.ts', 'loss-records': 'src/loss-records.ts', terminal: 'src/terminal.ts', testing: 'src/testing.ts' },
+  format: ['esm'],
   dts: true,
   sourcemap: true,
   clean: true,

@@ -40,6 +40,16 @@ function startSaveWorker(): Worker {
   return new Worker(new URL('./save-worker.js', here), { execArgv: [] });
 }
 
+/** Options of a {@link CheckpointSaver}. */
+export interface CheckpointSaverOptions {
+  /** Called with each finished save. */
+  readonly onSaved?: ((result: SaveResult) => void) | null;
+  /** Publication crash-injection hook (inline mode only; tests). */
+  readonly hook?: PublishHook;
+  /** Whether the run had a checkpoint before this saver's first save (default true). */
+  readonly hadCheckpoint?: boolean;
+}
+
 /** Runs checkpoint saves, in a worker thread or inline. */
 export class CheckpointSaver {
   readonly mode: SaveMode;
@@ -55,15 +65,14 @@ export class CheckpointSaver {
 
   /**
    * @param mode - `worker` (default for runs) or `inline` (on the calling thread).
-   * @param onSaved - called with each finished save.
-   * @param hook - publication crash-injection hook (inline mode only; tests).
-   * @param hadCheckpoint - whether the run had a checkpoint before this saver's first save (a resumed run), so that a failure says truthfully what is left to resume from.
+   * @param options - `onSaved`: called with each finished save; `hook`: publication crash-injection hook (inline mode only; tests);
+   *   `hadCheckpoint` (default true): whether the run had a checkpoint before this saver's first save (a resumed run), so that a failure says truthfully what is left to resume from.
    */
-  constructor(mode: SaveMode, onSaved: ((result: SaveResult) => void) | null = null, hook?: PublishHook, hadCheckpoint = true) {
+  constructor(mode: SaveMode, options: CheckpointSaverOptions = {}) {
     this.mode = mode;
-    this.#onSaved = onSaved;
-    this.#hook = hook;
-    this.#hadCheckpoint = hadCheckpoint;
+    this.#onSaved = options.onSaved ?? null;
+    this.#hook = options.hook;
+    this.#hadCheckpoint = options.hadCheckpoint ?? true;
   }
 
   #startWorker(): Worker {
@@ -94,17 +103,26 @@ export class CheckpointSaver {
     return worker;
   }
 
-  /** The error of a failed save that has not been reported yet. */
+  /**
+   * The error of a failed save that has not been reported yet.
+   * @returns the error, or null.
+   */
   get failure(): unknown {
     return this.#failure;
   }
 
-  /** The last completed save. */
+  /**
+   * The last completed save.
+   * @returns its result, or null before the first.
+   */
   get last(): SaveResult | null {
     return this.#last;
   }
 
-  /** Whether a save is in flight. */
+  /**
+   * Whether a save is in flight.
+   * @returns true while one runs.
+   */
   get busy(): boolean {
     return this.#inflight !== null;
   }

@@ -1,10 +1,13 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultThreads, diffConfig, isCheckpointStep, isPolicyField, isValidationStep, learningRateAt, loadConfig, MAX_THREADS, parseConfig } from './config.ts';
+import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
+import { defaultThreads, loadConfig, MAX_THREADS, parseConfig } from './config.ts';
+import { diffConfig, isPolicyField } from './config-diff.ts';
 import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
 import { isTrainerError } from './errors.ts';
+import { tempDir } from '../test/helpers/run-fixture.ts';
 import { CH33_CONFIG_INPUT, ch33Config } from './presets.ts';
 
 const minimal = { data: { source: { kind: 'text', path: 'stories.txt' } } };
@@ -74,7 +77,7 @@ describe('parseConfig', () => {
 
 describe('loadConfig', () => {
   it('resolves relative paths against the config file and reports bad JSON with the path', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'llmcp-config-'));
+    const dir = tempDir('llmcp-config-');
     const file = path.join(dir, 'train.json');
     writeFileSync(file, JSON.stringify({ data: { source: { kind: 'corpus', corpus: 'c.json', split: 'sub/s.json' } } }));
     const c = loadConfig(file);

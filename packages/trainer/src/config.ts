@@ -1,13 +1,20 @@
 /**
  * The trainer config: a typed, validated JSON document (zod 4 schema) with
  * defaults that make a sensible small run. Unknown keys and bad values are
- * refused with a message naming the dotted key.
+ * refused with a message naming the dotted key. This module holds the types,
+ * the schema and the parsing; what may differ between configs is in
+ * config-diff.ts, the cadence and learning-rate schedule in cadence.ts.
+ *
+ * The type is the schema's: `TrainerConfig` is written out (isolatedDeclarations
+ * needs exported types that do not depend on an inferred value, and the
+ * written type carries the field docs), and the compiler proves it equal to
+ * `DeepReadonly<z.output<typeof schema>>` (see `SchemaMatchesType` below), so
+ * neither can change without the other and no cast joins them.
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { constantSchedule, listSchedule, warmupCosineSchedule, type LearningRateSchedule } from '@llmcp/optim';
 import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
 import { TrainerError } from './errors.ts';
 
@@ -64,6 +71,8 @@ export type ScheduleConfig =
 
 /** A fully defaulted, validated trainer config. */
 export interface TrainerConfig {
+  /** The `"$schema"` key of a config file (editors use it; the trainer ignores it), when given. */
+  readonly $schema?: string | undefined;
   /** Total number of update steps. */
   readonly steps: number;
   readonly data: {
@@ -334,7 +343,16 @@ const schema = z
  * const config = trainerConfigSchema.parse({ data: { source: { kind: 'text', path: 'stories.txt' } } });
  * ```
  */
-export const trainerConfigSchema: z.ZodType<TrainerConfig> = schema as unknown as z.ZodType<TrainerConfig>;
+export const trainerConfigSchema: z.ZodType<TrainerConfig> = schema;
+
+/** Readonly all the way down (the schema's output is mutable; the config is not). */
+type DeepReadonly<T> = T extends readonly (infer E)[] ? readonly DeepReadonly<E>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
+/** Exact type equality (not mere assignability). */
+type Equals<A, B> = (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false;
+/** Compile-time proof that {@link TrainerConfig} is exactly the schema's output type (a mismatch fails `tsc`). */
+type SchemaMatchesType = Equals<DeepReadonly<z.output<typeof schema>>, TrainerConfig>;
+const schemaMatchesType: SchemaMatchesType = true;
+void schemaMatchesType;
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const where = issue.path.length === 0 ? 'config' : `config.${issue.path.map(String).join('.')}`;
@@ -358,7 +376,7 @@ export function parseConfig(input: unknown): TrainerConfig {
     const fields = result.error.issues.map((i) => i.path.map(String).join('.'));
     throw new TrainerError('TRAINER_CONFIG_INVALID', `invalid trainer config: ${messages.join('; ')}`, { fields });
   }
-  return result.data as TrainerConfig;
+  return result.data;
 }
 
 /**
@@ -417,133 +435,3 @@ export function readConfigFile(file: string): unknown {
   return json;
 }
 
-/** Config paths that name file locations; their *contents* are compared through input identities instead. */
-export const LOCATION_FIELDS: readonly string[] = ['data.source.corpus', 'data.source.split', 'data.source.path', 'tokenizer.path'];
-
-/** Config paths a pivot or fork may change (policy, not model, data or tokenizer). Prefix match on dotted keys. */
-export const POLICY_FIELDS: readonly string[] = [
-  'steps',
-  'schedule',
-  'optimizer.learningRate',
-  'optimizer.weightDecay',
-  'optimizer.clipNorm',
-  'evaluation',
-  'checkpoint',
-  'sampling.prompt',
-  'sampling.count',
-  'sampling.maxNewTokens',
-  'sampling.temperature',
-  'sampling.topK',
-  'log',
-  'threads',
-];
-
-function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    const record = value as Record<string, unknown>;
-    for (const key of Object.keys(record)) flatten(record[key], prefix === '' ? key : `${prefix}.${key}`, out);
-    return;
-  }
-  out.set(prefix, JSON.stringify(value));
-}
-
-/**
- * The dotted keys whose values differ between two configs (arrays compare as
- * a whole), excluding file locations and `threads` (which never changes bits).
- *
- * @param before - the recorded config.
- * @param after - the requested config.
- * @returns sorted dotted keys, empty when the configs are equivalent.
- */
-export function diffConfig(before: TrainerConfig, after: TrainerConfig): string[] {
-  const a = new Map<string, string>();
-  const b = new Map<string, string>();
-  flatten(before, '', a);
-  flatten(after, '', b);
-  const keys = new Set([...a.keys(), ...b.keys()]);
-  const changed: string[] = [];
-  for (const key of keys) {
-    if (LOCATION_FIELDS.includes(key) || key === 'threads' || key === '$schema') continue;
-    if (a.get(key) !== b.get(key)) changed.push(key);
-  }
-  return changed.sort();
-}
-
-/**
- * Whether a dotted config key may change in a pivot or fork.
- *
- * @param key - a dotted key from {@link diffConfig}.
- * @returns true for policy fields.
- */
-export function isPolicyField(key: string): boolean {
-  return POLICY_FIELDS.some((p) => key === p || key.startsWith(`${p}.`));
-}
-
-/** The checkpoint cadence M (steps between cadence checkpoints). */
-export function checkpointEvery(config: TrainerConfig): number {
-  return config.checkpoint.every ?? config.evaluation.validateEvery;
-}
-
-/**
- * Whether validation runs after step `step` (step 0, every N, and the last step).
- *
- * @param config - the run config.
- * @param step - a step in [0, steps].
- * @returns true when validation is due.
- */
-export function isValidationStep(config: TrainerConfig, step: number): boolean {
-  return step === 0 || step % config.evaluation.validateEvery === 0 || step === config.steps;
-}
-
-/**
- * Whether a cadence checkpoint (with a sample audit) is due after `step`
- * (every M steps, and the last step; never step 0).
- *
- * @param config - the run config.
- * @param step - a step in [0, steps].
- * @returns true when a cadence checkpoint is due.
- */
-export function isCheckpointStep(config: TrainerConfig, step: number): boolean {
-  return step > 0 && (step % checkpointEvery(config) === 0 || step === config.steps);
-}
-
-const schedules = new WeakMap<TrainerConfig, LearningRateSchedule>();
-
-/**
- * The `@llmcp/optim` schedule of a config (a pure function of the 1-based step).
- *
- * @param config - the run config.
- * @returns the schedule.
- */
-export function scheduleOf(config: TrainerConfig): LearningRateSchedule {
-  let schedule = schedules.get(config);
-  if (schedule === undefined) {
-    const s = config.schedule;
-    switch (s.kind) {
-      case 'constant':
-        schedule = constantSchedule(s.rate ?? config.optimizer.learningRate);
-        break;
-      case 'list':
-        schedule = listSchedule(s.rates);
-        break;
-      case 'warmup-cosine': {
-        const peak = s.peak ?? config.optimizer.learningRate;
-        schedule = warmupCosineSchedule({ peak, warmupSteps: s.warmupSteps, totalSteps: s.totalSteps ?? config.steps, floor: s.floor ?? peak / 10 });
-        break;
-      }
-    }
-    schedules.set(config, schedule);
-  }
-  return schedule;
-}
-
-/**
- * The learning rate of update `step` (1-based).
- *
- * @param config - the run config.
- * @param step - 1-based update step.
- * @returns the rate.
- */
-export function learningRateAt(config: TrainerConfig, step: number): number {
-  return scheduleOf(config)(step);
-}

@@ -5,7 +5,7 @@
  * backward → finite check → clip → AdamW step → zero-grad.
  */
 import { checksumLabel, fnv1a64, type AdamWConfig, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
-import { Decoder } from '@llmcp/model';
+import { Decoder, namedViews } from '@llmcp/model';
 import { AdamW, clipByGlobalNorm, NO_DECAY_GAINS } from '@llmcp/optim';
 import { causalWindows, evaluationBatches, gatherBatch, UpdateBatches, type Batch, type WindowRef } from '@llmcp/data';
 import type { TrainerConfig } from './config.ts';
@@ -84,6 +84,14 @@ function sameDecoder(a: DecoderConfig, b: DecoderConfig): boolean {
   );
 }
 
+/** What an engine runs on: the model, its optimizer, the update order and the training windows. */
+interface EngineParts {
+  readonly model: Decoder;
+  readonly optimizer: AdamW;
+  readonly batches: UpdateBatches;
+  readonly updateWindows: readonly WindowRef[];
+}
+
 class LlmcpEngine implements TrainingEngine {
   readonly parameterCount: number;
   readonly vocabularySize: number;
@@ -96,7 +104,8 @@ class LlmcpEngine implements TrainingEngine {
   readonly #updateWindows: readonly WindowRef[];
   readonly #evaluation: Record<EvaluationList, { readonly documents: readonly Uint32Array[]; readonly batches: readonly (readonly WindowRef[])[] }>;
 
-  constructor(config: TrainerConfig, inputs: PreparedInputs, model: Decoder, optimizer: AdamW, batches: UpdateBatches, updateWindows: readonly WindowRef[]) {
+  constructor(config: TrainerConfig, inputs: PreparedInputs, parts: EngineParts) {
+    const { model, optimizer, batches, updateWindows } = parts;
     this.#config = config;
     this.#inputs = inputs;
     this.#model = model;
@@ -159,18 +168,13 @@ class LlmcpEngine implements TrainingEngine {
   snapshot(step: number, samplingRngState: bigint): CheckpointState {
     const model = this.#model;
     const params = model.parameters.slice();
-    const parameters: NamedTensor[] = model.layout.entries.map((e) => ({ name: e.name, shape: [...e.shape], data: params.subarray(e.offset, e.offset + e.length) }));
+    const parameters: NamedTensor[] = namedViews(model.layout, params);
     const opt = this.#optimizer.toAdamWState();
     let moments: MomentState[] = [];
     if (opt.moments.length > 0) {
-      const first = this.#optimizer.first.slice();
-      const second = this.#optimizer.second.slice();
-      moments = model.layout.entries.map((e) => ({
-        name: e.name,
-        shape: [...e.shape],
-        first: first.subarray(e.offset, e.offset + e.length),
-        second: second.subarray(e.offset, e.offset + e.length),
-      }));
+      const first = namedViews(model.layout, this.#optimizer.first.slice());
+      const second = namedViews(model.layout, this.#optimizer.second.slice());
+      moments = first.map((f, i) => ({ name: f.name, shape: f.shape, first: f.data, second: second[i]!.data }));
     }
     return {
       tokenizer: this.#inputs.tokenizer.toState(),
@@ -197,17 +201,17 @@ class LlmcpEngine implements TrainingEngine {
  *
  * @param config - the run config.
  * @param inputs - prepared inputs.
- * @param restore - checkpoint state and job data state to continue from, or null.
- * @param faults - negative-control faults (tests only).
+ * @param from - `restore`: checkpoint state and job data state to continue from (null or absent: a fresh run); `faults`: negative-control faults (tests only).
  * @returns the engine.
  * @throws TrainerError `TRAINER_INPUT_INVALID` when there are no windows, `TRAINER_PAIR_MISMATCH` when the checkpoint does not fit the config.
  */
 export async function createEngine(
   config: TrainerConfig,
   inputs: PreparedInputs,
-  restore: { readonly state: CheckpointState; readonly data: JsonValue } | null,
-  faults: EngineFaults,
+  from: { readonly restore?: { readonly state: CheckpointState; readonly data: JsonValue } | null; readonly faults?: EngineFaults } = {},
 ): Promise<TrainingEngine> {
+  const restore = from.restore ?? null;
+  const faults: EngineFaults = from.faults ?? {};
   const decoder = decoderConfigOf(config, inputs.tokenizer.vocabularySize);
   const T = config.data.contextLength;
   const updateWindows = causalWindows(inputs.partitions.train, T, config.data.stride);
@@ -242,7 +246,7 @@ export async function createEngine(
         faults.dropOptimizerState === true ? new AdamW(model, { config: want, groups }) : AdamW.fromAdamWState(model, restore.state.optimizer);
       batches = faults.dropShuffleState === true ? fresh() : UpdateBatches.fromJSON(restore.data, updateWindows.length);
     }
-    return new LlmcpEngine(config, inputs, model, optimizer, batches, updateWindows);
+    return new LlmcpEngine(config, inputs, { model, optimizer, batches, updateWindows });
   } catch (e) {
     await model.close();
     throw e;

@@ -1,8 +1,8 @@
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatLossRecord, LossLog, parseLossLog, planLossLogResume } from './loss-log.ts';
+import { tempDir } from '../test/helpers/run-fixture.ts';
 
 const record = (step: number) => ({ step, loss: 1 / (step + 0.1), learningRate: 0.04, gradientNorm: Math.PI * step, clipped: step % 2 === 0, tokens: 4 });
 
@@ -21,7 +21,7 @@ describe('formatLossRecord', () => {
 
 describe('LossLog', () => {
   it('appends one record per step and tracks length and SHA-256 of what it wrote', () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'llmcp-loss-')), 'loss.jsonl');
+    const file = path.join(tempDir('llmcp-loss-'), 'loss.jsonl');
     const log = LossLog.create(file);
     for (let s = 1; s <= 3; s += 1) log.append(record(s), null);
     const pos = log.position();
@@ -35,7 +35,7 @@ describe('LossLog', () => {
   });
 
   it('cuts only the records a crash orphaned beyond the checkpoint and continues the hash', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'llmcp-loss-'));
+    const dir = tempDir('llmcp-loss-');
     const file = path.join(dir, 'loss.jsonl');
     const log = LossLog.create(file);
     log.append(record(1), null);
@@ -65,7 +65,7 @@ describe('LossLog', () => {
   });
 
   it('refuses a log that is shorter than the checkpoint or whose prefix changed', () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'llmcp-loss-')), 'loss.jsonl');
+    const file = path.join(tempDir('llmcp-loss-'), 'loss.jsonl');
     const log = LossLog.create(file);
     log.append(record(1), null);
     log.append(record(2), null);
@@ -95,7 +95,7 @@ describe('evaluation records', () => {
   const evaluation = (step: number) => ({ step, validationLoss: 2 + 1 / (step + 1), trainingLoss: null });
 
   it('are written after the training record of their step, covered by the position, and counted apart from records', () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'llmcp-loss-')), 'loss.jsonl');
+    const file = path.join(tempDir('llmcp-loss-'), 'loss.jsonl');
     const log = LossLog.create(file);
     log.appendEvaluation(evaluation(0));
     log.append(record(1), null);

@@ -537,7 +537,11 @@ export class LossLog {
     this.#bytes += bytes.length;
   }
 
-  /** The current position (training records, bytes and SHA-256 of everything written, evaluation records included). */
+  /**
+   * The current position (training records, bytes and SHA-256 of everything written, evaluation records included).
+   *
+   * @returns the position, as a checkpoint records it.
+   */
   position(): LossLogPosition {
     return { records: this.#records, bytes: this.#bytes, sha256: `sha256:${this.#hash.copy().digest('hex')}` };
   }

@@ -15,7 +15,9 @@ import { copyFileSync, existsSync, readdirSync, renameSync, rmdirSync, rmSync, w
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
-import { diffConfig, isCheckpointStep, isPolicyField, POLICY_FIELDS, isValidationStep, learningRateAt, type TrainerConfig } from './config.ts';
+import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
+import type { TrainerConfig } from './config.ts';
+import { diffConfig, isPolicyDeclaration, isPolicyField } from './config-diff.ts';
 import { TrainerError, publicErrors } from './errors.ts';
 import { encodeJob, JOB_FORMAT, sealJob, type Job } from './job.ts';
 import { copyLossLogPrefix, LossLog, planLossLogResume } from './loss-log.ts';
@@ -59,10 +61,18 @@ function covered(key: string, declared: readonly string[]): boolean {
   return declared.some((d) => key === d || key.startsWith(`${d}.`));
 }
 
-function checkChanges(before: TrainerConfig, after: TrainerConfig, declared: readonly string[], what: string): { changed: string[]; unchanged: string[] } {
+/** A requested config change: the recorded config, the requested one, and the keys declared as changing. */
+interface ConfigChange {
+  readonly before: TrainerConfig;
+  readonly after: TrainerConfig;
+  readonly declared: readonly string[];
+}
+
+function checkChanges(change: ConfigChange, what: string): { changed: string[]; unchanged: string[] } {
+  const { before, after, declared } = change;
   const changed = diffConfig(before, after);
   // A declared key must be a policy field or a prefix of one (e.g. `sampling` covers `sampling.prompt`).
-  const notPolicy = declared.filter((d) => !isPolicyField(d) && !POLICY_FIELDS.some((p) => p.startsWith(`${d}.`)));
+  const notPolicy = declared.filter((d) => !isPolicyDeclaration(d));
   const forbidden = changed.filter((c) => !isPolicyField(c));
   if (forbidden.length > 0 || notPolicy.length > 0) {
     const list = [...new Set([...forbidden, ...notPolicy])];
@@ -100,13 +110,14 @@ function continueUnder(source: VerifiedSlot, config: TrainerConfig, run: { id: s
   const checksum = decodeCheckpoint(stateBytes).layout.checksumLabel;
   const step = old.step;
   const validated = old.evaluations.some((e) => e.step === step) || !isValidationStep(config, step);
-  const audited = old.sampling.lastAuditStep === step || !isCheckpointStep(config, step);
+  // The cadence checkpoint of this step (with its sample audit) is done, or none is due under the new config.
+  const cadenceCheckpointDone = old.sampling.lastAuditStep === step || !isCheckpointStep(config, step);
   const job = sealJob({
     ...old,
     format: JOB_FORMAT,
     config,
     configDigest: canonicalDigest(config),
-    phase: { validated, audited },
+    phase: { validated, audited: cadenceCheckpointDone },
     schedule: { step, nextLearningRate: step < config.steps ? learningRateAt(config, step + 1) : null },
     state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum },
     run,
@@ -165,7 +176,7 @@ async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise
 export async function pivotHeldRun(runDir: string, options: PivotOptions): Promise<PivotResult> {
   const manifest = requireRunManifest(runDir);
   const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, manifest));
-  const { changed, unchanged } = checkChanges(chosen.job.config, options.config, options.changes, 'pivot');
+  const { changed, unchanged } = checkChanges({ before: chosen.job.config, after: options.config, declared: options.changes }, 'pivot');
   if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});
   await checkContinuable(chosen, options.config, 'pivot');
   const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), chosen.job.lossLog);
@@ -186,7 +197,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
   fsyncDirectory(tmp);
   renameSync(tmp, archive);
   fsyncDirectory(archiveRoot);
-  writeSlot(runDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
+  writeSlot(runDir, { slot: 'latest', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
   rmSync(samples, { force: true });
   LossLog.resume(lossPlan).close();
   const archiveRel = path.relative(runDir, archive);
@@ -266,7 +277,7 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
       source = await verifySlot(sourceDir, options.slot);
     }
     const config = options.config ?? source.job.config;
-    const { changed } = checkChanges(source.job.config, config, options.changes ?? [], 'fork');
+    const { changed } = checkChanges({ before: source.job.config, after: config, declared: options.changes ?? [] }, 'fork');
     await checkContinuable(source, config, 'fork');
     // The history up to the fork point must be the one the slot recorded (checked before anything is written).
     planLossLogResume(path.join(sourceDir, RUN_FILES.lossLog), source.job.lossLog);
@@ -284,9 +295,9 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
     try {
       makeDirectories(checkpointsDir(targetDir));
       await copyLossLogPrefix(path.join(sourceDir, RUN_FILES.lossLog), path.join(targetDir, RUN_FILES.lossLog), source.job.lossLog);
-      writeSlot(targetDir, 'latest', next.stateBytes, encodeJob(next.job), { keepBackup: true });
+      writeSlot(targetDir, { slot: 'latest', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true });
       if (source.job.best !== null && source.job.best.step === source.job.step) {
-        writeSlot(targetDir, 'best', next.stateBytes, encodeJob(next.job), { keepBackup: true });
+        writeSlot(targetDir, { slot: 'best', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true });
       }
       const sourceAbs = path.resolve(sourceDir);
       const targetAbs = path.resolve(targetDir);

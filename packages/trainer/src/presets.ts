@@ -4,44 +4,67 @@
  * is the golden 6330-byte LLMCP35 file.
  */
 import { bundledCorpusFiles } from '@llmcp/data/node';
+import { CH33_FIXTURE } from '@llmcp/optim';
 import { parseConfig, type TrainerConfig } from './config.ts';
 
+const ch33Text = (tokens: readonly number[]): string => tokens.map((t) => CH33_FIXTURE.literalPieces[t] as string).join('');
+const ch33Steps = CH33_FIXTURE.learningRates.length;
+const ch33Decoder = CH33_FIXTURE.decoder;
+
 /**
- * The ch33 fixture as a trainer config input: literal pieces "0"…"4", the four
- * documents of ../../../docs/spec/training.md §1, context 2, update batches of 2 shuffled with
- * seed 33 (repeat policy), init seed 33, the eight-rate list schedule, clip
- * 0.35, RMSNorm gains without decay, validation at steps 0, 2, 4, 6, 8
- * (training batches of 5, validation batches of 4), one checkpoint at step 8,
- * and the sampling stream of the golden file (seed 35, one discarded draw)
- * with the ch36 audit (prompt "0", τ = 1, top-k 3, at most 4 new tokens).
+ * The ch33 fixture as a trainer config input, built from `@llmcp/optim`'s
+ * `CH33_FIXTURE` (the one definition of the run): literal pieces "0"…"4", the
+ * four documents of ../../../docs/spec/training.md §1, context 2, update
+ * batches of 2 shuffled with seed 33 (repeat policy), init seed 33, the
+ * eight-rate list schedule, clip 0.35, validation at steps 0, 2, 4, 6, 8
+ * (training batches of 5, validation batches of 4) and the sampling stream of
+ * the golden file (seed 35, one discarded draw). The trainer's own choices
+ * are added: RMSNorm gains without decay, one checkpoint at the last step,
+ * the ch36 audit (prompt "0", τ = 1, top-k 3, at most 4 new tokens), no
+ * timing and one thread. Every key is given, so it is also a complete config.
  */
-export const CH33_CONFIG_INPUT = {
-  steps: 8,
+export const CH33_CONFIG_INPUT: TrainerConfig = {
+  steps: ch33Steps,
   data: {
     source: {
       kind: 'inline',
       documents: [
-        { id: 'train-a', partition: 'train', text: '012340123401' },
-        { id: 'train-b', partition: 'train', text: '234012340123' },
-        { id: 'validation-a', partition: 'validation', text: '012340123' },
-        { id: 'validation-b', partition: 'validation', text: '000000000' },
+        ...CH33_FIXTURE.documents.train.map((d) => ({ id: d.id, partition: 'train' as const, text: ch33Text(d.tokens) })),
+        ...CH33_FIXTURE.documents.validation.map((d) => ({ id: d.id, partition: 'validation' as const, text: ch33Text(d.tokens) })),
       ],
     },
-    contextLength: 2,
+    contextLength: CH33_FIXTURE.contextLength,
     stride: 1,
-    batchSize: 2,
-    shuffle: { seed: 33, epochs: 'repeat' },
+    batchSize: CH33_FIXTURE.updateBatchSize,
+    shuffle: { seed: Number(CH33_FIXTURE.shuffleSeed), epochs: 'repeat' },
   },
-  tokenizer: { kind: 'literal', pieces: ['0', '1', '2', '3', '4'] },
-  model: { width: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6, initSeed: 33 },
-  optimizer: { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01, groups: 'gain-no-decay', clipNorm: 0.35 },
-  schedule: { kind: 'list', rates: [0.04, 0.04, 0.025, 0.025, 0.015, 0.015, 0.008, 0.008] },
-  evaluation: { validateEvery: 2, batchSize: 4, stride: 1, trainingLoss: true, trainingBatchSize: 5, maxBatches: null },
-  checkpoint: { every: 8, keepSteps: 3 },
-  sampling: { seed: 35, discard: 1, prompt: '0', count: 1, maxNewTokens: 4, temperature: 1, topK: 3 },
+  tokenizer: { kind: 'literal', pieces: [...CH33_FIXTURE.literalPieces] },
+  model: {
+    width: ch33Decoder.modelWidth,
+    heads: ch33Decoder.heads,
+    feedForwardWidth: ch33Decoder.feedForwardWidth,
+    layers: ch33Decoder.layers,
+    maxPositions: ch33Decoder.maxPositions,
+    ropeBase: ch33Decoder.ropeBase,
+    rmsEpsilon: ch33Decoder.rmsEpsilon,
+    initSeed: Number(CH33_FIXTURE.initSeed),
+  },
+  optimizer: { ...CH33_FIXTURE.adamw, groups: 'gain-no-decay', clipNorm: CH33_FIXTURE.maxGradientNorm },
+  schedule: { kind: 'list', rates: [...CH33_FIXTURE.learningRates] },
+  evaluation: {
+    // The fixture's validation steps are 0, N, 2N, … (and the last step): N is the spacing.
+    validateEvery: (CH33_FIXTURE.validationSteps[1] as number) - (CH33_FIXTURE.validationSteps[0] as number),
+    batchSize: CH33_FIXTURE.validationBatchSize,
+    stride: 1,
+    trainingLoss: true,
+    trainingBatchSize: CH33_FIXTURE.trainEvaluationBatchSize,
+    maxBatches: null,
+  },
+  checkpoint: { every: ch33Steps, keepSteps: 3 },
+  sampling: { seed: Number(CH33_FIXTURE.samplingSeed), discard: CH33_FIXTURE.samplingDiscard, prompt: '0', count: 1, maxNewTokens: 4, temperature: 1, topK: 3 },
   log: { timing: false },
   threads: 1,
-} as const;
+};
 
 /**
  * The validated ch33 fixture config.

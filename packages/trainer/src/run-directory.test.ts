@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync, cpSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fakeCheckpoint, tempDir } from '../test/helpers/fake-checkpoint.ts';
+import { fakeCheckpoint } from '../test/helpers/fake-checkpoint.ts';
+import { tempDir } from '../test/helpers/run-fixture.ts';
 import { isTrainerError } from './errors.ts';
 import {
   applyRetention,
@@ -18,7 +19,7 @@ import { removeLeftovers } from './internal/durable-fs.ts';
 
 function publish(runDir: string, step: number, slot = 'latest'): void {
   const { stateBytes, jobBytes } = fakeCheckpoint(step);
-  writeSlot(runDir, slot, stateBytes, jobBytes, { keepBackup: slot === 'latest' || slot === 'best' });
+  writeSlot(runDir, { slot, stateBytes, jobBytes }, { keepBackup: slot === 'latest' || slot === 'best' });
 }
 
 function slotFile(runDir: string, slot: string, file: string): string {
@@ -42,9 +43,9 @@ describe('writeSlot / publishSlot', () => {
     publish(run, 1);
     publish(run, 2);
     const { stateBytes, jobBytes } = fakeCheckpoint(3);
-    const tmp = writeCheckpointDirectory(run, stateBytes, jobBytes, 'latest');
+    const tmp = writeCheckpointDirectory(run, { stateBytes, jobBytes }, 'latest');
     expect(() =>
-      publishSlot(run, tmp, 'latest', {
+      publishSlot(run, { tmpDir: tmp, slot: 'latest' }, {
         keepBackup: true,
         hook: (s) => {
           if (s === stage) throw new Error(`crash after ${s}`);
@@ -66,7 +67,7 @@ describe('writeSlot / publishSlot', () => {
     const run = tempDir();
     publish(run, 1);
     const { stateBytes, jobBytes } = fakeCheckpoint(2);
-    const tmp = writeCheckpointDirectory(run, stateBytes, jobBytes, 'latest');
+    const tmp = writeCheckpointDirectory(run, { stateBytes, jobBytes }, 'latest');
     truncateSync(path.join(tmp, 'state.llmcp'), 100);
     expect((await chooseCheckpoint(run)).chosen.job.step).toBe(1);
   });

@@ -209,31 +209,31 @@ export interface StateFileFacts {
  * Verifies the pairing of a job and the state file it claims (size, SHA-256,
  * LLMCP35 checksum label, step, sampling RNG state, tokenizer identity).
  *
- * @param job - a digest-verified job.
- * @param state - the decoded state.
- * @param facts - size, SHA-256 and checksum label of the state file.
+ * @param pair - a digest-verified job, the decoded state, and the size, SHA-256 and checksum label of the state file.
  * @param slot - slot name for messages.
  * @throws TrainerError `TRAINER_PAIR_MISMATCH`.
  */
-export function verifyPairing(job: Job, state: CheckpointState, facts: StateFileFacts, slot: SlotName): void {
-  const mismatch = (what: string, expected: string, found: string, field: string): never => {
+export function verifyPairing(pair: { readonly job: Job; readonly state: CheckpointState; readonly facts: StateFileFacts }, slot: SlotName): void {
+  const { job, state, facts } = pair;
+  /** `field` of job.json disagrees: `expected` is job.json's value, `found` the state file's. */
+  const mismatch = (field: string, what: string, values: { readonly expected: string; readonly found: string }): never => {
     throw new TrainerError(
       'TRAINER_PAIR_MISMATCH',
-      `${slot}: job.json and state.llmcp are not a pair: ${what} expected ${expected} (from job.json), found ${found} (in state.llmcp)`,
+      `${slot}: job.json and state.llmcp are not a pair: ${what} expected ${values.expected} (from job.json), found ${values.found} (in state.llmcp)`,
       { slot, fields: [field] },
     );
   };
   if (facts.bytes !== job.state.bytes || facts.sha256 !== job.state.sha256) {
-    mismatch('state file', `${job.state.sha256} (${job.state.bytes} bytes)`, `${facts.sha256} (${facts.bytes} bytes)`, 'state.sha256');
+    mismatch('state.sha256', 'state file', { expected: `${job.state.sha256} (${job.state.bytes} bytes)`, found: `${facts.sha256} (${facts.bytes} bytes)` });
   }
   // Jobs of the first job format recorded a plain FNV-1a of the file here, not the LLMCP35 checksum; the SHA-256 above covers them.
-  if (job.format !== LEGACY_JOB_FORMAT && facts.checksum !== job.state.checksum) mismatch('LLMCP35 checksum', job.state.checksum, facts.checksum, 'state.checksum');
-  if (state.selectedStep !== BigInt(job.step)) mismatch('step', String(job.step), String(state.selectedStep), 'step');
+  if (job.format !== LEGACY_JOB_FORMAT && facts.checksum !== job.state.checksum) mismatch('state.checksum', 'LLMCP35 checksum', { expected: job.state.checksum, found: facts.checksum });
+  if (state.selectedStep !== BigInt(job.step)) mismatch('step', 'step', { expected: String(job.step), found: String(state.selectedStep) });
   if (u64Hex(state.samplingRngState) !== job.sampling.checkpointState) {
-    mismatch('sampling RNG state', job.sampling.checkpointState, u64Hex(state.samplingRngState), 'sampling.checkpointState');
+    mismatch('sampling.checkpointState', 'sampling RNG state', { expected: job.sampling.checkpointState, found: u64Hex(state.samplingRngState) });
   }
   const identity = tokenizerFromState(state.tokenizer).identity();
-  if (identity !== job.inputs.tokenizer.identity) mismatch('tokenizer identity', job.inputs.tokenizer.identity, identity, 'inputs.tokenizer.identity');
+  if (identity !== job.inputs.tokenizer.identity) mismatch('inputs.tokenizer.identity', 'tokenizer identity', { expected: job.inputs.tokenizer.identity, found: identity });
 }
 
 /**
@@ -270,7 +270,7 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   }
   const sha256 = `sha256:${sha.digest('hex')}`;
   const { layout, ...state } = decoded;
-  verifyPairing(job, state, { bytes: layout.fileLength, sha256, checksum: layout.checksumLabel }, slot);
+  verifyPairing({ job, state, facts: { bytes: layout.fileLength, sha256, checksum: layout.checksumLabel } }, slot);
   return { slot, dir, job, state, stateFile };
 }
 
@@ -297,6 +297,20 @@ export interface CheckpointChoice {
   readonly report: readonly SlotReport[];
 }
 
+/** The entries of the checkpoints directory (none when it is missing). */
+function slotNames(runDir: string): string[] {
+  try {
+    return readdirSync(checkpointsDir(runDir));
+  } catch {
+    return [];
+  }
+}
+
+/** The `step_N` names among `names`, newest first. */
+function stepSlotsOf(names: readonly string[]): SlotName[] {
+  return names.filter((n) => stepOfSlot(n) !== null).sort((a, b) => (stepOfSlot(b) ?? 0) - (stepOfSlot(a) ?? 0));
+}
+
 /**
  * The resume candidates of a run in preference order: `latest`,
  * `latest.backup`, the step snapshots newest first, then `best` and
@@ -310,16 +324,8 @@ export interface CheckpointChoice {
  * @returns slot names that exist.
  */
 export function resumeCandidates(runDir: string): SlotName[] {
-  const dir = checkpointsDir(runDir);
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  const steps = names
-    .filter((n) => stepOfSlot(n) !== null)
-    .sort((a, b) => (stepOfSlot(b) ?? 0) - (stepOfSlot(a) ?? 0));
+  const names = slotNames(runDir);
+  const steps = stepSlotsOf(names);
   const rolling = [...['latest', 'latest.backup'].filter((n) => names.includes(n)), ...steps];
   const bestSlots = ['best', 'best.backup'].filter((n) => names.includes(n));
   if (bestSlots.length === 0) return rolling;
@@ -562,20 +568,27 @@ function inTempDirectory<T>(runDir: string, label: string, fill: (tmp: string) =
   }
 }
 
+/** The two files of a checkpoint, encoded. */
+export interface CheckpointBytes {
+  /** Encoded `state.llmcp`. */
+  readonly stateBytes: Uint8Array;
+  /** Encoded `job.json`. */
+  readonly jobBytes: Uint8Array;
+}
+
 /**
  * Writes a checkpoint (state + job bytes) durably into a fresh temporary
  * directory inside `checkpoints/`.
  *
  * @param runDir - the run directory.
- * @param stateBytes - encoded `state.llmcp`.
- * @param jobBytes - encoded `job.json`.
+ * @param checkpoint - the encoded `state.llmcp` and `job.json`.
  * @param label - slot label for the temporary name.
  * @returns the temporary directory.
  */
-export function writeCheckpointDirectory(runDir: string, stateBytes: Uint8Array, jobBytes: Uint8Array, label: string): string {
+export function writeCheckpointDirectory(runDir: string, checkpoint: CheckpointBytes, label: string): string {
   return inTempDirectory(runDir, label, (tmp) => {
-    writeNewFileDurable(path.join(tmp, RUN_FILES.state), stateBytes);
-    writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
+    writeNewFileDurable(path.join(tmp, RUN_FILES.state), checkpoint.stateBytes);
+    writeNewFileDurable(path.join(tmp, RUN_FILES.job), checkpoint.jobBytes);
   }).tmp;
 }
 
@@ -586,17 +599,16 @@ export function writeCheckpointDirectory(runDir: string, stateBytes: Uint8Array,
  * LLMCP35 checksum.
  *
  * @param runDir - the run directory.
- * @param state - the checkpoint state.
- * @param seal - builds the job bytes from the state file's facts.
+ * @param checkpoint - `state`: the checkpoint state; `seal`: builds the job bytes from the state file's facts.
  * @param label - slot label for the temporary name.
  * @returns the temporary directory, the facts and the job bytes.
  */
 export async function writeCheckpointFromState(
   runDir: string,
-  state: CheckpointState,
-  seal: (facts: StateFileFacts) => Uint8Array,
+  checkpoint: { readonly state: CheckpointState; readonly seal: (facts: StateFileFacts) => Uint8Array },
   label: string,
 ): Promise<{ tmp: string; facts: StateFileFacts; jobBytes: Uint8Array }> {
+  const { state, seal } = checkpoint;
   const parent = checkpointsDir(runDir);
   makeDirectories(parent);
   const tmp = makeTempDirectory(parent, `tmp-${label}`);
@@ -659,11 +671,11 @@ export interface PublishOptions {
  * the module comment for why every instant leaves a loadable checkpoint).
  *
  * @param runDir - the run directory.
- * @param tmpDir - a directory from {@link writeCheckpointDirectory}.
- * @param slot - the slot to publish.
+ * @param what - `tmpDir`: a directory from {@link writeCheckpointDirectory}; `slot`: the slot to publish it as.
  * @param options - backup policy and test hook.
  */
-export function publishSlot(runDir: string, tmpDir: string, slot: SlotName, options: PublishOptions): void {
+export function publishSlot(runDir: string, what: { readonly tmpDir: string; readonly slot: SlotName }, options: PublishOptions): void {
+  const { tmpDir, slot } = what;
   const parent = checkpointsDir(runDir);
   const target = path.join(parent, slot);
   const backup = `${target}.backup`;
@@ -689,15 +701,14 @@ export function publishSlot(runDir: string, tmpDir: string, slot: SlotName, opti
  * Writes and publishes one checkpoint as `slot` (temporary directory, then renames).
  *
  * @param runDir - the run directory.
- * @param slot - target slot.
- * @param stateBytes - encoded state.
- * @param jobBytes - encoded job.
+ * @param checkpoint - the target slot and the encoded state and job.
  * @param options - publication options.
  */
-export function writeSlot(runDir: string, slot: SlotName, stateBytes: Uint8Array, jobBytes: Uint8Array, options: PublishOptions): void {
-  const tmp = writeCheckpointDirectory(runDir, stateBytes, jobBytes, slot);
+export function writeSlot(runDir: string, checkpoint: CheckpointBytes & { readonly slot: SlotName }, options: PublishOptions): void {
+  const { slot } = checkpoint;
+  const tmp = writeCheckpointDirectory(runDir, checkpoint, slot);
   try {
-    publishSlot(runDir, tmp, slot, options);
+    publishSlot(runDir, { tmpDir: tmp, slot }, options);
   } catch (e) {
     if (existsSync(tmp)) {
       try {
@@ -731,9 +742,15 @@ export interface RetentionResult {
  */
 export async function applyRetention(runDir: string, keep: number, knownGood: SlotName | null = null): Promise<RetentionResult> {
   const parent = checkpointsDir(runDir);
-  const candidates = resumeCandidates(runDir);
-  const steps = candidates.filter((n) => stepOfSlot(n) !== null);
+  // The step snapshots from the directory listing alone: a save below the limit reads no job.json.
+  const names = slotNames(runDir);
+  const steps = stepSlotsOf(names);
   if (steps.length <= keep) return { kept: steps, removed: [], protectedSlot: null };
+  // The newest verified checkpoint is the first candidate that verifies. When the caller already knows the
+  // first rolling slot verifies, that is it: the best slots (whose job.json files the full candidate list
+  // reads to order them) come after every rolling slot, so they cannot come first.
+  const rollingHead = ['latest', 'latest.backup'].find((n) => names.includes(n)) ?? steps[0];
+  const candidates = knownGood !== null && knownGood === rollingHead ? [knownGood] : resumeCandidates(runDir);
   let newestVerified: SlotName | null = null;
   for (const slot of candidates) {
     if (slot === knownGood) {

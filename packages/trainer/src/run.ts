@@ -20,7 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
 import { kernelInfo } from '@llmcp/model';
 import { CheckpointSaver, type SaveMode } from './background-saver.ts';
-import { diffConfig, isCheckpointStep, isPolicyField, isValidationStep, learningRateAt, parseConfig, type TrainerConfig } from './config.ts';
+import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
+import { parseConfig, type TrainerConfig } from './config.ts';
+import { diffConfig, isPolicyField, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS } from './config-diff.ts';
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
@@ -55,7 +57,7 @@ import { createEngine, type EngineFaults } from './llmcp-engine.ts';
 import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs } from './inputs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 import { pivotHeldRun } from './pivot.ts';
-import { describeStepBudgetChange, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS, type StepBudgetChange } from './step-budget.ts';
+import { describeStepBudgetChange, type StepBudgetChange } from './step-budget.ts';
 
 /** Options shared by every operation that trains. */
 export interface TrainingOptions {
@@ -78,8 +80,9 @@ export interface TrainRunOptions extends TrainingOptions {
 }
 
 /**
- * Deliberately broken resumes, for negative-control tests only: each drops one
- * piece of state so the test can show the final bytes then differ.
+ * Deliberately broken resumes, for negative-control tests only
+ * ({@link resumeRunWithFaults}): each drops one piece of state so the test can
+ * show the final bytes then differ.
  */
 export interface ResumeFaults extends EngineFaults {
   /** Re-seed the sampling stream from the config instead of restoring it. */
@@ -103,8 +106,6 @@ export interface ResumeRunOptions extends TrainingOptions {
   readonly steps?: number;
   /** Model worker threads (default: `config.threads`, else the recorded value); never a config change, the bits do not depend on it. */
   readonly threads?: number;
-  /** Negative-control faults (tests only). */
-  readonly faults?: ResumeFaults;
 }
 
 /** The outcome of a training call. */
@@ -138,17 +139,25 @@ export interface RunResult {
   readonly lossRecordsCut: number;
 }
 
+/**
+ * Where the job stands at the boundary after update `step`. `validated` and
+ * `cadenceCheckpointDone` are written to job.json as `phase.validated` and
+ * `phase.audited`.
+ */
 interface JobState {
   step: number;
+  /** The validation due at `step` has run (true when none is due). */
   validated: boolean;
-  audited: boolean;
+  /** The cadence checkpoint (with its sample audit) due at `step` was submitted (true when none is due). */
+  cadenceCheckpointDone: boolean;
   evaluations: EvaluationRecord[];
   best: { step: number; validationLoss: number } | null;
   samplingState: bigint;
   lastAuditStep: number | null;
   latestValid: boolean;
   bestValid: boolean;
-  savedLatest: string | null;
+  /** The {@link phaseKey} of what latest/ holds (null when unknown): a stop or SIGUSR1 checkpoint is skipped when it equals the current one. */
+  latestHoldsPhase: string | null;
 }
 
 interface JobContext {
@@ -190,16 +199,24 @@ export function initialSamplingState(config: TrainerConfig): bigint {
   return rng.state;
 }
 
-function phaseKey(state: { readonly step: number; readonly validated: boolean; readonly audited: boolean }): string {
-  return `${state.step}:${state.validated}:${state.audited}`;
+/** Identifies a step boundary and the work done at it (job.json's `step` and `phase`). */
+function phaseKey(step: number, phase: { readonly validated: boolean; readonly audited: boolean }): string {
+  return `${step}:${phase.validated}:${phase.audited}`;
 }
 
-async function saveCheckpoint(
-  ctx: JobContext,
-  reason: CheckpointReason,
-  slots: { latest: boolean; best: boolean; step: boolean },
-  withAudit: boolean,
-): Promise<void> {
+/** The job.json `phase` of a state. */
+function phaseOf(state: JobState): { validated: boolean; audited: boolean } {
+  return { validated: state.validated, audited: state.cadenceCheckpointDone };
+}
+
+/** What a checkpoint publishes: its slots, and whether the sample audit runs with it (cadence checkpoints). */
+interface CheckpointSpec {
+  readonly slots: { latest: boolean; best: boolean; step: boolean };
+  readonly withAudit: boolean;
+}
+
+async function saveCheckpoint(ctx: JobContext, reason: CheckpointReason, spec: CheckpointSpec): Promise<void> {
+  const { slots, withAudit } = spec;
   const started = performance.now();
   if (ctx.auditInFlight) {
     // The stream continues from the state after the last audit, which the save reports.
@@ -217,7 +234,7 @@ async function saveCheckpoint(
     job: {
       format: JOB_FORMAT,
       step: state.step,
-      phase: { validated: state.validated, audited: state.audited || withAudit },
+      phase: { validated: state.validated, audited: state.cadenceCheckpointDone || withAudit },
       config,
       configDigest: ctx.configDigest,
       inputs: ctx.identity,
@@ -245,7 +262,7 @@ async function saveCheckpoint(
   }
   if (slots.latest) {
     state.latestValid = true;
-    state.savedLatest = phaseKey({ ...state, audited: state.audited || withAudit });
+    state.latestHoldsPhase = phaseKey(state.step, { validated: state.validated, audited: state.cadenceCheckpointDone || withAudit });
   }
   if (slots.best) state.bestValid = true;
   ctx.emit({ type: 'checkpoint', step: state.step, reason, blockedMs: performance.now() - started });
@@ -300,25 +317,25 @@ async function runLoop(ctx: JobContext): Promise<{ status: 'completed' | 'stoppe
           bestValidationLoss: best.validationLoss,
           improved,
         });
-        const cadence = isCheckpointStep(config, state.step) && !state.audited;
-        if (improved && !cadence) await saveCheckpoint(ctx, 'best', { latest: false, best: true, step: false }, false);
+        const cadence = isCheckpointStep(config, state.step) && !state.cadenceCheckpointDone;
+        if (improved && !cadence) await saveCheckpoint(ctx, 'best', { slots: { latest: false, best: true, step: false }, withAudit: false });
         if (cadence) {
-          await saveCheckpoint(ctx, state.step === config.steps ? 'final' : 'cadence', { latest: true, best: improved, step: true }, true);
-          state.audited = true;
+          await saveCheckpoint(ctx, state.step === config.steps ? 'final' : 'cadence', { slots: { latest: true, best: improved, step: true }, withAudit: true });
+          state.cadenceCheckpointDone = true;
         }
       }
     }
-    if (state.validated && isCheckpointStep(config, state.step) && !state.audited) {
-      await saveCheckpoint(ctx, state.step === config.steps ? 'final' : 'cadence', { latest: true, best: false, step: true }, true);
-      state.audited = true;
+    if (state.validated && isCheckpointStep(config, state.step) && !state.cadenceCheckpointDone) {
+      await saveCheckpoint(ctx, state.step === config.steps ? 'final' : 'cadence', { slots: { latest: true, best: false, step: true }, withAudit: true });
+      state.cadenceCheckpointDone = true;
     }
-    const finished = state.step >= config.steps && state.validated && state.audited;
+    const finished = state.step >= config.steps && state.validated && state.cadenceCheckpointDone;
     if (control.stopRequested !== null && !finished) {
-      if (state.savedLatest !== phaseKey(state)) await saveCheckpoint(ctx, 'stop', { latest: true, best: false, step: false }, false);
+      if (state.latestHoldsPhase !== phaseKey(state.step, phaseOf(state))) await saveCheckpoint(ctx, 'stop', { slots: { latest: true, best: false, step: false }, withAudit: false });
       return { status: 'stopped', reason: control.stopRequested };
     }
-    if (control.takeCheckpointRequest() && state.savedLatest !== phaseKey(state)) {
-      await saveCheckpoint(ctx, 'signal', { latest: true, best: false, step: false }, false);
+    if (control.takeCheckpointRequest() && state.latestHoldsPhase !== phaseKey(state.step, phaseOf(state))) {
+      await saveCheckpoint(ctx, 'signal', { slots: { latest: true, best: false, step: false }, withAudit: false });
     }
     if (ctx.saver.failure !== null) await ctx.saver.flush();
     if (finished) return { status: 'completed', reason: null };
@@ -337,7 +354,7 @@ async function runLoop(ctx: JobContext): Promise<{ status: 'completed' | 'stoppe
     const stepMs = performance.now() - started;
     state.step = step;
     state.validated = !isValidationStep(config, step);
-    state.audited = !isCheckpointStep(config, step);
+    state.cadenceCheckpointDone = !isCheckpointStep(config, step);
     const record = { step, loss: update.loss, learningRate, gradientNorm: update.gradientNorm, clipped: update.clipped, tokens: update.tokens };
     ctx.lossLog.append(
       record,
@@ -404,15 +421,13 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     identity: setup.inputs.identity,
     engine: setup.engine,
     lossLog: setup.lossLog,
-    saver: new CheckpointSaver(
-      options.saveMode ?? 'worker',
-      (result) => {
+    saver: new CheckpointSaver(options.saveMode ?? 'worker', {
+      onSaved: (result) => {
         if (lastSaved === null || result.step >= lastSaved.step) lastSaved = { slot: result.slots.includes('latest') ? 'latest' : (result.slots[0] ?? 'latest'), step: result.step };
         emit({ type: 'checkpoint-saved', step: result.step, slots: result.slots, saveMs: result.durationMs, samples: result.audit?.samples.map((s) => s.text ?? '') ?? null });
       },
-      undefined,
-      setup.resumedFrom !== null,
-    ),
+      hadCheckpoint: setup.resumedFrom !== null,
+    }),
     lock,
     control,
     emit,
@@ -503,14 +518,14 @@ function freshState(config: TrainerConfig): JobState {
   return {
     step: 0,
     validated: false,
-    audited: true,
+    cadenceCheckpointDone: true,
     evaluations: [],
     best: null,
     samplingState: initialSamplingState(config),
     lastAuditStep: null,
     latestValid: true,
     bestValid: true,
-    savedLatest: null,
+    latestHoldsPhase: null,
   };
 }
 
@@ -548,7 +563,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
     }
     // Inputs and engine first: a bad corpus, tokenizer or config leaves nothing behind on disk.
     const inputs = await prepareInputs(config, {});
-    const engine = await createEngine(config, inputs, null, {});
+    const engine = await createEngine(config, inputs);
     let lock: RunLock | null = null;
     let createdDirs: string[] = [];
     // What this process created inside the run directory while holding its lock, removed again if the start fails.
@@ -630,6 +645,14 @@ export interface ResumePlan {
   readonly lossPlan: LossLogResumePlan;
 }
 
+/** Options of {@link planResume}. */
+export interface PlanResumeOptions {
+  /** Config keys that may differ (pivot); default none. When any other key differs, the refusal names every differing key. */
+  readonly allowedChanges?: (key: string) => boolean;
+  /** What run.json and best/ prove about the run's checkpoints (default: read them). */
+  readonly evidence?: CheckpointEvidence;
+}
+
 /**
  * Loads and checks everything a resume needs, changing nothing on disk: the
  * checkpoint (with fallback), the implementation version, the config, every
@@ -637,17 +660,17 @@ export interface ResumePlan {
  *
  * @param runDir - the run directory.
  * @param requested - the config the caller wants to continue with, or a function of the recorded one (default: the recorded one).
- * @param allowedChanges - config keys that may differ (pivot); default none. When any other key differs, the refusal names every differing key.
- * @param evidence - what run.json and best/ prove about the run's checkpoints (default: read them).
+ * @param options - the keys that may change, the checkpoint evidence.
  * @returns the plan.
  * @throws TrainerError naming every changed field or input.
  */
 export async function planResume(
   runDir: string,
-  requested: TrainerConfig | ((recorded: TrainerConfig) => TrainerConfig) | undefined,
-  allowedChanges: (key: string) => boolean = () => false,
-  evidence: CheckpointEvidence = checkpointEvidence(runDir, readRunManifest(runDir)),
+  requested?: TrainerConfig | ((recorded: TrainerConfig) => TrainerConfig),
+  options: PlanResumeOptions = {},
 ): Promise<ResumePlan> {
+  const allowedChanges = options.allowedChanges ?? ((): boolean => false);
+  const evidence = options.evidence ?? checkpointEvidence(runDir, readRunManifest(runDir));
   const { chosen, report } = await chooseCheckpoint(runDir, evidence);
   const job: Job = chosen.job;
   const implementation = implementationIdentity();
@@ -736,10 +759,24 @@ function requestedConfig(options: ResumeRunOptions): (recorded: TrainerConfig) =
  * ```
  */
 export async function resumeRun(runDir: string, options: ResumeRunOptions = {}): Promise<RunResult> {
-  return publicErrors(() => resumeRunUnwrapped(runDir, options));
+  return publicErrors(() => resumeRunUnwrapped(runDir, options, {}));
 }
 
-async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Promise<RunResult> {
+/**
+ * {@link resumeRun} with deliberately broken restores, for negative-control
+ * tests only (`@llmcp/trainer/testing`): each fault drops one piece of state
+ * so a test can show that the final bytes then differ.
+ *
+ * @param runDir - the run directory.
+ * @param options - as for {@link resumeRun}.
+ * @param faults - the pieces of state to drop.
+ * @returns the outcome.
+ */
+export async function resumeRunWithFaults(runDir: string, options: ResumeRunOptions, faults: ResumeFaults): Promise<RunResult> {
+  return publicErrors(() => resumeRunUnwrapped(runDir, options, faults));
+}
+
+async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, faults: ResumeFaults): Promise<RunResult> {
   if (!existsSync(path.join(runDir, RUN_FILES.manifest))) {
     throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
   }
@@ -759,7 +796,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       }
       return await restartRun(runDir, options, lock);
     }
-    let plan = await planResume(runDir, requestedConfig(options), (k) => RESUME_CHANGEABLE_FIELDS.includes(k), evidence);
+    let plan = await planResume(runDir, requestedConfig(options), { allowedChanges: (k) => RESUME_CHANGEABLE_FIELDS.includes(k), evidence });
     let budgetChange: StepBudgetChange | null = null;
     // What the choice of checkpoint found (refused slots) is reported from the first look, before any pivot.
     const loadReport = plan.report;
@@ -788,11 +825,10 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
       emitter(options.onEvent)({ type: 'budget-changed', ...budgetChange });
       manifest = readRunManifest(runDir);
       evidence = checkpointEvidence(runDir, manifest);
-      plan = await planResume(runDir, plan.config, undefined, evidence);
+      plan = await planResume(runDir, plan.config, { evidence });
     }
-    const faults = options.faults ?? {};
     const job = plan.chosen.job;
-    const engine = await createEngine(plan.config, plan.inputs, { state: plan.chosen.state, data: job.data }, faults);
+    const engine = await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults });
     const next = engine.nextBatchFingerprint();
     if (faults.dropShuffleState !== true && next !== job.nextBatch) {
       await engine.dispose();
@@ -807,7 +843,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
     removeLeftovers(checkpointsDir(runDir));
     let repaired: string[];
     try {
-      repaired = await completeDueWork(runDir, plan, evidence, complete);
+      repaired = await completeDueWork(plan, evidence, complete);
     } catch (e) {
       await engine.dispose();
       throw e;
@@ -856,14 +892,14 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
     const state: JobState = {
       step: job.step,
       validated: job.phase.validated,
-      audited: job.phase.audited,
+      cadenceCheckpointDone: job.phase.audited,
       evaluations: [...job.evaluations],
       best: job.best,
       samplingState: faults.reseedSampling === true ? initialSamplingState(plan.config) : BigInt(job.sampling.nextState),
       lastAuditStep: job.sampling.lastAuditStep,
       latestValid: plan.chosen.slot === 'latest' || plan.report.find((r) => r.slot === 'latest')?.status !== 'refused',
       bestValid: await slotVerifies(runDir, 'best'),
-      savedLatest: plan.chosen.slot === 'latest' ? phaseKey({ step: job.step, ...job.phase }) : null,
+      latestHoldsPhase: plan.chosen.slot === 'latest' ? phaseKey(job.step, job.phase) : null,
     };
     return await executeJob(
       {
@@ -895,18 +931,19 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions): Pr
  * a crash cut short. Each piece is rebuilt from the verified checkpoint
  * itself, so doing it twice changes nothing.
  */
-async function completeDueWork(runDir: string, plan: ResumePlan, evidence: CheckpointEvidence, complete: boolean): Promise<string[]> {
-  const { chosen, config, report } = plan;
+async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, complete: boolean): Promise<string[]> {
+  const { runDir, chosen, config, report } = plan;
   const job = chosen.job;
   const repaired: string[] = [];
   const publishCopy = async (slot: string, keepBackup: boolean, currentIsValid: boolean): Promise<void> => {
     const tmp = copyCheckpointDirectory(runDir, chosen.dir, slot);
-    publishSlot(runDir, tmp, slot, { keepBackup, currentIsValid });
+    publishSlot(runDir, { tmpDir: tmp, slot }, { keepBackup, currentIsValid });
     repaired.push(slot);
   };
-  const audited = job.sampling.lastAuditStep === job.step && evidence.pivotStep !== job.step;
+  // The chosen checkpoint's own step had its sample audit (a pivot at that step does not count).
+  const auditedAtStep = job.sampling.lastAuditStep === job.step && evidence.pivotStep !== job.step;
   // A cadence checkpoint publishes a step snapshot with latest/.
-  if (isCheckpointStep(config, job.step) && audited && config.checkpoint.keepSteps > 0) {
+  if (isCheckpointStep(config, job.step) && auditedAtStep && config.checkpoint.keepSteps > 0) {
     const slot = stepSlotName(job.step);
     if (chosen.slot !== slot && readSlotJob(runDir, slot)?.digest !== job.digest) await publishCopy(slot, false, false);
   }
@@ -922,7 +959,7 @@ async function completeDueWork(runDir: string, plan: ResumePlan, evidence: Check
     await publishCopy('latest', true, report.find((r) => r.slot === 'latest')?.status !== 'refused' && existsSync(path.join(checkpointsDir(runDir), 'latest')));
   }
   const settings = auditSettings(config);
-  if (settings !== null && audited) {
+  if (settings !== null && auditedAtStep) {
     const file = path.join(runDir, RUN_FILES.samples);
     let current: Partial<SampleAudit> | null = null;
     try {
@@ -965,7 +1002,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
   }
   const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), EMPTY_LOSS_LOG);
   const inputs = await prepareInputs(config, {});
-  const engine = await createEngine(config, inputs, null, {});
+  const engine = await createEngine(config, inputs);
   removeLeftovers(checkpointsDir(runDir));
   makeDirectories(checkpointsDir(runDir));
   const lossLog = LossLog.resume(lossPlan);

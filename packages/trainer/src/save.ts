@@ -96,11 +96,8 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
   }
   const lossFile = path.join(request.runDir, RUN_FILES.lossLog);
   if (request.job.lossLog.bytes > 0) fsyncFile(lossFile);
-  const planned: { slot: string; options: PublishOptions }[] = [];
   const withHook = hook === undefined ? {} : { hook };
-  if (request.slots.best) planned.push({ slot: 'best', options: { keepBackup: true, currentIsValid: request.bestIsValid, ...withHook } });
-  if (request.slots.latest) planned.push({ slot: 'latest', options: { keepBackup: true, currentIsValid: request.latestIsValid, ...withHook } });
-  if (request.slots.step && request.keepSteps > 0) planned.push({ slot: stepSlotName(request.job.step), options: { keepBackup: false, ...withHook } });
+  const planned: { slot: string; options: PublishOptions }[] = plannedSlots(request, request.job.step).map(({ slot, ...policy }) => ({ slot, options: { ...policy, ...withHook } }));
 
   let job: Job | null = null;
   const seal = (facts: StateFileFacts): Uint8Array => {
@@ -112,12 +109,12 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
   let facts: StateFileFacts;
   try {
     const firstSlot = planned[0]?.slot ?? 'latest';
-    const first = await writeCheckpointFromState(request.runDir, request.state, seal, firstSlot);
+    const first = await writeCheckpointFromState(request.runDir, { state: request.state, seal }, firstSlot);
     facts = first.facts;
     tmps.push(first.tmp);
     for (const p of planned.slice(1)) tmps.push(copyCheckpointDirectory(request.runDir, first.tmp, p.slot));
     planned.forEach((p, i) => {
-      publishSlot(request.runDir, tmps[i] as string, p.slot, p.options);
+      publishSlot(request.runDir, { tmpDir: tmps[i] as string, slot: p.slot }, p.options);
       written.push(p.slot);
     });
   } catch (e) {

@@ -25,12 +25,20 @@ export class RunControl {
   /** Called (synchronously, from the handler) when a request arrives; for progress output only. */
   onRequest: ((what: StopReason | 'SIGUSR1') => void) | null = null;
 
-  /** The pending stop request, if any. */
+  /**
+   * The pending stop request, if any.
+   *
+   * @returns the reason of the first stop request, or null.
+   */
   get stopRequested(): StopReason | null {
     return this.#stop;
   }
 
-  /** Requests a stop (idempotent; the first reason wins). */
+  /**
+   * Requests a stop (idempotent; the first reason wins).
+   *
+   * @param reason - what asked for the stop.
+   */
   requestStop(reason: StopReason): void {
     if (this.#stop === null) this.#stop = reason;
     this.onRequest?.(reason);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from './config.ts';
-import { describeStepBudgetChange, isStepBudgetChange } from './step-budget.ts';
+import { isStepBudgetChange } from './config-diff.ts';
+import { describeStepBudgetChange } from './step-budget.ts';
 
 const base = { data: { source: { kind: 'text', path: 'stories.txt' } }, optimizer: { learningRate: 0.01 }, threads: 1 };
 const config = (patch: Record<string, unknown>) => parseConfig({ ...base, ...patch });

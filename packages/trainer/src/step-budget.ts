@@ -1,8 +1,9 @@
 /**
  * Changing a run's step budget on resume (`resumeRun(dir, { steps })`,
- * `llmcp resume --steps`, the trainer app's `--steps`): the one rule of what
- * a resume may change, and the sentence that says what the change does to the
- * learning-rate schedule.
+ * `llmcp resume --steps`, the trainer app's `--steps`): the sentence that
+ * says what the change does to the learning-rate schedule. The rule of what a
+ * resume may change (`RESUME_CHANGEABLE_FIELDS`, `isStepBudgetChange`) lives
+ * with the other config-difference rules in config-diff.ts.
  *
  * A resume continues with the recorded config. The single exception is the
  * step budget: when `steps` is the *only* field that differs, the resume
@@ -14,20 +15,8 @@
  * (the cadence and warm-up of a size preset) are the caller's business: they
  * keep the values the run was started with, so they do not differ.
  */
-import { learningRateAt, type TrainerConfig } from './config.ts';
-
-/** The config keys a resume may change on its own (as a recorded pivot). */
-export const RESUME_CHANGEABLE_FIELDS: readonly string[] = ['steps'];
-
-/**
- * Whether a config difference is a step-budget change a resume applies itself.
- *
- * @param changed - the keys of `diffConfig(recorded, requested)`.
- * @returns true when the budget is the only difference.
- */
-export function isStepBudgetChange(changed: readonly string[]): boolean {
-  return changed.length > 0 && changed.every((k) => RESUME_CHANGEABLE_FIELDS.includes(k));
-}
+import { learningRateAt } from './cadence.ts';
+import type { TrainerConfig } from './config.ts';
 
 /** A step-budget change a resume applied (also the `budget-changed` event). */
 export interface StepBudgetChange {

@@ -17,7 +17,7 @@ import { chooseCheckpoint } from '../src/run-directory.ts';
 import type { JobDraft } from '../src/save.ts';
 import { canonicalDigest } from '../src/internal/canonical-json.ts';
 import { smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes } from './helpers/run-files.ts';
 
 const config = smallBpe();
@@ -25,7 +25,7 @@ const config = smallBpe();
 describe('CheckpointSaver (worker)', () => {
   it('saves the state copied at the step boundary while the engine keeps updating', async () => {
     const inputs = await prepareInputs(config, {});
-    const engine = await createEngine(config, inputs, null, {});
+    const engine = await createEngine(config, inputs);
     for (let i = 0; i < 3; i += 1) engine.update(0.04);
     const snapshot = engine.snapshot(3, 7n);
     const expected = encodeCheckpoint(snapshot);

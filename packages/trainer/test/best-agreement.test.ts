@@ -11,7 +11,7 @@ import { loadBestCheckpoint, readSlotJob } from '../src/run-directory.ts';
 import { trainRun } from '../src/run.ts';
 import { runStatus, verifyRun } from '../src/status.ts';
 import { smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 
 // Every validation is a cadence step and every snapshot is kept: the best step always has a rolling slot.
 const config = smallBpe({ evaluation: { validateEvery: 10 }, checkpoint: { every: 10, keepSteps: 4 }, threads: 1 });

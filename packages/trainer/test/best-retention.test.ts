@@ -13,13 +13,13 @@ import { decodeJob } from '../src/job.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
 import { verifyRun } from '../src/status.ts';
 import { smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { runDirectory, stoppedRun, trainedRun } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes } from './helpers/run-files.ts';
 
 describe('best/ and retention', () => {
   it('best/ holds the strictly lowest validation loss while it rises and falls; retention spares it', async () => {
     const config = smallBpe({ steps: 24, schedule: { kind: 'constant', rate: 0.7 }, evaluation: { validateEvery: 2 }, checkpoint: { every: 4, keepSteps: 1 } });
-    const dir = path.join(tempDir(), 'run');
+    const dir = runDirectory();
     const result = await trainRun({ runDir: dir, config, saveMode: 'inline' });
     const job = decodeJob(new Uint8Array(readFileSync(path.join(dir, 'checkpoints', 'latest', 'job.json'))));
     const losses = job.evaluations.map((e) => e.validationLoss);
@@ -46,20 +46,8 @@ describe('best/ and retention', () => {
 
   it('a corrupted latest/ falls back to latest.backup/, and the run still ends bit-identical', async () => {
     const config = smallBpe({ checkpoint: { keepSteps: 0 } });
-    const reference = path.join(tempDir(), 'reference');
-    await trainRun({ runDir: reference, config, saveMode: 'inline' });
-    const dir = path.join(tempDir(), 'run');
-    const controller = new AbortController();
-    const first = await trainRun({
-      runDir: dir,
-      config,
-      saveMode: 'inline',
-      signal: controller.signal,
-      onEvent: (e) => {
-        if (e.type === 'step' && e.step === 24) controller.abort();
-      },
-    });
-    expect(first).toMatchObject({ status: 'stopped', step: 24 });
+    const reference = await trainedRun(config);
+    const { dir } = await stoppedRun(config, 24);
     const state = path.join(dir, 'checkpoints', 'latest', 'state.llmcp');
     const bytes = readFileSync(state);
     bytes[5000] = (bytes[5000] as number) ^ 0x01;

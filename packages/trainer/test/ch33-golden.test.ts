@@ -14,7 +14,7 @@ import { trainRun, type RunResult } from '../src/run.ts';
 import { verifyRun } from '../src/status.ts';
 import type { TrainerEvent } from '../src/events.ts';
 import { ch33, GOLDEN } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 
 const bits = (x: number): string => {
   const v = new DataView(new ArrayBuffer(8));

@@ -5,9 +5,9 @@
  * on train only, and leaves the model's parameters and gradients bit for bit
  * as they were.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeCheckpoint, inspectCheckpoint, SplitMix64, type CheckpointState } from '@llmcp/format';
 import { Decoder, generate, ln } from '@llmcp/model';
 import { bundledCorpusFiles } from '@llmcp/data/node';
@@ -17,12 +17,11 @@ import { evaluateCheckpointFile, evaluateRun, type RunEvaluation } from '../src/
 import { trainRun } from '../src/run.ts';
 import { isTrainerError } from '../src/errors.ts';
 import { goldenCheckpoint } from '../../../tools/fixtures.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 
 const bits = (a: Float64Array): string => Array.from(new BigUint64Array(new Float64Array(a).buffer), (b) => b.toString(16)).join(',');
 
 const tmp = { dir: tempDir() };
-afterAll(() => rmSync(tmp.dir, { recursive: true, force: true }));
 
 describe('evaluateRun on the ch34 fixture', () => {
   let result: RunEvaluation;

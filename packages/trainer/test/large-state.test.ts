@@ -12,7 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { encodeJob } from '../src/job.ts';
 import { LossLog, planLossLogResume, scanLossLog } from '../src/loss-log.ts';
 import { publishSlot, verifySlot, writeCheckpointFromState } from '../src/run-directory.ts';
-import { fakeJob, fakeState, tempDir } from './helpers/fake-checkpoint.ts';
+import { fakeJob, fakeState } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 
 const SOAK = process.env.LLMCP_SOAK === '1';
 
@@ -22,9 +23,9 @@ describe.skipIf(!SOAK)('a state.llmcp over 2 GiB (soak: LLMCP_SOAK=1)', () => {
     const decoder = { vocabularySize: 5, modelWidth: 1024, heads: 8, feedForwardWidth: 4096, layers: 6, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
     const run = tempDir();
     const state = fakeState(3, decoder);
-    const { tmp, facts } = await writeCheckpointFromState(run, state, (f) => encodeJob(fakeJob(3, f)), 'latest');
+    const { tmp, facts } = await writeCheckpointFromState(run, { state, seal: (f) => encodeJob(fakeJob(3, f)) }, 'latest');
     expect(facts.bytes).toBeGreaterThan(2 ** 31);
-    publishSlot(run, tmp, 'latest', { keepBackup: true });
+    publishSlot(run, { tmpDir: tmp, slot: 'latest' }, { keepBackup: true });
     expect(statSync(path.join(run, 'checkpoints', 'latest', 'state.llmcp')).size).toBe(facts.bytes);
     const verified = await verifySlot(run, 'latest');
     expect(verified.job.state).toEqual(facts);

@@ -13,7 +13,7 @@ import { parseLossLog } from '../src/loss-log.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
 import { runStatus, verifyRun } from '../src/status.ts';
 import { ch33 } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 
 const config = ch33();
 

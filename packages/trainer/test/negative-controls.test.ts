@@ -4,28 +4,16 @@
  * RNG each changes the final bytes, while the same resume without the fault
  * reproduces the uninterrupted run exactly.
  */
-import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TrainerConfig } from '../src/config.ts';
-import { resumeRun, trainRun, type ResumeFaults } from '../src/run.ts';
+import { resumeRunWithFaults, type ResumeFaults } from '../src/testing.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { stoppedRun, trainedRun } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes, type FinalBytes } from './helpers/run-files.ts';
 
 async function interruptedRun(config: TrainerConfig, stopAfter: number, faults: ResumeFaults): Promise<FinalBytes> {
-  const dir = path.join(tempDir(), 'run');
-  const controller = new AbortController();
-  const first = await trainRun({
-    runDir: dir,
-    config,
-    saveMode: 'inline',
-    signal: controller.signal,
-    onEvent: (e) => {
-      if (e.type === 'step' && e.step === stopAfter) controller.abort();
-    },
-  });
-  expect(first).toMatchObject({ status: 'stopped', step: stopAfter });
-  const second = await resumeRun(dir, { saveMode: 'inline', faults });
+  const { dir } = await stoppedRun(config, stopAfter);
+  const second = await resumeRunWithFaults(dir, { saveMode: 'inline' }, faults);
   expect(second.status).toBe('completed');
   return finalBytes(dir);
 }
@@ -36,9 +24,7 @@ describe.each([
 ])('negative controls: $name', ({ config, stopAfter }) => {
   let uninterrupted: FinalBytes;
   beforeAll(async () => {
-    const dir = path.join(tempDir(), 'reference');
-    await trainRun({ runDir: dir, config, saveMode: 'inline' });
-    uninterrupted = finalBytes(dir);
+    uninterrupted = finalBytes(await trainedRun(config));
   });
 
   it('a faithful resume gives identical bytes (the control)', async () => {

@@ -8,37 +8,24 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { isTrainerError } from '../src/errors.ts';
 import { parseLossLog } from '../src/loss-log.ts';
 import { forkRun, pivotRun } from '../src/pivot.ts';
-import { resumeRun, trainRun } from '../src/run.ts';
+import { resumeRun } from '../src/run.ts';
 import { readRunManifest } from '../src/run-manifest.ts';
 import { runStatus, verifyRun } from '../src/status.ts';
 import { smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { runDirectory, stoppedRun, trainedRun } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes, snapshotTree, type FinalBytes } from './helpers/run-files.ts';
 
 const config = smallBpe();
 
 async function stoppedAt(step: number): Promise<string> {
-  const dir = path.join(tempDir(), 'run');
-  const controller = new AbortController();
-  await trainRun({
-    runDir: dir,
-    config,
-    saveMode: 'inline',
-    signal: controller.signal,
-    onEvent: (e) => {
-      if (e.type === 'step' && e.step === step) controller.abort();
-    },
-  });
-  return dir;
+  return (await stoppedRun(config, step)).dir;
 }
 
 const lossOf = (dir: string) => parseLossLog(new Uint8Array(readFileSync(path.join(dir, 'loss.jsonl'))));
 
 let reference: FinalBytes;
 beforeAll(async () => {
-  const dir = path.join(tempDir(), 'reference');
-  await trainRun({ runDir: dir, config, saveMode: 'inline' });
-  reference = finalBytes(dir);
+  reference = finalBytes(await trainedRun(config));
 });
 
 describe('resumeRun with a new step budget', () => {
@@ -126,7 +113,7 @@ describe('pivotRun', () => {
 describe('forkRun', () => {
   it('copies a checkpoint into a new run with its own config and lineage in both manifests', async () => {
     const source = await stoppedAt(22);
-    const target = path.join(tempDir(), 'fork');
+    const target = runDirectory('fork');
     const branch = smallBpe({ schedule: { kind: 'constant', rate: 0.01 } });
     const fork = await forkRun(source, target, { slot: 'step_000020', config: branch, changes: ['schedule'], reason: 'audit: lower rate' });
     expect(fork).toMatchObject({ slot: 'step_000020', step: 20, changed: ['schedule.rate'] });
@@ -147,7 +134,7 @@ describe('forkRun', () => {
 
   it('a fork with the same config continues exactly like the uninterrupted run', async () => {
     const source = await stoppedAt(20);
-    const target = path.join(tempDir(), 'fork');
+    const target = runDirectory('fork');
     await forkRun(source, target);
     await resumeRun(target, { saveMode: 'inline' });
     expect(sameBytes(reference, finalBytes(target))).toBeNull();

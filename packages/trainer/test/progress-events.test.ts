@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { TrainerEvent } from '../src/events.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
 import { smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 
 describe('the start event', () => {
   it('carries the last validation and the best of the job: none for a new run, the job state on a resume', async () => {

@@ -13,26 +13,14 @@ import { BpeTokenizer } from '@llmcp/tokenizer';
 import type { TrainerConfig } from '../src/config.ts';
 import { isTrainerError } from '../src/errors.ts';
 import { decodeJob, encodeJob, sealJob } from '../src/job.ts';
-import { resumeRun, trainRun } from '../src/run.ts';
+import { resumeRun } from '../src/run.ts';
 import { BILINGUAL_CORPUS, BILINGUAL_SPLIT, ch33, smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { stoppedRun as stoppedRunFixture, tempDir } from './helpers/run-fixture.ts';
 import { snapshotTree } from './helpers/run-files.ts';
 
 /** A run stopped after `stopAfter` whose only resume slot is latest/. */
 async function stoppedRun(config: TrainerConfig, stopAfter: number): Promise<string> {
-  const dir = path.join(tempDir(), 'run');
-  const controller = new AbortController();
-  const r = await trainRun({
-    runDir: dir,
-    config,
-    saveMode: 'inline',
-    signal: controller.signal,
-    onEvent: (e) => {
-      if (e.type === 'step' && e.step === stopAfter) controller.abort();
-    },
-  });
-  expect(r.status).toBe('stopped');
-  return dir;
+  return (await stoppedRunFixture(config, stopAfter)).dir;
 }
 
 /** Resumes, expects a refusal, and checks that nothing on disk changed. */

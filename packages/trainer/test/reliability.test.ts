@@ -22,7 +22,7 @@ import { verifyRun } from '../src/status.ts';
 import { acquireRunLock, processStartTime, setRunLockHooks } from '../src/internal/run-lock.ts';
 import { makeDirectories } from '../src/internal/durable-fs.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {

@@ -15,7 +15,7 @@ import type { TrainerEvent } from '../src/events.ts';
 import { resumeRun, trainRun, type RunResult } from '../src/run.ts';
 import { verifyRun } from '../src/status.ts';
 import { ch33, GOLDEN, SMALL_BPE_EPOCH, smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir, trainedRun } from './helpers/run-fixture.ts';
 import { trainWithKills, trainWithSignals } from './helpers/child.ts';
 import { finalBytes, sameBytes, type FinalBytes } from './helpers/run-files.ts';
 
@@ -47,10 +47,7 @@ async function trainWithStops(runDir: string, config: TrainerConfig, stops: read
 }
 
 async function reference(config: TrainerConfig): Promise<FinalBytes> {
-  const dir = path.join(tempDir(), 'reference');
-  const r = await trainRun({ runDir: dir, config, saveMode: 'inline' });
-  expect(r.status).toBe('completed');
-  return finalBytes(dir);
+  return finalBytes(await trainedRun(config));
 }
 
 describe('resume equivalence: ch33 fixture config', () => {

@@ -9,7 +9,7 @@ import { resumeRun, trainRun } from '../src/run.ts';
 import { readRunManifest } from '../src/run-manifest.ts';
 import { runStatus } from '../src/status.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir, trainedRun } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 import { TrainerChild } from './helpers/child.ts';
 import type { TrainerConfig } from '../src/config.ts';
@@ -54,8 +54,7 @@ describe('run lifecycle', () => {
 
   it('restarts a run killed before any checkpoint existed, recording the orphaned records', async () => {
     const config = ch33();
-    const reference = path.join(tempDir(), 'reference');
-    await trainRun({ runDir: reference, config, saveMode: 'inline' });
+    const reference = await trainedRun(config);
     const dir = path.join(tempDir(), 'run');
     // A child SIGKILLed at step 5 leaves loss records and run.json with only its 'created' event; removing
     // checkpoints/ makes it a run killed before even its step-0 checkpoint was published.
@@ -72,8 +71,7 @@ describe('run lifecycle', () => {
 
   it('resumes a run killed before its first cadence checkpoint from best/, not from step 0', async () => {
     const config = ch33();
-    const reference = path.join(tempDir(), 'reference');
-    await trainRun({ runDir: reference, config, saveMode: 'inline' });
+    const reference = await trainedRun(config);
     const dir = path.join(tempDir(), 'run');
     await killAtStep(dir, config, 5);
     expect(existsSync(path.join(dir, 'checkpoints', 'latest'))).toBe(false);

@@ -8,11 +8,11 @@
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeJob } from '../src/job.ts';
-import { resumeRun, trainRun } from '../src/run.ts';
+import { resumeRun } from '../src/run.ts';
 import { verifyRun } from '../src/status.ts';
 import { readFileSync } from 'node:fs';
 import { smallBpe } from './helpers/configs.ts';
-import { tempDir } from './helpers/fake-checkpoint.ts';
+import { tempDir, trainedRun } from './helpers/run-fixture.ts';
 import { TrainerChild } from './helpers/child.ts';
 import { finalBytes, sameBytes, type FinalBytes } from './helpers/run-files.ts';
 
@@ -23,12 +23,8 @@ describe('signals', () => {
   let reference: FinalBytes;
   let referenceLong: FinalBytes;
   beforeAll(async () => {
-    const a = path.join(tempDir(), 'reference');
-    await trainRun({ runDir: a, config, saveMode: 'inline' });
-    reference = finalBytes(a);
-    const b = path.join(tempDir(), 'reference-long');
-    await trainRun({ runDir: b, config: longEvaluation, saveMode: 'inline' });
-    referenceLong = finalBytes(b);
+    reference = finalBytes(await trainedRun(config));
+    referenceLong = finalBytes(await trainedRun(longEvaluation, 'reference-long'));
   });
 
   it('SIGUSR1 writes a checkpoint at the end of the current step, training continues, and the final bytes are unchanged', async () => {

@@ -2,9 +2,6 @@
  * Valid checkpoints and sealed jobs without a model: for testing the run
  * directory (publication, fallback, retention) in isolation.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, u64Hex, type CheckpointState, type DecoderConfig } from '@llmcp/format';
 import { LiteralTokenizer } from '@llmcp/tokenizer';
 import { canonicalDigest, sha256Hex } from '../../src/internal/canonical-json.ts';
@@ -88,7 +85,3 @@ export function fakeJob(step: number, state: { readonly bytes: number; readonly 
   });
 }
 
-/** A fresh temporary directory. */
-export function tempDir(prefix = 'llmcp-trainer-'): string {
-  return mkdtempSync(path.join(tmpdir(), prefix));
-}
