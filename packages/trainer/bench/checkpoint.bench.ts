@@ -1,107 +1,392 @@
 /**
- * Checkpoint overhead of a training run (acceptance 8): the medium config
- * (vocabulary 512 = byte-level BPE with 254 merges, D64/H4/F256/L2, context
- * 64, batch 8) with validation and a checkpoint every 100 steps. Reports the
- * time the training thread is blocked per checkpoint (snapshot copy, waiting
- * for a previous save) and the total blocked time as a share of the training
- * loop's wall time — target ≤ 1% — for background (worker) saves, and the
- * same for inline saves for contrast.
+ * Checkpoint overhead of a training run, end to end (acceptance 8: ≤ 1% of
+ * wall time at a 100-step cadence, for the medium and large configurations).
  *
- * Run: `pnpm bench trainer` (or `node --conditions=@llmcp/source --import tsx bench/checkpoint.bench.ts [--steps N]`).
+ * - medium: vocabulary 512 (byte-level BPE, 254 merges), D64/H4/F256/L2,
+ *   context 64, batch 8, on a ~300 KB pseudo-English corpus;
+ * - large: vocabulary 2048 (byte-level BPE, 1790 merges, `requireAll`),
+ *   D128/H4/F512/L4, context 128, batch 8, on a ~1.2 MB corpus of longer
+ *   paragraphs (documents).
+ *
+ * Each configuration trains in pairs of the same run (same seeds, steps and
+ * validation every 100 steps — validation is not checkpoint overhead):
+ *
+ * - (a) `cadence`: `checkpoint.every = 100` — at every 100th step `latest/`, a
+ *   `step_NNNNNN/` snapshot (keepSteps 3, with retention) and a sample audit
+ *   (1 sample of 32 tokens), `best/` in the same save when validation improved;
+ * - (b) `final-only`: the config has no switch that turns cadence checkpoints
+ *   off, so `checkpoint.every` is the largest value the schema accepts (the
+ *   largest safe multiple of `validateEvery`): only the final checkpoint
+ *   (latest/ + step snapshot + audit) is due. Both runs still write the
+ *   best-only checkpoints the trainer takes whenever validation improves
+ *   outside a cadence step (step 0 in both; steps 100, 200, … in (b) only);
+ *   they are not cadence work and cannot be switched off.
+ *
+ * Runs are interleaved a, b, a, b, … each in its own child process (so one
+ * run's heap and GC never bias the next). Per pair it reports the wall time
+ * of the training loop (the `start` event to the `completed` event, so the
+ * final save's flush is included in both), the difference, the overhead
+ * (a − b) / b, the time the training thread was blocked by checkpoints, the
+ * sums of update and validation time, the mean step time while a background
+ * save is in flight versus not, the process CPU time, and whether both runs
+ * ended with the same final losses and the same final parameters and AdamW
+ * moments (sha256; the sampling RNG state in the file differs by design, as
+ * every audit advances it) — the checkpoints must not change training.
+ *
+ * Run: `pnpm bench trainer` (or `node --conditions=@llmcp/source --import tsx packages/trainer/bench/checkpoint.bench.ts`)
+ * with `[--config medium|large|both] [--steps N] [--repeats N] [--threads N] [--save-mode worker|inline]`
+ * and the diagnostics `[--cpu-prof DIR]` (V8 CPU profiles of every thread of every run, in DIR/<config>-<variant>-<pair>/;
+ * profiling slows the runs, so overheads measured with it are not the real ones; the save worker is terminated at the
+ * end of a run and writes no profile — save-cost.ts times a save's pieces on the main thread instead) and
+ * `[--nice-save-worker 0…19]` (an experiment, Linux: the save worker's thread at that nice value, see nice-save-worker.ts).
+ * Defaults: both configurations, 300 steps (medium) / 200 steps (large), 2 pairs, threads = the trainer default
+ * (this machine's cores), background (worker) saves.
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { SplitMix64 } from '@llmcp/format';
-import { parseConfig } from '../src/config.ts';
+import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+import { decodeCheckpoint } from '@llmcp/format';
+import { defaultThreads, parseConfig } from '../src/config.ts';
 import type { TrainerEvent } from '../src/events.ts';
 import { trainRun } from '../src/run.ts';
 import type { SaveMode } from '../src/background-saver.ts';
+import { SHAPES, trainerConfigInput, writeCorpus, type ConfigName } from './shapes.ts';
 
-const stepsArg = process.argv.indexOf('--steps');
-const STEPS = stepsArg > 0 ? Number(process.argv[stepsArg + 1]) : 300;
+type Variant = 'cadence' | 'final-only';
 
-/** A deterministic pseudo-English text corpus (~300 KB) from a seeded word list. */
-function writeCorpus(dir: string): string {
-  const rng = new SplitMix64(512n);
-  const syllables = ['ka', 'lo', 'mi', 'ta', 're', 'su', 'no', 'vi', 'de', 'an', 'or', 'el', 'is', 'um', 'pe', 'ro', 'sa', 'ti', 'ne', 'ba'];
-  const words = Array.from({ length: 400 }, () => Array.from({ length: 1 + rng.nextBelow(3) }, () => syllables[rng.nextBelow(syllables.length)]).join(''));
-  const paragraphs: string[] = [];
-  let size = 0;
-  while (size < 300_000) {
-    const sentences = Array.from({ length: 3 + rng.nextBelow(5) }, () => {
-      const n = 4 + rng.nextBelow(10);
-      const s = Array.from({ length: n }, () => words[Math.min(rng.nextBelow(words.length), rng.nextBelow(words.length))]).join(' ');
-      return `${s.charAt(0).toUpperCase()}${s.slice(1)}.`;
-    });
-    const p = sentences.join(' ');
-    paragraphs.push(p);
-    size += p.length + 2;
-  }
-  const file = path.join(dir, 'corpus.txt');
-  writeFileSync(file, `${paragraphs.join('\n\n')}\n`);
-  return file;
+const VALIDATE_EVERY = 100;
+const CADENCE_EVERY = 100;
+/** The largest `checkpoint.every` the schema accepts (a safe integer, a multiple of `validateEvery`). */
+const FINAL_ONLY_EVERY = Math.floor(Number.MAX_SAFE_INTEGER / VALIDATE_EVERY) * VALIDATE_EVERY;
+const RESULT_MARK = '@@checkpoint-bench-result ';
+
+/** What the parent asks a child to run. */
+interface ChildSpec {
+  readonly config: ConfigName;
+  readonly variant: Variant;
+  readonly corpus: string;
+  readonly steps: number;
+  readonly threads: number;
+  readonly saveMode: SaveMode;
+  /** Experiment: nice value of the save worker's thread (Linux), or null for the trainer as it is. */
+  readonly niceSaveWorker: number | null;
 }
 
+/** What a child measured. */
 interface Measured {
-  readonly mode: SaveMode;
+  readonly spec: ChildSpec;
+  /** Process start to the `start` event (module loading, corpus, BPE, model). */
+  readonly setupMs: number;
   readonly wallMs: number;
-  readonly blocked: readonly { step: number; reason: string; ms: number }[];
+  readonly cpuMs: number;
+  readonly stepSumMs: number;
+  readonly evalSumMs: number;
+  readonly overlappedSteps: number;
+  readonly overlappedStepMeanMs: number;
+  readonly freeStepMeanMs: number;
+  /** Update time lost while background saves were in flight: Σ(overlapped step − mean free step); null without free steps. */
+  readonly overlapLossMs: number | null;
+  readonly blocked: readonly { readonly step: number; readonly reason: string; readonly ms: number }[];
   readonly saveMs: readonly number[];
+  readonly kernels: string;
+  readonly vocabularySize: number;
+  readonly parameterCount: number;
+  readonly finalLoss: number;
+  readonly finalValidationLoss: number;
+  /** sha256 of the final parameters and AdamW moments (the sampling RNG state differs by design: every audit advances it). */
+  readonly finalWeightsSha256: string;
   readonly stateBytes: number;
-  readonly tokensPerSecond: number;
+  readonly loadBefore: readonly number[];
+  readonly loadAfter: readonly number[];
 }
 
-async function measure(mode: SaveMode, corpus: string): Promise<Measured> {
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
+
+function positiveOption(name: string): number | undefined {
+  const raw = option(name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name}: expected a positive integer, found ${raw}`);
+  return n;
+}
+
+/** sha256 over the parameters and both AdamW moments of a state file, in model order, plus the optimizer step. */
+function weightsDigest(file: string): string {
+  const state = decodeCheckpoint(readFileSync(file));
+  const hash = createHash('sha256');
+  const add = (a: Float64Array): void => {
+    hash.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  };
+  for (const t of state.parameters) add(t.data);
+  for (const m of state.optimizer.moments) {
+    add(m.first);
+    add(m.second);
+  }
+  hash.update(String(state.optimizer.step));
+  return hash.digest('hex');
+}
+
+async function measure(spec: ChildSpec): Promise<Measured> {
+  const shape = SHAPES[spec.config];
   const dir = mkdtempSync(path.join(tmpdir(), 'llmcp-trainer-bench-'));
-  const config = parseConfig({
-    steps: STEPS,
-    data: { source: { kind: 'text', path: corpus, validationFraction: 0.02 }, contextLength: 64, batchSize: 8, shuffle: { seed: 1 } },
-    tokenizer: { kind: 'bpe', merges: 254 },
-    model: { width: 64, heads: 4, feedForwardWidth: 256, layers: 2 },
-    optimizer: { learningRate: 0.003 },
-    schedule: { kind: 'constant', rate: 0.003 },
-    evaluation: { validateEvery: 100, batchSize: 32, stride: 64, maxBatches: 2 },
-    checkpoint: { every: 100, keepSteps: 3 },
-    sampling: { count: 1, maxNewTokens: 32 },
-    log: { timing: true },
-  });
+  const config = parseConfig(
+    trainerConfigInput(shape, {
+      corpus: spec.corpus,
+      steps: spec.steps,
+      validateEvery: VALIDATE_EVERY,
+      checkpointEvery: spec.variant === 'cadence' ? CADENCE_EVERY : FINAL_ONLY_EVERY,
+      keepSteps: 3,
+      threads: spec.threads,
+    }),
+  );
   const blocked: { step: number; reason: string; ms: number }[] = [];
   const saveMs: number[] = [];
   let started = 0;
-  let tokens = 0;
-  let stepMs = 0;
+  let ended = 0;
+  let cpuStart: NodeJS.CpuUsage | null = null;
+  let cpuMs = 0;
+  let kernels = '?';
+  let vocabularySize = 0;
+  let parameterCount = 0;
+  let stepSumMs = 0;
+  let evalSumMs = 0;
+  let evalStarted = 0;
+  let inFlight = 0;
+  const overlapped: number[] = [];
+  const free: number[] = [];
+  let finalLoss = Number.NaN;
+  let finalValidationLoss = Number.NaN;
   const onEvent = (e: TrainerEvent): void => {
-    if (e.type === 'start') started = performance.now();
-    if (e.type === 'checkpoint') blocked.push({ step: e.step, reason: e.reason, ms: e.blockedMs });
-    if (e.type === 'checkpoint-saved') saveMs.push(e.saveMs);
-    if (e.type === 'step') {
-      tokens += e.tokens;
-      stepMs += e.stepMs;
+    switch (e.type) {
+      case 'start':
+        started = performance.now();
+        cpuStart = process.cpuUsage();
+        kernels = e.kernels ?? '?';
+        vocabularySize = e.vocabularySize;
+        parameterCount = e.parameterCount;
+        break;
+      case 'step':
+        stepSumMs += e.stepMs;
+        (inFlight > 0 ? overlapped : free).push(e.stepMs);
+        finalLoss = e.loss;
+        break;
+      case 'evaluation-start':
+        evalStarted = performance.now();
+        break;
+      case 'evaluation':
+        evalSumMs += performance.now() - evalStarted;
+        finalValidationLoss = e.validationLoss;
+        break;
+      case 'checkpoint':
+        blocked.push({ step: e.step, reason: e.reason, ms: e.blockedMs });
+        if (spec.saveMode === 'worker') inFlight += 1;
+        break;
+      case 'checkpoint-saved':
+        saveMs.push(e.saveMs);
+        if (spec.saveMode === 'worker') inFlight -= 1;
+        break;
+      case 'completed': {
+        ended = performance.now();
+        const cpu = process.cpuUsage(cpuStart ?? undefined);
+        cpuMs = (cpu.user + cpu.system) / 1000;
+        break;
+      }
+      default:
+        break;
     }
   };
-  await trainRun({ runDir: path.join(dir, 'run'), config, saveMode: mode, onEvent });
-  const wallMs = performance.now() - started;
-  const stateBytes = statSync(path.join(dir, 'run', 'checkpoints', 'latest', 'state.llmcp')).size;
+  const loadBefore = loadavg();
+  const result = await trainRun({ runDir: path.join(dir, 'run'), config, saveMode: spec.saveMode, onEvent });
+  const loadAfter = loadavg();
+  const finalWeightsSha256 = weightsDigest(path.join(dir, 'run', 'checkpoints', 'latest', 'state.llmcp'));
   rmSync(dir, { recursive: true, force: true });
-  return { mode, wallMs, blocked, saveMs, stateBytes, tokensPerSecond: (tokens * 1000) / stepMs };
-}
-
-function report(m: Measured): void {
-  const total = m.blocked.reduce((a, b) => a + b.ms, 0);
-  const cadence = m.blocked.filter((b) => b.reason === 'cadence' || b.reason === 'final');
   const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-  console.log(`\n${m.mode} saves: ${STEPS} steps in ${(m.wallMs / 1000).toFixed(1)} s (${Math.round(m.tokensPerSecond)} tokens/s in updates), state.llmcp ${(m.stateBytes / 1e6).toFixed(2)} MB`);
-  console.log(`  checkpoints: ${m.blocked.length} (${cadence.length} cadence/final with sample audit, ${m.blocked.length - cadence.length} best)`);
-  for (const b of m.blocked) console.log(`    step ${String(b.step).padStart(4)} ${b.reason.padEnd(7)} blocked ${b.ms.toFixed(2)} ms`);
-  console.log(`  blocked per checkpoint: mean ${mean(m.blocked.map((b) => b.ms)).toFixed(2)} ms, max ${Math.max(...m.blocked.map((b) => b.ms)).toFixed(2)} ms`);
-  console.log(`  save work per checkpoint (encode, audit, writes): mean ${mean(m.saveMs).toFixed(1)} ms${m.mode === 'worker' ? ' (off the training thread)' : ''}`);
-  console.log(`  checkpoint overhead: ${total.toFixed(1)} ms of ${(m.wallMs / 1000).toFixed(1)} s = ${((100 * total) / m.wallMs).toFixed(3)}% of wall time (target ≤ 1%)`);
+  return {
+    spec,
+    setupMs: started,
+    wallMs: ended - started,
+    cpuMs,
+    stepSumMs,
+    evalSumMs,
+    overlappedSteps: overlapped.length,
+    overlappedStepMeanMs: mean(overlapped),
+    freeStepMeanMs: mean(free),
+    overlapLossMs: free.length === 0 ? null : overlapped.reduce((a, x) => a + x - mean(free), 0),
+    blocked,
+    saveMs,
+    kernels,
+    vocabularySize,
+    parameterCount,
+    finalLoss,
+    finalValidationLoss,
+    finalWeightsSha256,
+    stateBytes: result.lastSave?.stateBytes ?? 0,
+    loadBefore,
+    loadAfter,
+  };
 }
 
-const corpusDir = mkdtempSync(path.join(tmpdir(), 'llmcp-trainer-bench-corpus-'));
-const corpus = writeCorpus(corpusDir);
-console.log(`trainer checkpoint bench: medium config (V512/D64/H4/F256/L2, ctx 64, batch 8), checkpoint + validation every 100 steps, ${STEPS} steps`);
-report(await measure('worker', corpus));
-report(await measure('inline', corpus));
-rmSync(corpusDir, { recursive: true, force: true });
+/** Runs one training in a fresh child process (same node flags, without the bench runner's RSS hook; `--cpu-prof` when asked). */
+function runChild(spec: ChildSpec, profileDir: string | null): Measured {
+  const execArgv: string[] = profileDir === null ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`];
+  for (let i = 0; i < process.execArgv.length; i += 1) {
+    const a = process.execArgv[i] as string;
+    if (a === '--import' && (process.execArgv[i + 1] ?? '').startsWith('data:')) {
+      i += 1;
+      continue;
+    }
+    if (a.startsWith('--import=data:')) continue;
+    execArgv.push(a);
+  }
+  const env = { ...process.env };
+  delete env.LLMCP_BENCH_RSS_FILE;
+  const r = spawnSync(process.execPath, [...execArgv, fileURLToPath(import.meta.url), '--child', JSON.stringify(spec)], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const line = r.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
+  if (r.status !== 0 || line === undefined) throw new Error(`child run ${spec.config}/${spec.variant} failed (status ${String(r.status)}): ${r.stdout.slice(-2000)}`);
+  return JSON.parse(line.slice(RESULT_MARK.length)) as Measured;
+}
+
+const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const loads = (xs: readonly number[]): string => xs.map((x) => x.toFixed(2)).join(' ');
+const sec = (ms: number | null): string => (ms === null ? 'n/a' : (ms / 1000).toFixed(2));
+
+function describeRun(m: Measured): string {
+  const byReason = new Map<string, number>();
+  for (const b of m.blocked) byReason.set(b.reason, (byReason.get(b.reason) ?? 0) + 1);
+  const reasons = [...byReason].map(([r, n]) => `${n} ${r}`).join(', ');
+  const blockedMs = sum(m.blocked.map((b) => b.ms));
+  return [
+    `    ${m.spec.variant.padEnd(10)} wall ${sec(m.wallMs)} s (setup before it ${sec(m.setupMs)} s), cpu ${sec(m.cpuMs)} s; updates ${sec(m.stepSumMs)} s, validation ${sec(m.evalSumMs)} s, blocked ${blockedMs.toFixed(1)} ms`,
+    `               checkpoints: ${reasons} (blocked ${m.blocked.map((b) => `${b.step}:${b.ms.toFixed(1)}`).join(' ')} ms; save work ${m.saveMs.map((s) => s.toFixed(0)).join(' ')} ms)`,
+    `               step mean ${m.freeStepMeanMs.toFixed(2)} ms, while a save is in flight ${m.overlappedStepMeanMs.toFixed(2)} ms (${m.overlappedSteps} steps, ${sec(m.overlapLossMs)} s lost); load ${loads(m.loadBefore)} → ${loads(m.loadAfter)}`,
+  ].join('\n');
+}
+
+interface Pair {
+  readonly config: ConfigName;
+  readonly index: number;
+  readonly a: Measured;
+  readonly b: Measured;
+}
+
+function sameTraining(p: Pair): boolean {
+  return Object.is(p.a.finalLoss, p.b.finalLoss) && Object.is(p.a.finalValidationLoss, p.b.finalValidationLoss) && p.a.finalWeightsSha256 === p.b.finalWeightsSha256;
+}
+
+function printTable(pairs: readonly Pair[]): void {
+  const header = ['config', 'pair', 'cadence s', 'final-only s', 'a-b s', 'overhead', 'blocked a ms', 'blocked b ms', 'blocked a %', 'overlap a/b s', 'updates a/b', 'cpu a/b', 'same result'];
+  const rows = pairs.map((p) => {
+    const blockedA = sum(p.a.blocked.map((x) => x.ms));
+    const blockedB = sum(p.b.blocked.map((x) => x.ms));
+    return [
+      p.config,
+      String(p.index + 1),
+      sec(p.a.wallMs),
+      sec(p.b.wallMs),
+      sec(p.a.wallMs - p.b.wallMs),
+      `${((100 * (p.a.wallMs - p.b.wallMs)) / p.b.wallMs).toFixed(2)}%`,
+      blockedA.toFixed(1),
+      blockedB.toFixed(1),
+      `${((100 * blockedA) / p.a.wallMs).toFixed(3)}%`,
+      `${sec(p.a.overlapLossMs)}/${sec(p.b.overlapLossMs)}`,
+      (p.a.stepSumMs / p.b.stepSumMs).toFixed(4),
+      (p.a.cpuMs / p.b.cpuMs).toFixed(4),
+      sameTraining(p) ? 'yes' : 'NO',
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  console.log(`\n${line(header)}`);
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+  console.log('overhead = (a − b) / b of the training loop wall time (start → completed, final save included); blocked = training thread waiting on checkpoints;');
+  console.log('overlap = update time lost while a background save was in flight (Σ overlapped step − mean free step); updates, cpu = a/b ratios of Σ step time and process CPU');
+  for (const config of ['medium', 'large'] as const) {
+    const mine = pairs.filter((p) => p.config === config);
+    if (mine.length === 0) continue;
+    const overheads = mine.map((p) => (100 * (p.a.wallMs - p.b.wallMs)) / p.b.wallMs);
+    const overhead = median(overheads);
+    const blocked = median(mine.map((p) => (100 * sum(p.a.blocked.map((x) => x.ms))) / p.a.wallMs));
+    const same = mine.every(sameTraining);
+    console.log(
+      `${config}: median end-to-end overhead ${overhead.toFixed(2)}% over ${mine.length} pair(s) (range ${Math.min(...overheads).toFixed(2)} … ${Math.max(...overheads).toFixed(2)}%; target ≤ 1%: ${mine.length < 2 ? 'no verdict from 1 pair' : overhead <= 1 ? 'met' : 'NOT met'}); median blocked share ${blocked.toFixed(3)}%; final losses and weights ${same ? 'identical in every pair' : 'DIFFER'}`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const childSpec = option('--child');
+  if (childSpec !== undefined) {
+    const spec = JSON.parse(childSpec) as ChildSpec;
+    if (spec.niceSaveWorker !== null) (await import('./nice-save-worker.ts')).niceSaveWorkers(spec.niceSaveWorker);
+    const m = await measure(spec);
+    console.log(`${RESULT_MARK}${JSON.stringify(m)}`);
+    return;
+  }
+  const which = option('--config') ?? 'both';
+  if (which !== 'medium' && which !== 'large' && which !== 'both') throw new Error(`--config: expected medium, large or both, found ${which}`);
+  const configs: ConfigName[] = which === 'both' ? ['medium', 'large'] : [which];
+  const stepsOverride = positiveOption('--steps');
+  const repeats = positiveOption('--repeats') ?? 2;
+  const threads = positiveOption('--threads') ?? defaultThreads();
+  const saveMode = option('--save-mode') ?? 'worker';
+  if (saveMode !== 'worker' && saveMode !== 'inline') throw new Error(`--save-mode: expected worker or inline, found ${saveMode}`);
+  const profileRoot = option('--cpu-prof');
+  const niceRaw = option('--nice-save-worker');
+  const niceSaveWorker = niceRaw === undefined ? null : Number(niceRaw);
+  if (niceSaveWorker !== null && !(Number.isInteger(niceSaveWorker) && niceSaveWorker >= 0 && niceSaveWorker <= 19)) throw new Error(`--nice-save-worker: expected 0 … 19, found ${String(niceRaw)}`);
+  const corpusDir = mkdtempSync(path.join(tmpdir(), 'llmcp-trainer-bench-corpus-'));
+  const pairs: Pair[] = [];
+  try {
+    console.log(`trainer checkpoint bench: cadence (checkpoint every ${CADENCE_EVERY}) vs final-only (every = ${FINAL_ONLY_EVERY}), validation every ${VALIDATE_EVERY} in both`);
+    console.log(`  (a) cadence: every ${CADENCE_EVERY} steps latest/ + step_N/ snapshot (keepSteps 3, retention) + sample audit (1 × 32 tokens), best/ in the same save when validation improved`);
+    console.log('  (b) final-only: only the final cadence-type checkpoint; both still write a best-only checkpoint whenever validation improves off a cadence step (step 0; in (b) also 100, 200, …)');
+    console.log(`  ${repeats} pair(s) per config, interleaved a/b, one child process per run; threads ${threads}, ${saveMode} saves${niceSaveWorker === null ? '' : ` (experiment: save worker at nice ${niceSaveWorker})`}; load average ${loads(loadavg())}`);
+    for (const config of configs) {
+      const shape = SHAPES[config];
+      const steps = stepsOverride ?? shape.defaultSteps;
+      const corpus = writeCorpus(corpusDir, shape.corpus);
+      console.log(`\n${shape.label}, ${steps} steps, corpus ${(readFileSync(corpus).length / 1e6).toFixed(2)} MB`);
+      for (let i = 0; i < repeats; i += 1) {
+        const base = { config, corpus, steps, threads, saveMode, niceSaveWorker } as const;
+        const profile = (variant: Variant): string | null => (profileRoot === undefined ? null : path.join(path.resolve(profileRoot), `${config}-${variant}-${i + 1}`));
+        const a = runChild({ ...base, variant: 'cadence' }, profile('cadence'));
+        const b = runChild({ ...base, variant: 'final-only' }, profile('final-only'));
+        if (i === 0) console.log(`  vocabulary ${a.vocabularySize}, ${a.parameterCount} parameters, state.llmcp ${(a.stateBytes / 1e6).toFixed(2)} MB, kernels ${a.kernels}`);
+        const pair: Pair = { config, index: i, a, b };
+        pairs.push(pair);
+        console.log(`  pair ${i + 1}: overhead ${((100 * (a.wallMs - b.wallMs)) / b.wallMs).toFixed(2)}%, final loss ${a.finalLoss} / ${b.finalLoss} (${sameTraining(pair) ? 'identical' : 'DIFFERENT'})`);
+        console.log(describeRun(a));
+        console.log(describeRun(b));
+      }
+    }
+  } finally {
+    rmSync(corpusDir, { recursive: true, force: true });
+  }
+  printTable(pairs);
+  console.log(`load average at the end: ${loads(loadavg())}`);
+  const busiest = Math.max(...pairs.flatMap((p) => [p.a, p.b]).flatMap((m) => [...m.loadBefore.slice(0, 1), ...m.loadAfter.slice(0, 1)]));
+  // The bench's own run keeps about `threads` + 1 threads busy; twice the cores means other work competed.
+  if (busiest > 2 * availableParallelism()) {
+    console.log(`WARNING: the 1-minute load average reached ${busiest.toFixed(2)} on ${availableParallelism()} cores during the runs: other work competed for the cores, so the wall times (and the verdict) are not trustworthy`);
+  }
+  if (!pairs.every(sameTraining)) process.exitCode = 1;
+}
+
+await main();
