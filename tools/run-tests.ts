@@ -1,7 +1,7 @@
 /**
  * The repository's one test command (`pnpm test`), used unchanged by CI.
  *
- * Stages, in the order of ../docs/STYLE.md §22: build → typecheck → vitest (every
+ * Stages, in the order of ../docs/STYLE.md §22: build → typecheck → lint → vitest (every
  * package, the tools, the apps, and the browser project) → publint and
  * attw on every published package. The layer check runs inside vitest
  * (tools/check-layers.test.ts).
@@ -39,6 +39,8 @@ function step(label: string, cmd: string, args: string[], cwd = root): boolean {
 const vitestArgs = process.argv.slice(2);
 const built = step('build', 'pnpm', ['exec', 'turbo', 'run', 'build', '--output-logs=errors-only']);
 step('typecheck', 'pnpm', ['exec', 'turbo', 'run', 'typecheck', '--output-logs=errors-only']);
+// ESLint over the whole repository (eslint.config.js: TSDoc on exports, max-params, no-console, the layer bans).
+step('lint', 'pnpm', ['exec', 'eslint', '.', '--max-warnings=0']);
 // The interop workspace (interop/, llama.cpp through node-llama-cpp) is installed separately; its vitest project skips without it.
 if (existsSync(path.join(root, 'interop', 'node_modules'))) step('typecheck interop', 'pnpm', ['exec', 'tsc', '-p', 'interop/tsconfig.json', '--noEmit']);
 else console.log('\n▶ interop workspace not installed (pnpm install --dir interop --frozen-lockfile): its llama.cpp tests will skip');

@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig({
   entry: { index: 'src/index.ts', node: 'src/node.ts', foreign: 'src/foreign.ts' },
-  format: ['esm', 'cjs'],
+  format: ['esm'],
   dts: true,
   // The Node entry needs Node types; the browser-safe build is still checked by tsconfig.json (typecheck).
   tsconfig: 'tsconfig.node.json',

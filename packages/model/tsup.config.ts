@@ -3,7 +3,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   // The worker is its own entry so that dist/worker.js sits next to the bundle (src/parallel/pool.ts loads it).
   entry: { index: 'src/index.ts', worker: 'src/parallel/worker.ts' },
-  format: ['esm', 'cjs'],
+  format: ['esm'],
   dts: { entry: { index: 'src/index.ts' } },
   sourcemap: true,
   clean: true,
