@@ -1,5 +1,5 @@
 /**
- * The published packages are ESM only (docs/DESIGN.md, "Builds"): one build per
+ * The published packages are ESM only (../docs/DESIGN.md, "Builds: ES modules only"): one build per
  * entry, no `require` condition, no `.cjs` files — and CommonJS code still
  * loads them, because Node ≥ 20.19 (the packages' `engines`) can `require()` an
  * ES module without top-level await. The second part runs on the built
