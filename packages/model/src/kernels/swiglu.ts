@@ -26,12 +26,8 @@ export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Flo
   for (let i = 0; i < n; i++) {
     const x = gate[i] as number;
     const e = sigma[i] as number;
-    let s: number;
-    if (x >= 0) {
-      s = 1.0 / (1.0 + e);
-    } else {
-      s = e / (1.0 + e);
-    }
+    // σ = 1/(1 + e) for x ≥ 0, e/(1 + e) otherwise: one division either way, its numerator chosen without a branch.
+    const s = (x >= 0 ? 1.0 : e) / (1.0 + e);
     sigma[i] = s;
     const y = x * s;
     silu[i] = y;
