@@ -104,6 +104,21 @@ static void gemm_scalar(const gemm_args *g) {
 #endif
 
 /*
+ * The end of every AVX-512 micro-kernel: the finished sums of an MR × NV block into C (`C + sum` under F_ADD: the
+ * old C is added last), the last vector's lanes masked.
+ */
+#define STORE_C512(MR, NV)                                                                                            \
+  _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                           \
+    double *cp = c + r * ldc;                                                                                       \
+    _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                         \
+      const __mmask8 m = v == NV - 1 ? mask : (__mmask8)0xff;                                                       \
+      __m512d out = acc[r][v];                                                                                      \
+      if (add) out = _mm512_add_pd(_mm512_maskz_loadu_pd(m, cp + 8 * v), out);                                     \
+      _mm512_mask_storeu_pd(cp + 8 * v, m, out);                                                                    \
+    }                                                                                                               \
+  }
+
+/*
  * One MR × (NV·8) block: rows i0 … i0+MR−1 of A (from `a`, stride lda),
  * columns of B from `b`; the last vector's lanes are masked by `mask`.
  * k is the innermost loop of every accumulator; each lane is one output.
@@ -131,15 +146,7 @@ static void gemm_scalar(const gemm_args *g) {
       bp += ldb;                                                                                                      \
       ap += aks;                                                                                                      \
     }                                                                                                                 \
-    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                           \
-      double *cp = c + r * ldc;                                                                                       \
-      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                         \
-        const __mmask8 m = v == NV - 1 ? mask : (__mmask8)0xff;                                                       \
-        __m512d out = acc[r][v];                                                                                      \
-        if (add) out = _mm512_add_pd(_mm512_maskz_loadu_pd(m, cp + 8 * v), out);                                     \
-        _mm512_mask_storeu_pd(cp + 8 * v, m, out);                                                                    \
-      }                                                                                                               \
-    }                                                                                                                 \
+    STORE_C512(MR, NV);                                                                                               \
   }
 
 #define DEFINE_MK512_ROW(MR) DEFINE_MK512(MR, 1) DEFINE_MK512(MR, 2) DEFINE_MK512(MR, 3)
@@ -230,15 +237,7 @@ __attribute__((target("avx512f"))) static void gemm_avx512_direct(const gemm_arg
           _mm512_store_pd(pout + r * ldp + 8 * v, acc[r][v]);                                                         \
       return;                                                                                                         \
     }                                                                                                                 \
-    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {                                                           \
-      double *cp = c + r * ldc;                                                                                       \
-      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) {                                                         \
-        const __mmask8 m = v == NV - 1 ? mask : (__mmask8)0xff;                                                       \
-        __m512d out = acc[r][v];                                                                                      \
-        if (add) out = _mm512_add_pd(_mm512_maskz_loadu_pd(m, cp + 8 * v), out);                                     \
-        _mm512_mask_storeu_pd(cp + 8 * v, m, out);                                                                    \
-      }                                                                                                               \
-    }                                                                                                                 \
+    STORE_C512(MR, NV);                                                                                               \
   }
 
 #define DEFINE_MKP512_ROW(MR) DEFINE_MKP512(MR, 1) DEFINE_MKP512(MR, 2) DEFINE_MKP512(MR, 3)
