@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { goldenBytes } from '../test/golden.ts';
 import { fixChecksum } from '../test/helpers/raw-file.ts';
-import { byteDifferenceText, diffCheckpoints, locateByteDifferences } from './checkpoint-diff.ts';
+import { byteDifferenceText, diffCheckpoints, locateByteDifferences, tensorDifferenceText } from './checkpoint-diff.ts';
 import { inspectCheckpoint } from './inspect.ts';
 
 const GOLDEN = goldenBytes();
@@ -60,6 +60,25 @@ describe('diffCheckpoints', () => {
     const none = diffCheckpoints(GOLDEN, new Uint8Array(0));
     expect(none.checksumB).toBe('(absent)');
     expect(none.tensors.every((t) => t.status === 'only-in-a')).toBe(true);
+  });
+});
+
+describe('tensorDifferenceText', () => {
+  it('words every status the same way for every caller, naming the files as asked', () => {
+    const { offset } = record('blocks.0.attention.key.weight', 'second-moment');
+    const b = GOLDEN.slice();
+    new DataView(b.buffer).setFloat64(offset, 1.5, true);
+    const changed = diffCheckpoints(GOLDEN, fixChecksum(b)).tensors.find((t) => t.status === 'different');
+    expect(changed === undefined ? null : tensorDifferenceText(changed)).toBe('1 of 16 differ');
+    const same = diffCheckpoints(GOLDEN, GOLDEN.slice()).tensors[0];
+    expect(same === undefined ? null : tensorDifferenceText(same)).toBe('identical');
+    const onlyA = diffCheckpoints(GOLDEN, new Uint8Array(0)).tensors[0];
+    expect(onlyA === undefined ? null : tensorDifferenceText(onlyA)).toBe('only in a');
+    expect(onlyA === undefined ? null : tensorDifferenceText(onlyA, { a: 'A', b: 'B' })).toBe('only in A');
+    const onlyB = diffCheckpoints(new Uint8Array(0), GOLDEN).tensors[0];
+    expect(onlyB === undefined ? null : tensorDifferenceText(onlyB, { a: 'A', b: 'B' })).toBe('only in B');
+    const cut = diffCheckpoints(GOLDEN, GOLDEN.slice(0, 4000)).tensors.find((t) => t.status === 'unreadable');
+    expect(cut === undefined ? null : tensorDifferenceText(cut)).toBe('not comparable (bytes outside the file)');
   });
 });
 

@@ -380,6 +380,37 @@ export function locateByteDifferences(bytesA: Uint8Array, bytesB: Uint8Array, op
   return { lengthA: bytesA.length, lengthB: bytesB.length, differingBytes, differingBits, runs, truncated, layoutOf: useB ? 'b' : 'a' };
 }
 
+/** How a comparison's two files are named in text (`llmcp diff`: `a` and `b`; the inspector: `A` and `B`). */
+export interface DiffLabels {
+  readonly a: string;
+  readonly b: string;
+}
+
+/**
+ * One line for a tensor's comparison, the same words wherever a diff is shown,
+ * e.g. `3 of 4096 differ`, `shape [4, 8] vs [4, 16]`, `only in b`.
+ *
+ * @param t - a tensor of {@link diffCheckpoints}.
+ * @param labels - the files' names (default `a` and `b`).
+ * @returns the text.
+ */
+export function tensorDifferenceText(t: TensorDifference, labels: DiffLabels = { a: 'a', b: 'b' }): string {
+  switch (t.status) {
+    case 'identical':
+      return 'identical';
+    case 'different':
+      return `${t.differing} of ${t.elements} differ`;
+    case 'shape-mismatch':
+      return `shape [${t.shapeA?.join(', ')}] vs [${t.shapeB?.join(', ')}]`;
+    case 'only-in-a':
+      return `only in ${labels.a}`;
+    case 'only-in-b':
+      return `only in ${labels.b}`;
+    case 'unreadable':
+      return 'not comparable (bytes outside the file)';
+  }
+}
+
 /**
  * One line for a run of differing bytes, e.g.
  * ``bytes 4120–4127 differ: record `blocks.0.attn.wq` element 3 (1 bit)``.

@@ -1,25 +1,9 @@
 /** The comparison of two opened checkpoints (the shared `diffCheckpoints` of `@llmcp/format`, as `llmcp diff`). */
-import { diffCheckpoints, type TensorDifference } from '@llmcp/format';
+import { diffCheckpoints, tensorDifferenceText } from '@llmcp/format';
 import { h, section, table } from '../dom.ts';
 import { short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';
 
-function status(t: TensorDifference): string {
-  switch (t.status) {
-    case 'identical':
-      return 'identical';
-    case 'different':
-      return `${t.differing} of ${t.elements} differ`;
-    case 'shape-mismatch':
-      return `shape [${t.shapeA?.join(', ')}] vs [${t.shapeB?.join(', ')}]`;
-    case 'only-in-a':
-      return 'only in A';
-    case 'only-in-b':
-      return 'only in B';
-    case 'unreadable':
-      return 'not comparable (bytes outside the file)';
-  }
-}
 
 /**
  * Header fields and tensors that differ between A and B.
@@ -42,7 +26,7 @@ export function diffView(a: OpenedCheckpoint, b: OpenedCheckpoint): HTMLElement 
       ? null
       : table(
           ['kind', 'name', 'status', 'max |Δ|', 'first difference (index: A bits → B bits)'],
-          changed.map((t) => [t.kind, t.name, status(t), t.status === 'different' ? short(t.maxAbsDelta) : '', t.first === null ? '' : `[${t.first.index}]: ${t.first.a} → ${t.first.b}`]),
+          changed.map((t) => [t.kind, t.name, tensorDifferenceText(t, { a: 'A', b: 'B' }), t.status === 'different' ? short(t.maxAbsDelta) : '', t.first === null ? '' : `[${t.first.index}]: ${t.first.a} → ${t.first.b}`]),
           { class: 'fields', 'data-role': 'diff-records' },
         ),
   );

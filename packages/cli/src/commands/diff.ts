@@ -3,6 +3,7 @@
  * differ. Exit 0 when the files are bit-identical, 1 when they differ.
  */
 import { Command } from 'commander';
+import { tensorDifferenceText } from '@llmcp/format';
 import { diffCheckpoints, type CheckpointDiff, type TensorDifference } from '../checkpoint-diff.ts';
 import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
@@ -26,22 +27,6 @@ function deltaText(t: TensorDifference): string {
   return Number.isNaN(t.maxAbsDelta) ? 'NaN' : t.maxAbsDelta.toPrecision(6);
 }
 
-function statusText(t: TensorDifference): string {
-  switch (t.status) {
-    case 'identical':
-      return 'identical';
-    case 'different':
-      return `${t.differing} of ${t.elements} differ`;
-    case 'shape-mismatch':
-      return `shape [${t.shapeA?.join(', ')}] vs [${t.shapeB?.join(', ')}]`;
-    case 'only-in-a':
-      return 'only in a';
-    case 'only-in-b':
-      return 'only in b';
-    case 'unreadable':
-      return 'not comparable (bytes outside the file)';
-  }
-}
 
 /** `a` and `b` name the two checkpoints as given; `all` lists identical tensors too. */
 function render(ctx: CliContext, d: CheckpointDiff, view: { readonly a: string; readonly b: string; readonly all: boolean }): string {
@@ -56,7 +41,7 @@ function render(ctx: CliContext, d: CheckpointDiff, view: { readonly a: string; 
   if (shown.length > 0) {
     const rows = [[c.dim('kind'), c.dim('name'), c.dim('status'), c.dim('max |Δ|'), c.dim('first difference (index: a bits → b bits)')]];
     for (const t of shown) {
-      rows.push([t.kind, t.name, t.status === 'identical' ? c.green(statusText(t)) : c.yellow(statusText(t)), deltaText(t), t.first === null ? '' : `[${t.first.index}]: ${t.first.a} → ${t.first.b}`]);
+      rows.push([t.kind, t.name, t.status === 'identical' ? c.green(tensorDifferenceText(t)) : c.yellow(tensorDifferenceText(t)), deltaText(t), t.first === null ? '' : `[${t.first.index}]: ${t.first.a} → ${t.first.b}`]);
     }
     out.push(...alignTable(rows, ['left', 'left', 'left', 'right', 'left']));
   }
