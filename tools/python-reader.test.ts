@@ -18,19 +18,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadFixture, loadManifest, parseRawCheckpoint, serializeRawCheckpoint, type RawCheckpoint } from '@llmcp/conformance';
-import {
-  decodeCheckpoint,
-  encodeCheckpoint,
-  expectedParameterShapes,
-  fnv1a64,
-  formatErrorData,
-  inspectCheckpoint,
-  isFormatError,
-  SplitMix64,
-  type CheckpointState,
-  type MomentState,
-  type NamedTensor,
-} from '@llmcp/format';
+import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, fnv1a64, isFormatError, SplitMix64, type CheckpointState, type MomentState, type NamedTensor } from '@llmcp/format';
+import { formatErrorData, inspectCheckpoint } from '@llmcp/format/inspect';
 import { checkpointsDir, parseConfig, RUN_FILES, trainRun } from '@llmcp/trainer';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', node: 'src/node.ts', foreign: 'src/foreign.ts' },
+  entry: { index: 'src/index.ts', inspect: 'src/inspect-entry.ts', node: 'src/node.ts', foreign: 'src/foreign.ts' },
   format: ['esm'],
   dts: true,
   // The Node entry needs Node types; the browser-safe build is still checked by tsconfig.json (typecheck).

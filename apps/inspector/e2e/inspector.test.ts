@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { inspectCheckpoint } from '@llmcp/format';
+import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { CH33_CONFIG_INPUT, forkRun, parseConfig, resumeRun, trainRun } from '@llmcp/trainer';
 import { formatEvaluationRecord, formatLossRecord } from '@llmcp/trainer/loss-records';
 import { chromium, type Browser, type Page } from 'playwright-core';

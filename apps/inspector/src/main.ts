@@ -3,7 +3,7 @@
  * drag and drop, decode and audit them with `@llmcp/format` in the browser,
  * render the result.
  */
-import { inspectCheckpoint, locateByteDifferences } from '@llmcp/format';
+import { inspectCheckpoint, locateByteDifferences } from '@llmcp/format/inspect';
 import { droppedFiles } from './dropped-entries.ts';
 import { h } from './dom.ts';
 import { classify, type Opened, type OpenedCheckpoint, type OpenedForeign, type OpenedJob, type OpenedLossLog } from './opened.ts';

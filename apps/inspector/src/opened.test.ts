@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { diffCheckpoints } from '@llmcp/format';
+import { diffCheckpoints } from '@llmcp/format/inspect';
 import { classify, parseJob, parseLossLog } from './opened.ts';
 import { f64Stats } from './stats.ts';
 

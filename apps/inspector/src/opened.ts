@@ -5,7 +5,8 @@
  * curves, read with the trainer's line parser), or a `job.json` (its
  * evaluation history, shown as a summary).
  */
-import { inspectCheckpoint, MAGIC, type CheckpointInspection } from '@llmcp/format';
+import { MAGIC } from '@llmcp/format';
+import { inspectCheckpoint, type CheckpointInspection } from '@llmcp/format/inspect';
 import { detectFileKind, isForeignFileError, readForeignFile, type ForeignFile, type ForeignFileError } from '@llmcp/format/foreign';
 import { parseLossLine } from '@llmcp/trainer/loss-records';
 import { parseLossHistory, type LossHistory } from './loss-history.ts';

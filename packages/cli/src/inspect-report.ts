@@ -5,7 +5,8 @@
  * `inspectCheckpoint`, so it covers damaged files as far as they parse; the
  * text form of the same audit is `renderInspection` of `@llmcp/format`.
  */
-import { f64BitsHex, hexBytes, prefixSpans, u64Hex, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError, type PrefixSpan } from '@llmcp/format';
+import { f64BitsHex, hexBytes, u64Hex } from '@llmcp/format';
+import { prefixSpans, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError, type PrefixSpan } from '@llmcp/format/inspect';
 
 /** Identifier of the JSON report layout (`schema` member). */
 export const INSPECT_SCHEMA_ID = 'llmcp-inspect/1';

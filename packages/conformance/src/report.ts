@@ -6,7 +6,8 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checksumLabel, encodeCheckpoint, fnv1a64, inspectCheckpoint, renderInspection } from '@llmcp/format';
+import { checksumLabel, encodeCheckpoint, fnv1a64 } from '@llmcp/format';
+import { inspectCheckpoint, renderInspection } from '@llmcp/format/inspect';
 import { sha256Hex } from '@llmcp/tokenizer';
 import { createFormatAdapter } from './adapter.ts';
 import { fixturesDirectory, loadFixture, loadManifest } from './manifest.ts';

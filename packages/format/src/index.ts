@@ -5,16 +5,6 @@ export type { FormatErrorCode, FormatErrorCategory, FormatErrorContext } from '.
 export { encodeCheckpoint, checkpointByteSize } from './encode.ts';
 export { decodeCheckpoint } from './decode.ts';
 export type { DecodeOptions } from './decode.ts';
-export { inspectCheckpoint, formatErrorData } from './inspect.ts';
-export type { CheckpointInspection, InspectedDescriptor, InspectedField, InspectedTokenizer, InspectionError, RecordSlice } from './inspect.ts';
-export { diffCheckpoints, locateByteDifferences, byteDifferenceText, tensorDifferenceText } from './checkpoint-diff.ts';
-export type { CheckpointDiff, DiffLabels, FieldDifference, TensorDifference, TensorKind, TensorDiffStatus, DiffInspections, ByteDifference, ByteDifferences, ByteRegionKind, LocateOptions } from './checkpoint-diff.ts';
-export { renderInspection } from './inspect-text.ts';
-export type { InspectionStyle, RenderInspectionOptions } from './inspect-text.ts';
-export { prefixSpans } from './inspect-prefix.ts';
-export type { PrefixSpan } from './inspect-prefix.ts';
-export { spellBpeMerges, MAX_SPELLED_BYTES } from './bpe-merges.ts';
-export type { SpelledMerge, SpelledMerges } from './bpe-merges.ts';
 export { f64ToBits, f64FromBits, f64BitsHex, f64Text, u64Hex, hexBytes, quotedBytes, f64Bytes } from './bits.ts';
 export { expectedParameterShapes, modelParameterName, parameterTensorCount, parameterNameProblem } from './parameter-layout.ts';
 export type { ParameterShape } from './parameter-layout.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checksumLabel, decodeCheckpoint, encodeCheckpoint, fnv1a64, inspectCheckpoint } from '../src/index.ts';
+import { checksumLabel, decodeCheckpoint, encodeCheckpoint, fnv1a64 } from '../src/index.ts';
+import { inspectCheckpoint } from '../src/inspect-entry.ts';
 import { golden, goldenBytes } from './golden.ts';
 
 const ROLE_NAMES: Record<string, number> = { LiteralToken: 1, ModelParameter: 3, OptimizerFirstMoment: 4, OptimizerSecondMoment: 5 };

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeCheckpoint, encodeCheckpoint, inspectCheckpoint, isFormatError } from '../src/index.ts';
+import { decodeCheckpoint, encodeCheckpoint, isFormatError } from '../src/index.ts';
+import { inspectCheckpoint } from '../src/inspect-entry.ts';
 import { goldenBytes } from './golden.ts';
 import { expectSameBytes } from './helpers/bytes.ts';
 import { fixChecksum } from './helpers/raw-file.ts';

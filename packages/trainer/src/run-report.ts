@@ -8,7 +8,8 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { decodeCheckpoint, encodeCheckpoint, inspectCheckpoint, SplitMix64, type CheckpointState, type NamedTensor } from '@llmcp/format';
+import { decodeCheckpoint, encodeCheckpoint, SplitMix64, type CheckpointState, type NamedTensor } from '@llmcp/format';
+import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { Decoder, generate, type Generation, type SamplingMode } from '@llmcp/model';
 import { causalWindows, evaluationBatches, parseCorpus, parseSplitManifest } from '@llmcp/data';
 import { tokenizerFromState } from '@llmcp/tokenizer';

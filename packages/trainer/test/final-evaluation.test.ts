@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeCheckpoint, inspectCheckpoint, SplitMix64, type CheckpointState } from '@llmcp/format';
+import { decodeCheckpoint, SplitMix64, type CheckpointState } from '@llmcp/format';
+import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { Decoder, generate, ln } from '@llmcp/model';
 import { bundledCorpusFiles } from '@llmcp/data/node';
 import { evaluateFinal } from '../src/final-evaluation.ts';

@@ -10,7 +10,8 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeCheckpoint, inspectCheckpoint } from '@llmcp/format';
+import { decodeCheckpoint } from '@llmcp/format';
+import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { isTrainerError } from '../src/errors.ts';
 import { decodeJob, encodeJob, LEGACY_JOB_FORMAT, sealJob } from '../src/job.ts';
 import { formatLossRecord, LossLog, planLossLogResume, scanLossLog, type LossRecord } from '../src/loss-log.ts';

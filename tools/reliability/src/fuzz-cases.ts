@@ -17,7 +17,8 @@
  * deeper rules are reached.
  */
 import { loadFixture, loadManifest } from '@llmcp/conformance';
-import { decodeCheckpoint, encodeCheckpoint, fnv1a64, inspectCheckpoint, SplitMix64, type CheckpointInspection, type CheckpointState } from '@llmcp/format';
+import { decodeCheckpoint, encodeCheckpoint, fnv1a64, SplitMix64, type CheckpointState } from '@llmcp/format';
+import { inspectCheckpoint, type CheckpointInspection } from '@llmcp/format/inspect';
 
 /** Mutation classes (the figures are kept per class). */
 export const MUTATION_CLASSES = [

@@ -13,7 +13,8 @@
  */
 import { closeSync, ftruncateSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { decodeCheckpoint, encodeCheckpoint, FORMAT_ERROR_CODES, inspectCheckpoint, isFormatError } from '@llmcp/format';
+import { decodeCheckpoint, encodeCheckpoint, FORMAT_ERROR_CODES, isFormatError } from '@llmcp/format';
+import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { loadCheckpoint } from '@llmcp/format/node';
 import { createCaseGenerator, type FuzzCase } from './fuzz-cases.ts';
 import { emptyStats, recordOutcome, saveRepro, type FuzzStats } from './fuzz-stats.ts';

@@ -3,7 +3,8 @@
  * table, tokenizer records, each parameter and each moment record, with
  * holes, overlaps and the failing offset marked.
  */
-import { FIXED_HEADER_BYTES, type CheckpointInspection } from '@llmcp/format';
+import { FIXED_HEADER_BYTES } from '@llmcp/format';
+import { type CheckpointInspection } from '@llmcp/format/inspect';
 import { h, s } from '../dom.ts';
 import { bytesText } from '../format-text.ts';
 

@@ -4,7 +4,8 @@
  * audit, tokenizer, configuration and optimizer state, per-tensor statistics,
  * and — for a damaged file — where parsing stopped.
  */
-import { BPE_BASE_VOCABULARY, byteDifferenceText, FIXED_HEADER_BYTES, f64BitsHex, f64Text, hexBytes, quotedBytes, spellBpeMerges, u64Hex, type ByteDifferences, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format';
+import { BPE_BASE_VOCABULARY, FIXED_HEADER_BYTES, f64BitsHex, f64Text, hexBytes, quotedBytes, u64Hex } from '@llmcp/format';
+import { byteDifferenceText, spellBpeMerges, type ByteDifferences, type CheckpointInspection, type InspectedDescriptor, type InspectedField, type InspectionError } from '@llmcp/format/inspect';
 import { h, s, section, table } from '../dom.ts';
 import { bytesText, short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';

@@ -1,5 +1,5 @@
 /** The comparison of two opened checkpoints (the shared `diffCheckpoints` of `@llmcp/format`, as `llmcp diff`). */
-import { diffCheckpoints, tensorDifferenceText } from '@llmcp/format';
+import { diffCheckpoints, tensorDifferenceText } from '@llmcp/format/inspect';
 import { h, section, table } from '../dom.ts';
 import { short } from '../format-text.ts';
 import type { OpenedCheckpoint } from '../opened.ts';

@@ -3,7 +3,7 @@
  * differ. Exit 0 when the files are bit-identical, 1 when they differ.
  */
 import { Command } from 'commander';
-import { tensorDifferenceText } from '@llmcp/format';
+import { tensorDifferenceText } from '@llmcp/format/inspect';
 import { diffCheckpoints, type CheckpointDiff, type TensorDifference } from '../checkpoint-diff.ts';
 import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';

@@ -4,7 +4,8 @@
  * valid, 1 when it is not.
  */
 import { Command } from 'commander';
-import { inspectCheckpoint, renderInspection, u64Hex, type CheckpointInspection } from '@llmcp/format';
+import { u64Hex } from '@llmcp/format';
+import { inspectCheckpoint, renderInspection, type CheckpointInspection } from '@llmcp/format/inspect';
 import { foreignFileJson, renderForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
 import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';

@@ -7,7 +7,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
-import { decodeCheckpoint, formatErrorData, isFormatError, type DecodedCheckpoint, type InspectionError } from '@llmcp/format';
+import { decodeCheckpoint, isFormatError, type DecodedCheckpoint } from '@llmcp/format';
+import { formatErrorData, type InspectionError } from '@llmcp/format/inspect';
 import type { RunVerification } from '@llmcp/trainer';
 import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
