@@ -396,7 +396,7 @@ export class DecoderPass {
     for (let t = 0; t < T; t++) {
       const src = (tokens[off + t] as number) * D;
       const dst = t * D;
-      for (let c = 0; c < D; c++) x0[dst + c] = W.embedding[src + c];
+      for (let c = 0; c < D; c++) x0[dst + c] = W.embedding[src + c] as number;
     }
     for (let l = 0; l < W.blocks.length; l++) {
       const w = W.blocks[l]!;

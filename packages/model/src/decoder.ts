@@ -389,7 +389,7 @@ export class Decoder {
     }
     const g = this.gradients;
     if (options.accumulate === true) {
-      for (let i = 0; i < g.length; i++) g[i] = g[i] + adjoint[i];
+      for (let i = 0; i < g.length; i++) g[i] = (g[i] as number) + (adjoint[i] as number);
     } else {
       g.set(adjoint);
     }

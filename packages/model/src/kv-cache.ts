@@ -447,7 +447,7 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
   const r = s.row;
   const x = r.x;
   const src = token * D;
-  for (let c = 0; c < D; c++) x[c] = params[src + c];
+  for (let c = 0; c < D; c++) x[c] = params[src + c] as number;
   if (s.viewsOf !== params) {
     s.views = modelViews(s.layout, params);
     s.viewsOf = params;
@@ -470,13 +470,13 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
     values.set(r.v, t * D);
     attentionDecodeRow(r.merged, r.qr, keys, values, t + 1, D, H, s.scale, s.weights);
     rowTimesMatrix(r.attention, r.merged, w.output, 0, D, D);
-    for (let i = 0; i < D; i++) r.h1[i] = x[i] + r.attention[i];
+    for (let i = 0; i < D; i++) r.h1[i] = (x[i] as number) + (r.attention[i] as number);
     rmsNormForward(r, r.h1, w.ffnNorm, 1, D, eps);
     rowTimesMatrix(r.gate, r.out, w.gate, 0, F, D);
     rowTimesMatrix(r.up, r.out, w.up, 0, F, D);
     swigluForward(r.prod, r.silu, r.sigma, r.gate, r.up, F);
     rowTimesMatrix(r.ffn, r.prod, w.down, 0, D, F);
-    for (let i = 0; i < D; i++) x[i] = r.h1[i] + r.ffn[i];
+    for (let i = 0; i < D; i++) x[i] = (r.h1[i] as number) + (r.ffn[i] as number);
   }
   rmsNormForward(r, x, W.finalNorm, 1, D, eps);
   // Tied head: logits[v] = Σ_c nf[c]·E[v, c] over c ascending (the full forward's Eᵀ product).
@@ -484,7 +484,7 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
   for (let v = 0; v < V; v++) {
     const e = v * D;
     let sum = 0;
-    for (let c = 0; c < D; c++) sum += r.out[c] * params[e + c];
+    for (let c = 0; c < D; c++) sum += (r.out[c] as number) * (params[e + c] as number);
     logits[v] = sum;
   }
   const bad = firstNonFiniteIn(logits, V);

@@ -51,7 +51,7 @@ async function trace(kind: KernelChoice, threads: number): Promise<string[]> {
     for (let step = 0; step < 3; step++) {
       const batch = randomBatch(BigInt(step + 40), CONFIG.vocabularySize, 5, 29);
       out.push(...bitsOf(Float64Array.of(model.trainStep(batch))), ...bitsOf(model.gradients));
-      for (let i = 0; i < model.parameters.length; i++) model.parameters[i] -= 0.05 * model.gradients[i];
+      for (let i = 0; i < model.parameters.length; i++) (model.parameters[i] as number) -= 0.05 * (model.gradients[i] as number);
     }
     out.push(...bitsOf(model.logits([1, 2, 3, 5, 8, 13, 21])));
     const g = generate(model, { prompt: [3, 1, 4], mode: { kind: 'temperature', temperature: 0.9, topK: 5 }, rng: new SplitMix64(7n), maxNewTokens: 12 });

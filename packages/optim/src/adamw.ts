@@ -245,16 +245,16 @@ export class AdamW {
       const lrwd = lr * (this.#decay[t] as number);
       const end = e.offset + e.length;
       for (let i = e.offset; i < end; i++) {
-        const raw = G[i];
+        const raw = G[i] as number;
         const g = mode === 0 ? raw : mode === 1 ? raw * mul : (raw / div) * fac;
-        const m2 = beta1 * M[i] + omb1 * g;
+        const m2 = beta1 * (M[i] as number) + omb1 * g;
         const gg = g * g;
-        const v2 = beta2 * Vm[i] + omb2 * gg;
+        const v2 = beta2 * (Vm[i] as number) + omb2 * gg;
         const mHat = m2 / c1;
         const vHat = v2 / c2;
         const direction = mHat / (Math.sqrt(vHat) + epsilon);
         const adaptive = lr * direction;
-        const w = W[i];
+        const w = W[i] as number;
         const decay = lrwd * w;
         const w2 = w - adaptive - decay;
         if (w2 - w2 !== 0 || m2 - m2 !== 0 || v2 - v2 !== 0 || direction - direction !== 0) {

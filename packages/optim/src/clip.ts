@@ -66,7 +66,7 @@ export function clipByGlobalNorm(gradients: Float64Array, maxNorm: number, layou
   let scale = 0.0;
   let ssq = 1.0;
   for (let i = 0; i < gradients.length; i++) {
-    const g = gradients[i];
+    const g = gradients[i] as number;
     const a = Math.abs(g);
     if (!(a < Infinity)) {
       const at = locate(layout, i);

@@ -77,7 +77,7 @@ export function reducePartial(adjoint: Float64Array, partials: Float64Array, slo
     adjoint.set(partials.subarray(slotOff + from, slotOff + to), from);
     return;
   }
-  for (let i = from; i < to; i++) adjoint[i] += partials[slotOff + i];
+  for (let i = from; i < to; i++) (adjoint[i] as number) += partials[slotOff + i] as number;
 }
 
 /**
@@ -113,7 +113,7 @@ export function reduceGainsAndEmbedding(
     for (let c = 0; c < D; c++) adjoint[off + c] = 0;
     let t = g * stride;
     for (let r = 0; r < n; r++) {
-      for (let c = 0; c < D; c++) adjoint[off + c] += terms[t + c];
+      for (let c = 0; c < D; c++) (adjoint[off + c] as number) += terms[t + c] as number;
       t += D;
     }
   }
@@ -122,10 +122,10 @@ export function reduceGainsAndEmbedding(
   for (let r = 0; r < n; r++) {
     const row = (tokens[r] as number) * D;
     const src = r * D;
-    for (let c = 0; c < D; c++) lookup[row + c] += dx0[src + c];
+    for (let c = 0; c < D; c++) (lookup[row + c] as number) += dx0[src + c] as number;
   }
   const e = layout.embedding;
-  for (let i = 0; i < V * D; i++) adjoint[e + i] = adjoint[e + i] + lookup[i];
+  for (let i = 0; i < V * D; i++) adjoint[e + i] = (adjoint[e + i] as number) + (lookup[i] as number);
 }
 
 /**
@@ -136,7 +136,7 @@ export function reduceGainsAndEmbedding(
  */
 export function meanLoss(rowLoss: Float64Array, n: number): number {
   let total = 0;
-  for (let r = 0; r < n; r++) total += rowLoss[r];
+  for (let r = 0; r < n; r++) total += rowLoss[r] as number;
   return total / n + 0;
 }
 
@@ -147,7 +147,7 @@ export function meanLoss(rowLoss: Float64Array, n: number): number {
  */
 export function firstNonFinite(values: Float64Array): number {
   for (let i = 0; i < values.length; i++) {
-    const v = values[i];
+    const v = values[i] as number;
     if (v - v !== 0) return i;
   }
   return -1;

@@ -97,7 +97,7 @@ export function attentionForward(
       const row = i * T;
       if (trace !== null) {
         for (let j = 0; j < T; j++) {
-          const raw = S[row + j];
+          const raw = S[row + j] as number;
           trace.raw[pOff + row + j] = raw;
           trace.scaled[pOff + row + j] = raw * scale;
         }
@@ -105,13 +105,13 @@ export function attentionForward(
       // Scaled scores: a multiplication by the rounded reciprocal, never a division.
       let m = -Infinity;
       for (let j = 0; j <= i; j++) {
-        const s = S[row + j] * scale;
+        const s = (S[row + j] as number) * scale;
         S[row + j] = s;
         if (s > m) m = s;
       }
       M[i] = m;
       const q = (i * (i + 1)) / 2;
-      for (let j = 0; j <= i; j++) E[q + j] = S[row + j] - m;
+      for (let j = 0; j <= i; j++) E[q + j] = (S[row + j] as number) - m;
     }
     // exp of the whole triangle in one batch (bit for bit exp(), see exp-batch.ts).
     expInto(E, 0, E, 0, (T * (T + 1)) / 2);
@@ -132,7 +132,7 @@ export function attentionForward(
         else tail += e;
       }
       const den = 1.0 + tail;
-      for (let j = 0; j <= i; j++) prob[pr + j] = prob[pr + j] / den + 0;
+      for (let j = 0; j <= i; j++) prob[pr + j] = (prob[pr + j] as number) / den + 0;
       for (let j = i + 1; j < T; j++) prob[pr + j] = 0;
     }
     // ho[i, c] = Σ_j p[i, j]·v[j, c] over j in order; masked p are +0.0 (GEMM_LOWER_K).
@@ -194,9 +194,9 @@ export function attentionBackward(
       const row = i * T;
       const pr = pOff + row;
       let w = 0;
-      for (let j = 0; j <= i; j++) w += dp[row + j] * prob[pr + j];
+      for (let j = 0; j <= i; j++) w += (dp[row + j] as number) * (prob[pr + j] as number);
       for (let j = 0; j <= i; j++) {
-        const ds = prob[pr + j] * (dp[row + j] - w) + 0;
+        const ds = (prob[pr + j] as number) * ((dp[row + j] as number) - w) + 0;
         if (trace !== null) trace.dscaled[pOff + row + j] = ds;
         draw[row + j] = 0 + ds * scale;
       }
@@ -253,7 +253,7 @@ export function attentionDecodeRow(
     for (let j = 0; j < T; j++) {
       const kj = j * D + hd;
       let raw = 0;
-      for (let c = 0; c < d; c++) raw += qr[hd + c] * keys[kj + c];
+      for (let c = 0; c < d; c++) raw += (qr[hd + c] as number) * (keys[kj + c] as number);
       const s = raw * scale;
       weights[j] = s;
       if (s > m) m = s;
@@ -261,19 +261,19 @@ export function attentionDecodeRow(
     let tail = 0;
     let skipped = false;
     for (let j = 0; j < T; j++) {
-      const shifted = weights[j] - m;
+      const shifted = (weights[j] as number) - m;
       const e = exp(shifted);
       weights[j] = e;
       if (!skipped && shifted === 0) skipped = true;
       else tail += e;
     }
     const den = 1.0 + tail;
-    for (let j = 0; j < T; j++) weights[j] = weights[j] / den + 0;
+    for (let j = 0; j < T; j++) weights[j] = (weights[j] as number) / den + 0;
     for (let c = 0; c < d; c++) merged[hd + c] = 0;
     for (let j = 0; j < T; j++) {
-      const p = weights[j];
+      const p = weights[j] as number;
       const vj = j * D + hd;
-      for (let c = 0; c < d; c++) merged[hd + c] += p * values[vj + c];
+      for (let c = 0; c < d; c++) (merged[hd + c] as number) += p * (values[vj + c] as number);
     }
   }
 }

@@ -37,11 +37,11 @@ export function crossEntropyForward(
     const o = r * V;
     let m = -Infinity;
     for (let c = 0; c < V; c++) {
-      const z = logits[o + c];
+      const z = logits[o + c] as number;
       if (z > m) m = z;
     }
     M[r] = m;
-    for (let c = 0; c < V; c++) prob[o + c] = logits[o + c] - m;
+    for (let c = 0; c < V; c++) prob[o + c] = (logits[o + c] as number) - m;
   }
   // exp of all rows in one batch, in place (bit for bit exp(), see exp-batch.ts).
   expInto(prob, 0, prob, 0, rows * V);
@@ -58,9 +58,9 @@ export function crossEntropyForward(
       else tail += e;
     }
     const y = targets[tOff + r] as number;
-    rowLoss[r] = m - logits[o + y] + log1p(tail);
+    rowLoss[r] = m - (logits[o + y] as number) + log1p(tail);
     const den = 1.0 + tail;
-    for (let c = 0; c < V; c++) prob[o + c] = prob[o + c] / den + 0;
+    for (let c = 0; c < V; c++) prob[o + c] = (prob[o + c] as number) / den + 0;
   }
 }
 
@@ -88,7 +88,7 @@ export function crossEntropyBackward(
     const o = r * V;
     const y = targets[tOff + r] as number;
     for (let c = 0; c < V; c++) {
-      const g = c === y ? prob[o + c] - 1.0 : prob[o + c];
+      const g = c === y ? (prob[o + c] as number) - 1.0 : (prob[o + c] as number);
       dlogits[o + c] = g * k + 0;
     }
   }

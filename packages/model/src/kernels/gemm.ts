@@ -137,7 +137,7 @@ function copyRows(dst: Float64Array, dOff: number, ldd: number, src: Float64Arra
   for (let r = 0; r < rows; r++) {
     const s0 = sOff + r * lds;
     const d0 = dOff + r * ldd;
-    for (let c = 0; c < width; c++) dst[d0 + c] = src[s0 + c];
+    for (let c = 0; c < width; c++) dst[d0 + c] = src[s0 + c] as number;
   }
 }
 
@@ -228,25 +228,25 @@ export function gemmScalar(
       let s30 = 0, s31 = 0, s32 = 0, s33 = 0;
       let bk = bOff + kBeg * ldb + j;
       for (let k = kBeg; k < kEnd; k++) {
-        const w0 = B[bk];
-        const w1 = B[bk + 1];
-        const w2 = B[bk + 2];
-        const w3 = B[bk + 3];
+        const w0 = B[bk] as number;
+        const w1 = B[bk + 1] as number;
+        const w2 = B[bk + 2] as number;
+        const w3 = B[bk + 3] as number;
         bk += ldb;
-        let x = A[a0 + k];
+        let x = A[a0 + k] as number;
         s00 += x * w0; s01 += x * w1; s02 += x * w2; s03 += x * w3;
-        x = A[a1 + k];
+        x = A[a1 + k] as number;
         s10 += x * w0; s11 += x * w1; s12 += x * w2; s13 += x * w3;
-        x = A[a2 + k];
+        x = A[a2 + k] as number;
         s20 += x * w0; s21 += x * w1; s22 += x * w2; s23 += x * w3;
-        x = A[a3 + k];
+        x = A[a3 + k] as number;
         s30 += x * w0; s31 += x * w1; s32 += x * w2; s33 += x * w3;
       }
       if (add) {
-        C[c0 + j] += s00; C[c0 + j + 1] += s01; C[c0 + j + 2] += s02; C[c0 + j + 3] += s03;
-        C[c1 + j] += s10; C[c1 + j + 1] += s11; C[c1 + j + 2] += s12; C[c1 + j + 3] += s13;
-        C[c2 + j] += s20; C[c2 + j + 1] += s21; C[c2 + j + 2] += s22; C[c2 + j + 3] += s23;
-        C[c3 + j] += s30; C[c3 + j + 1] += s31; C[c3 + j + 2] += s32; C[c3 + j + 3] += s33;
+        (C[c0 + j] as number) += s00; (C[c0 + j + 1] as number) += s01; (C[c0 + j + 2] as number) += s02; (C[c0 + j + 3] as number) += s03;
+        (C[c1 + j] as number) += s10; (C[c1 + j + 1] as number) += s11; (C[c1 + j + 2] as number) += s12; (C[c1 + j + 3] as number) += s13;
+        (C[c2 + j] as number) += s20; (C[c2 + j + 1] as number) += s21; (C[c2 + j + 2] as number) += s22; (C[c2 + j + 3] as number) += s23;
+        (C[c3 + j] as number) += s30; (C[c3 + j + 1] as number) += s31; (C[c3 + j + 2] as number) += s32; (C[c3 + j + 3] as number) += s33;
       } else {
         C[c0 + j] = s00; C[c0 + j + 1] = s01; C[c0 + j + 2] = s02; C[c0 + j + 3] = s03;
         C[c1 + j] = s10; C[c1 + j + 1] = s11; C[c1 + j + 2] = s12; C[c1 + j + 3] = s13;
@@ -258,15 +258,15 @@ export function gemmScalar(
       let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       let bk = bOff + kBeg * ldb + j;
       for (let k = kBeg; k < kEnd; k++) {
-        const w = B[bk];
+        const w = B[bk] as number;
         bk += ldb;
-        s0 += A[a0 + k] * w;
-        s1 += A[a1 + k] * w;
-        s2 += A[a2 + k] * w;
-        s3 += A[a3 + k] * w;
+        s0 += (A[a0 + k] as number) * w;
+        s1 += (A[a1 + k] as number) * w;
+        s2 += (A[a2 + k] as number) * w;
+        s3 += (A[a3 + k] as number) * w;
       }
       if (add) {
-        C[c0 + j] += s0; C[c1 + j] += s1; C[c2 + j] += s2; C[c3 + j] += s3;
+        (C[c0 + j] as number) += s0; (C[c1 + j] as number) += s1; (C[c2 + j] as number) += s2; (C[c3 + j] as number) += s3;
       } else {
         C[c0 + j] = s0; C[c1 + j] = s1; C[c2 + j] = s2; C[c3 + j] = s3;
       }
@@ -282,10 +282,10 @@ export function gemmScalar(
       let s = 0;
       let bk = bOff + kBeg * ldb + j;
       for (let k = kBeg; k < kEnd; k++) {
-        s += A[a0 + k] * B[bk];
+        s += (A[a0 + k] as number) * (B[bk] as number);
         bk += ldb;
       }
-      if (add) C[c0 + j] += s;
+      if (add) (C[c0 + j] as number) += s;
       else C[c0 + j] = s;
     }
   }
@@ -308,7 +308,7 @@ export function transpose(dst: Float64Array, dOff: number, ldd: number, src: Flo
     const s0 = sOff + r * lds;
     let d = dOff + r;
     for (let s = 0; s < S; s++) {
-      dst[d] = src[s0 + s];
+      dst[d] = src[s0 + s] as number;
       d += ldd;
     }
   }
@@ -340,11 +340,11 @@ export function rowTimesMatrix(y: Float64Array, x: Float64Array, W: Float64Array
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     let w = wOff + o;
     for (let i = 0; i < K; i++) {
-      const xi = x[i];
-      s0 += xi * W[w];
-      s1 += xi * W[w + 1];
-      s2 += xi * W[w + 2];
-      s3 += xi * W[w + 3];
+      const xi = x[i] as number;
+      s0 += xi * (W[w] as number);
+      s1 += xi * (W[w + 1] as number);
+      s2 += xi * (W[w + 2] as number);
+      s3 += xi * (W[w + 3] as number);
       w += N;
     }
     y[o] = s0;
@@ -356,7 +356,7 @@ export function rowTimesMatrix(y: Float64Array, x: Float64Array, W: Float64Array
     let s = 0;
     let w = wOff + o;
     for (let i = 0; i < K; i++) {
-      s += x[i] * W[w];
+      s += (x[i] as number) * (W[w] as number);
       w += N;
     }
     y[o] = s;

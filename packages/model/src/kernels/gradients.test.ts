@@ -30,7 +30,7 @@ describe('rmsNormBackward', () => {
     const terms = new Float64Array(rows * D);
     rmsNormBackward(dx, terms, norm, w, x, params, rows, D);
     const dg = new Float64Array(D);
-    for (let r = 0; r < rows; r++) for (let c = 0; c < D; c++) dg[c] += terms[r * D + c]!;
+    for (let r = 0; r < rows; r++) for (let c = 0; c < D; c++) (dg[c] as number) += terms[r * D + c]!;
     expect(checkGradient('dx', f, x, dx)).toBeNull();
     expect(checkGradient('dgain', f, params, dg)).toBeNull();
   });

@@ -103,5 +103,5 @@ export function linearBackward(
  * @param n - elements.
  */
 export function residualForward(out: Float64Array, a: Float64Array, b: Float64Array, n: number): void {
-  for (let i = 0; i < n; i++) out[i] = a[i] + b[i];
+  for (let i = 0; i < n; i++) out[i] = (a[i] as number) + (b[i] as number);
 }

@@ -42,7 +42,7 @@ export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: F
     const o = r * D;
     let s = 0;
     for (let c = 0; c < D; c++) {
-      const v = x[o + c];
+      const v = x[o + c] as number;
       s += v * v;
     }
     const m = s / D;
@@ -57,9 +57,9 @@ export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: F
     const o = r * D;
     const iv = inv[r] as number;
     for (let c = 0; c < D; c++) {
-      const n = x[o + c] * iv;
+      const n = (x[o + c] as number) * iv;
       normalized[o + c] = n;
-      out[o + c] = n * gain[c];
+      out[o + c] = n * (gain[c] as number);
     }
   }
 }
@@ -92,19 +92,19 @@ export function rmsNormBackward(
   const { normalized, inv, st, dnormalized, rowAdjoints } = norm;
   for (let r = 0; r < rows; r++) {
     const o = r * D;
-    const iv = inv[r];
+    const iv = inv[r] as number;
     let di = 0;
     for (let c = 0; c < D; c++) {
-      const uc = u[o + c];
-      gainTerms[o + c] = uc * normalized[o + c];
-      const dn = 0 + uc * gain[c];
+      const uc = u[o + c] as number;
+      gainTerms[o + c] = uc * (normalized[o + c] as number);
+      const dn = 0 + uc * (gain[c] as number);
       dnormalized[o + c] = dn;
-      di += dn * x[o + c];
+      di += dn * (x[o + c] as number);
     }
     // exp rule (u·y), constant −0.5, log rule (u / x), add (+eps), mean (/ D): each adjoint is "0 + contribution".
     const dsl = 0 + di * iv;
     const dlg = 0 + dsl * -0.5;
-    const dst = 0 + dlg / st[r];
+    const dst = 0 + dlg / (st[r] as number);
     const d2 = 0 + dst / D;
     const ra = r * 5;
     rowAdjoints[ra] = di;
@@ -113,9 +113,9 @@ export function rmsNormBackward(
     rowAdjoints[ra + 3] = dst;
     rowAdjoints[ra + 4] = d2;
     for (let c = 0; c < D; c++) {
-      const xc = x[o + c];
+      const xc = x[o + c] as number;
       const sq = d2 * xc;
-      dx[o + c] = dx[o + c] + dnormalized[o + c] * iv + sq + sq;
+      dx[o + c] = (dx[o + c] as number) + (dnormalized[o + c] as number) * iv + sq + sq;
     }
   }
 }

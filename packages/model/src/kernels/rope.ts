@@ -55,7 +55,7 @@ export function extendRopeTables(tables: RopeTables, positions: number): RopeTab
   sines.set(tables.sines);
   for (let p = built; p < positions; p++) {
     for (let i = 0; i < half; i++) {
-      const angle = p * inverseFrequencies[i];
+      const angle = p * (inverseFrequencies[i] as number);
       sines[p * half + i] = sin(angle) + 0;
       cosines[p * half + i] = cos(angle) + 0;
     }
@@ -83,11 +83,11 @@ export function ropeForward(dst: Float64Array, src: Float64Array, tables: RopeTa
     const tab = t * half;
     for (let h0 = 0; h0 < D; h0 += headWidth) {
       for (let i = 0; i < half; i++) {
-        const c = C[tab + i];
-        const s = S[tab + i];
+        const c = C[tab + i] as number;
+        const s = S[tab + i] as number;
         const o = row + h0 + 2 * i;
-        const l = src[o];
-        const r = src[o + 1];
+        const l = src[o] as number;
+        const r = src[o + 1] as number;
         dst[o] = l * c - r * s + 0;
         dst[o + 1] = l * s + r * c + 0;
       }
@@ -115,11 +115,11 @@ export function ropeBackward(dst: Float64Array, src: Float64Array, tables: RopeT
     const tab = t * half;
     for (let h0 = 0; h0 < D; h0 += headWidth) {
       for (let i = 0; i < half; i++) {
-        const c = C[tab + i];
-        const s = S[tab + i];
+        const c = C[tab + i] as number;
+        const s = S[tab + i] as number;
         const o = row + h0 + 2 * i;
-        const gl = src[o];
-        const gr = src[o + 1];
+        const gl = src[o] as number;
+        const gr = src[o + 1] as number;
         dst[o] = gl * c + gr * s + 0;
         dst[o + 1] = -gl * s + gr * c + 0;
       }
@@ -147,11 +147,11 @@ export function ropeForwardRow(dst: Float64Array, dOff: number, src: Float64Arra
   const tab = position * half;
   for (let h0 = 0; h0 < D; h0 += headWidth) {
     for (let i = 0; i < half; i++) {
-      const c = C[tab + i];
-      const s = S[tab + i];
+      const c = C[tab + i] as number;
+      const s = S[tab + i] as number;
       const o = h0 + 2 * i;
-      const l = src[o];
-      const r = src[o + 1];
+      const l = src[o] as number;
+      const r = src[o + 1] as number;
       dst[dOff + o] = l * c - r * s + 0;
       dst[dOff + o + 1] = l * s + r * c + 0;
     }

@@ -31,7 +31,7 @@ export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Flo
     sigma[i] = s;
     const y = x * s;
     silu[i] = y;
-    prod[i] = y * up[i];
+    prod[i] = y * (up[i] as number);
   }
 }
 
@@ -61,12 +61,12 @@ export function swigluBackward(
   n: number,
 ): void {
   for (let i = 0; i < n; i++) {
-    const u = dprod[i];
-    const ds = 0 + u * up[i];
+    const u = dprod[i] as number;
+    const ds = 0 + u * (up[i] as number);
     dsilu[i] = ds;
-    dup[i] = 0 + u * silu[i];
-    const s = sigma[i];
-    const local = s * (1.0 + gate[i] * (1.0 - s));
+    dup[i] = 0 + u * (silu[i] as number);
+    const s = sigma[i] as number;
+    const local = s * (1.0 + (gate[i] as number) * (1.0 - s));
     dgate[i] = 0 + ds * local;
   }
 }
