@@ -1,33 +1,20 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkCitations, fixCitations } from './check-citations.ts';
+import { scratchWorkspace } from './scratch-workspace.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-let scratch: string | undefined;
-afterEach(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-  scratch = undefined;
-});
-
 function workspace(files: Record<string, string>): string {
-  scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-citations-'));
-  const base: Record<string, string> = {
+  return scratchWorkspace('llmcp-citations-', {
     'docs/spec/model.md': '# Model\n\n## 4. Initialization\n\n### 4.1 SplitMix64\n',
     'docs/STYLE.md': '# Style\n\n1. **Root**\n2. **Package**\n',
     'packages/format/SPEC.md': '# Format\n\n## 5. Payload\n\n### 5.1 Record order\n',
     'tools/tool.ts': '',
     ...files,
-  };
-  for (const [rel, text] of Object.entries(base)) {
-    const full = path.join(scratch, rel);
-    mkdirSync(path.dirname(full), { recursive: true });
-    writeFileSync(full, text);
-  }
-  return scratch;
+  });
 }
 
 describe('citations in code comments', () => {

@@ -1,26 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkImportCycles, findCycles, importGraph } from './check-import-cycles.ts';
+import { scratchWorkspace } from './scratch-workspace.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-let scratch: string | undefined;
-afterEach(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-  scratch = undefined;
-});
-
 function workspace(files: Record<string, string>): string {
-  scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-cycles-'));
-  for (const [rel, text] of Object.entries({ 'packages/p/package.json': '{"name":"@llmcp/p"}', ...files })) {
-    const full = path.join(scratch, rel);
-    mkdirSync(path.dirname(full), { recursive: true });
-    writeFileSync(full, text);
-  }
-  return scratch;
+  return scratchWorkspace('llmcp-cycles-', { 'packages/p/package.json': '{"name":"@llmcp/p"}', ...files });
 }
 
 describe('checkImportCycles', () => {

@@ -1,9 +1,8 @@
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkLayers, loadRules, type LayerRules } from './check-layers.ts';
+import { scratchWorkspace } from './scratch-workspace.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -17,26 +16,13 @@ const rules: LayerRules = {
   browserSafe: ['@llmcp/format'],
 };
 
-let scratch: string | undefined;
-afterEach(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-  scratch = undefined;
-});
-
 function workspace(files: Record<string, string>): string {
-  scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-layers-'));
-  const base: Record<string, string> = {
+  return scratchWorkspace('llmcp-layers-', {
     'packages/format/package.json': JSON.stringify({ name: '@llmcp/format' }),
     'packages/model/package.json': JSON.stringify({ name: '@llmcp/model', dependencies: { '@llmcp/format': 'workspace:^' } }),
     'tools/package.json': JSON.stringify({ name: '@llmcp/tools' }),
     ...files,
-  };
-  for (const [rel, text] of Object.entries(base)) {
-    const full = path.join(scratch, rel);
-    mkdirSync(path.dirname(full), { recursive: true });
-    writeFileSync(full, text);
-  }
-  return scratch;
+  });
 }
 
 describe('checkLayers', () => {
@@ -120,7 +106,6 @@ describe('checkLayers', () => {
       'apps/inspector/vite.config.ts': "import path from 'node:path';\n",
     };
     expect(checkLayers(workspace(base), browserRules)).toEqual([]);
-    rmSync(scratch as string, { recursive: true, force: true });
     const bad = workspace({
       ...base,
       'apps/inspector/src/run.ts': "import { trainRun } from '@llmcp/trainer';\nimport { readFileSync } from 'node:fs';\n",

@@ -1,23 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { scratchWorkspace } from './scratch-workspace.ts';
 
 const guard = path.join(path.dirname(fileURLToPath(import.meta.url)), 'prepack-guard.mjs');
-let scratch: string | undefined;
-afterEach(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-  scratch = undefined;
-});
 
 function run(files: Record<string, string>): { status: number; stderr: string } {
-  scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-prepack-'));
-  for (const [rel, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(scratch, rel)), { recursive: true });
-    writeFileSync(path.join(scratch, rel), text);
-  }
+  const scratch = scratchWorkspace('llmcp-prepack-', files);
   try {
     execFileSync(process.execPath, [guard], { cwd: scratch, stdio: 'pipe' });
     return { status: 0, stderr: '' };

@@ -1,6 +1,6 @@
 /*
  * Batched correctly rounded e^x: the fast path of src/math/exp.ts, operation by operation, on 8 (AVX-512F),
- * 4 (AVX2) or 1 (plain C) lanes. Included by kernels.c (a unity build) after its path selection.
+ * 4 (AVX2) or 1 (plain C) lanes. Included by kernels.c (a unity build) after its path selection and Node-API helpers.
  *
  * Every lane performs exactly the IEEE double operations of exp.ts's fast path, in the same order, each
  * multiply and add rounded on its own (explicit intrinsics, -ffp-contract=off, never -ffast-math), with the
@@ -255,23 +255,7 @@ static int64_t run_exp(double *out, const double *x, int64_t n, int32_t *undecid
 
 /* ── Node-API: exp(out, outOff, x, xOff, n, undecided, constants) → count ── */
 
-/* Defined with the rest of the glue in kernels.c. */
-static int get_f64_array(napi_env env, napi_value v, double **data, size_t *length, const char *what);
-static int get_int(napi_env env, napi_value v, double max, int64_t *out, const char *what);
-static int check_extent(napi_env env, size_t length, int64_t off, int64_t ld, int64_t rows, int64_t cols, const char *what);
-
-static int get_i32_array(napi_env env, napi_value v, int32_t **data, size_t *length, const char *what) {
-  napi_typedarray_type type;
-  void *p = NULL;
-  if (napi_get_typedarray_info(env, v, &type, length, &p, NULL, NULL) != napi_ok || type != napi_int32_array) {
-    char msg[96];
-    snprintf(msg, sizeof msg, "llmcp kernels: %s must be an Int32Array", what);
-    napi_throw_type_error(env, NULL, msg);
-    return 0;
-  }
-  *data = (int32_t *)p;
-  return 1;
-}
+/* get_f64_array, get_i32_array, get_int, check_extent, MAX_OFFSET and MAX_DIM: the glue of kernels.c (included after it). */
 
 /* Whether the byte ranges [a, a + na) and [b, b + nb) share a byte. */
 static int exp_overlap(const void *a, size_t na, const void *b, size_t nb) {
@@ -297,9 +281,9 @@ static napi_value js_exp(napi_env env, napi_callback_info info) {
   int32_t *und;
   size_t outLen, xLen, undLen, cLen;
   int64_t outOff, xOff, n;
-  if (!get_f64_array(env, argv[0], &out, &outLen, "out") || !get_int(env, argv[1], 9007199254740991.0, &outOff, "outOff") ||
-      !get_f64_array(env, argv[2], &x, &xLen, "x") || !get_int(env, argv[3], 9007199254740991.0, &xOff, "xOff") ||
-      !get_int(env, argv[4], 2147483647.0, &n, "n") || !get_i32_array(env, argv[5], &und, &undLen, "undecided") ||
+  if (!get_f64_array(env, argv[0], &out, &outLen, "out") || !get_int(env, argv[1], MAX_OFFSET, &outOff, "outOff") ||
+      !get_f64_array(env, argv[2], &x, &xLen, "x") || !get_int(env, argv[3], MAX_OFFSET, &xOff, "xOff") ||
+      !get_int(env, argv[4], MAX_DIM, &n, "n") || !get_i32_array(env, argv[5], &und, &undLen, "undecided") ||
       !get_f64_array(env, argv[6], &C, &cLen, "constants"))
     return NULL;
   if (!check_extent(env, outLen, outOff, n, 1, n, "out") || !check_extent(env, xLen, xOff, n, 1, n, "x")) return NULL;

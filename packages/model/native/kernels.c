@@ -538,9 +538,6 @@ static void run_gemm(const gemm_args *g) {
   }
 }
 
-/* Batched correctly rounded exp (exp.ts's fast path per lane): exp(). */
-#include "exp.c"
-
 /* ── ceiling microbenchmark: independent multiply-then-add chains ─────── */
 
 #ifdef LLMCP_X86
@@ -614,17 +611,27 @@ static double peak_run(int path, int64_t iters, double *macs) {
 #define MAX_DIM 2147483647.0
 #define MAX_OFFSET 9007199254740991.0
 
-static int get_f64_array(napi_env env, napi_value v, double **data, size_t *length, const char *what) {
+/* A typed array of the wanted element type (`kind` names it in the TypeError otherwise). */
+static int get_typed_array(napi_env env, napi_value v, napi_typedarray_type want, const char *kind, void **data,
+                           size_t *length, const char *what) {
   napi_typedarray_type type;
   void *p = NULL;
-  if (napi_get_typedarray_info(env, v, &type, length, &p, NULL, NULL) != napi_ok || type != napi_float64_array) {
+  if (napi_get_typedarray_info(env, v, &type, length, &p, NULL, NULL) != napi_ok || type != want) {
     char msg[96];
-    snprintf(msg, sizeof msg, "llmcp kernels: %s must be a Float64Array", what);
+    snprintf(msg, sizeof msg, "llmcp kernels: %s must be a%s %s", what, kind[0] == 'I' ? "n" : "", kind);
     napi_throw_type_error(env, NULL, msg);
     return 0;
   }
-  *data = (double *)p;
+  *data = p;
   return 1;
+}
+
+static int get_f64_array(napi_env env, napi_value v, double **data, size_t *length, const char *what) {
+  return get_typed_array(env, v, napi_float64_array, "Float64Array", (void **)data, length, what);
+}
+
+static int get_i32_array(napi_env env, napi_value v, int32_t **data, size_t *length, const char *what) {
+  return get_typed_array(env, v, napi_int32_array, "Int32Array", (void **)data, length, what);
 }
 
 static int get_int(napi_env env, napi_value v, double max, int64_t *out, const char *what) {
@@ -658,6 +665,9 @@ static int check_extent(napi_env env, size_t length, int64_t off, int64_t ld, in
   }
   return 1;
 }
+
+/* Batched correctly rounded exp (exp.ts's fast path per lane) and its Node-API function exp(). */
+#include "exp.c"
 
 /*
  * gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags): the semantics of gemm() in gemm.ts, and of

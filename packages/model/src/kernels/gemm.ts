@@ -414,7 +414,7 @@ export function gemmTransA(
       return;
     }
   }
-  if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK && activeNativeKernels() === null)) {
+  if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK)) {
     if (wasm === undefined) wasm = createWasmGemm();
     if (wasm !== null) {
       gemmSimd(wasm, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags | TRANS_A);
