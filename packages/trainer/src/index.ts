@@ -43,7 +43,7 @@ export type { RunEvaluation, CheckpointEvaluationOptions } from './run-evaluatio
 export { reportRun } from './run-report.ts';
 export type { RunReport, RunReportOptions } from './run-report.ts';
 export { sealJob, encodeJob, decodeJob } from './job.ts';
-export type { Job, JobBody, InputIdentity, EvaluationRecord } from './job.ts';
+export type { Job, JobBody, JobFormat, JobStateRecord, InputIdentity, EvaluationRecord } from './job.ts';
 export {
   RUN_FILES,
   NAMED_SLOTS,
@@ -64,7 +64,7 @@ export type { LossLogPosition, ParsedLossLog, LossLogResumePlan, LossLogScan } f
 export { formatEvaluationRecord, parseLossLine } from './loss-records.ts';
 export type { LossRecord, LossTiming, EvaluationLogRecord, LossLogLine } from './loss-records.ts';
 export { readRunManifest } from './run-manifest.ts';
-export type { RunManifest, RunEvent } from './run-manifest.ts';
+export type { RunManifest, RunEvent, ForkedState } from './run-manifest.ts';
 export { createProgressRenderer, formatClock, formatDuration, layoutStatusLine } from './progress.ts';
 export type { ProgressRenderer, ProgressOptions, ProgressStream, StatusFields, StatusLayoutOptions, StatusRole } from './progress.ts';
 export { colorEnabled, liveRedrawEnabled } from './terminal.ts';

@@ -2,7 +2,7 @@ import { u64Hex } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { isTrainerError } from './errors.ts';
-import { decodeJob, encodeJob, sealJob, type JobBody } from './job.ts';
+import { decodeJob, encodeJob, JOB_FORMAT, JOB_FORMAT_V2, sealJob, type JobBody } from './job.ts';
 import { ch33Config } from './presets.ts';
 
 const sha = (c: string): string => `sha256:${c.repeat(64)}`;
@@ -68,6 +68,20 @@ describe('encodeJob / decodeJob', () => {
     expect(refusal(encodeJob(sealJob(body as JobBody)))).toMatch(/at step/);
     const extra = { ...sampleJobBody(), surprise: 1 };
     expect(refusal(encodeJob(sealJob(extra as JobBody)))).toMatch(/job schema/);
+  });
+
+  it('reads llmcp-job/3 without a state SHA-256 and the older formats only with one', () => {
+    const { sha256: _dropped, ...pairing } = sampleJobBody().state;
+    const v3 = sealJob({ ...sampleJobBody(), format: JOB_FORMAT, state: pairing });
+    expect(decodeJob(encodeJob(v3))).toEqual(v3);
+    expect(Object.keys(decodeJob(encodeJob(v3)).state).sort()).toEqual(['bytes', 'checksum']);
+    for (const format of [JOB_FORMAT_V2, 'llmcp-job/1'] as const) {
+      const old = sealJob({ ...sampleJobBody(), format });
+      expect(decodeJob(encodeJob(old)).state.sha256).toBe(sha('e'));
+      expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format, state: pairing })))).toMatch(/at state\.sha256: llmcp-job\/[12] requires state\.sha256/);
+    }
+    expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format: JOB_FORMAT })))).toMatch(/at state\.sha256: llmcp-job\/3 records no state\.sha256/);
+    expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format: 'llmcp-job/4' } as unknown as JobBody)))).toMatch(/at format/);
   });
 
   it('refuses a config whose digest does not match', () => {

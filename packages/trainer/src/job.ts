@@ -2,9 +2,9 @@
  * `job.json`: everything the next step depends on that `state.llmcp` does not
  * hold — the full config, the identity of every input, the data order and
  * cursor with the shuffle RNG, the schedule position, evaluation history and
- * best so far, the paired state file's checksum, a fingerprint of the next
- * batch, the loss-log position — sealed by a SHA-256 digest of its canonical
- * JSON.
+ * best so far, the paired state file's size and LLMCP35 checksum, a
+ * fingerprint of the next batch, the loss-log position — sealed by a SHA-256
+ * digest of its canonical JSON.
  */
 import { z } from 'zod';
 import { canonicalDigest, canonicalJson, type JsonValue } from './internal/canonical-json.ts';
@@ -13,17 +13,52 @@ import { parseConfig, type TrainerConfig } from './config.ts';
 import type { LossLogPosition } from './loss-log.ts';
 
 /**
- * The job file format tag. Version 2 records the LLMCP35 checksum of the
- * paired state in `state.checksum`.
+ * The job file format tag, the one every save writes. Version 3 pairs the
+ * state file by its size and LLMCP35 checksum (`state: { bytes, checksum }`):
+ * loading validates that checksum over every byte of the file, so a save
+ * hashes the state once (the format's own pass) and a resume reads it once.
  */
-export const JOB_FORMAT = 'llmcp-job/2';
+export const JOB_FORMAT = 'llmcp-job/3';
 
 /**
- * The first job format, still read: identical except that `state.checksum`
- * held a plain FNV-1a 64 of the whole state file rather than its LLMCP35
- * checksum, so the pairing check leaves that field to the SHA-256.
+ * The second job format, still read: `state` also holds the SHA-256 of the
+ * whole state file (`state.sha256`), which the pairing check still compares —
+ * resuming such a checkpoint hashes its state file once more.
+ */
+export const JOB_FORMAT_V2 = 'llmcp-job/2';
+
+/**
+ * The first job format, still read: as {@link JOB_FORMAT_V2} except that
+ * `state.checksum` held a plain FNV-1a 64 of the whole state file rather than
+ * its LLMCP35 checksum, so the pairing check leaves that field to the SHA-256.
  */
 export const LEGACY_JOB_FORMAT = 'llmcp-job/1';
+
+/** The job formats {@link decodeJob} reads. */
+export type JobFormat = typeof JOB_FORMAT | typeof JOB_FORMAT_V2 | typeof LEGACY_JOB_FORMAT;
+
+/**
+ * Whether a job pairs with its state file by SHA-256 (formats
+ * `llmcp-job/1` and `llmcp-job/2`, which record `state.sha256`).
+ *
+ * @param job - a job (or just its format).
+ * @returns true for the two older formats.
+ */
+export function pairsBySha256(job: { readonly format: JobFormat }): boolean {
+  return job.format === JOB_FORMAT_V2 || job.format === LEGACY_JOB_FORMAT;
+}
+
+/**
+ * The paired `state.llmcp` as `job.json` records it: its size and LLMCP35
+ * checksum label (`fnv1a64:…`, as `llmcp inspect` shows it); `sha256` only in
+ * jobs of `llmcp-job/1` and `llmcp-job/2`.
+ */
+export interface JobStateRecord {
+  readonly bytes: number;
+  readonly checksum: string;
+  /** `sha256:` of the whole state file; present exactly in the formats before `llmcp-job/3`. */
+  readonly sha256?: string;
+}
 
 /** Identity of the training inputs and the implementation that consumed them. */
 export interface InputIdentity {
@@ -56,7 +91,7 @@ export interface EvaluationRecord {
 
 /** Everything in `job.json` except its digest. */
 export interface JobBody {
-  readonly format: typeof JOB_FORMAT | typeof LEGACY_JOB_FORMAT;
+  readonly format: JobFormat;
   /** Updates completed. */
   readonly step: number;
   /** Work done at `step` beyond the update itself. */
@@ -85,8 +120,8 @@ export interface JobBody {
   };
   /** Position of `loss.jsonl` after the record of `step`. */
   readonly lossLog: LossLogPosition;
-  /** The paired `state.llmcp`: size, SHA-256, and its LLMCP35 checksum label (`fnv1a64:…`, as `llmcp inspect` shows it). */
-  readonly state: { readonly bytes: number; readonly sha256: string; readonly checksum: string };
+  /** The paired `state.llmcp`: size and LLMCP35 checksum label (and a SHA-256 in the older formats). */
+  readonly state: JobStateRecord;
   /** FNV-1a 64 fingerprint of the inputs and targets of update `step + 1`, or null at the end. */
   readonly nextBatch: string | null;
   /** Run lineage. */
@@ -109,7 +144,7 @@ const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
 );
 
 const jobSchema = z.strictObject({
-  format: z.union([z.literal(JOB_FORMAT), z.literal(LEGACY_JOB_FORMAT)]),
+  format: z.union([z.literal(JOB_FORMAT), z.literal(JOB_FORMAT_V2), z.literal(LEGACY_JOB_FORMAT)]),
   step: count,
   phase: z.strictObject({ validated: z.boolean(), audited: z.boolean() }),
   config: z.unknown(),
@@ -126,10 +161,16 @@ const jobSchema = z.strictObject({
   best: z.strictObject({ step: count, validationLoss: finite }).nullable(),
   sampling: z.strictObject({ checkpointState: hex64, nextState: hex64, lastAuditStep: count.nullable() }),
   lossLog: z.strictObject({ records: count, bytes: count, sha256: sha }),
-  state: z.strictObject({ bytes: count, sha256: sha, checksum: z.string().regex(/^fnv1a64:[0-9a-f]{16}$/) }),
+  state: z.strictObject({ bytes: count, sha256: sha.optional(), checksum: z.string().regex(/^fnv1a64:[0-9a-f]{16}$/) }),
   nextBatch: z.string().regex(/^fnv1a64:[0-9a-f]{16}$/).nullable(),
   run: z.strictObject({ id: z.string().min(1), pivots: count }),
   digest: sha,
+}).superRefine((job, ctx) => {
+  // `state.sha256` belongs to the formats that pair by it, and only to them.
+  const bySha = pairsBySha256(job);
+  if (bySha !== (job.state.sha256 !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['state', 'sha256'], message: bySha ? `${job.format} requires state.sha256` : `${job.format} records no state.sha256 (it pairs by size and LLMCP35 checksum)` });
+  }
 });
 
 /**

@@ -23,7 +23,7 @@ import { encodeJob, JOB_FORMAT, sealJob, type Job } from './job.ts';
 import { copyLossLogPrefix, LossLog, planLossLogResume } from './loss-log.ts';
 import { appendRunEvent, requireRunManifest } from './run-manifest.ts';
 import { assertRunEntries, checkpointEvidence, checkpointsDir, chooseCheckpoint, listSlots, RUN_FILES, verifySlot, writeSlot, type SlotReport, type VerifiedSlot } from './run-directory.ts';
-import { canonicalDigest, canonicalJson, sha256Hex } from './internal/canonical-json.ts';
+import { canonicalDigest, canonicalJson } from './internal/canonical-json.ts';
 import { fsyncDirectory, makeDirectories, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock } from './internal/run-lock.ts';
 import { diffInputs, prepareInputs } from './inputs.ts';
@@ -119,7 +119,7 @@ function continueUnder(source: VerifiedSlot, config: TrainerConfig, run: { id: s
     configDigest: canonicalDigest(config),
     phase: { validated, audited: cadenceCheckpointDone },
     schedule: { step, nextLearningRate: step < config.steps ? learningRateAt(config, step + 1) : null },
-    state: { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum },
+    state: { bytes: stateBytes.length, checksum },
     run,
   });
   return { stateBytes, job };
@@ -310,7 +310,7 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
         runId: sourceManifest.runId,
         slot: source.slot,
         step: source.job.step,
-        stateSha256: source.job.state.sha256,
+        stateChecksum: source.job.state.checksum,
         changed,
       });
       await appendRunEvent(sourceDir, sourceManifest.runId, {
@@ -320,7 +320,7 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
         runId,
         slot: source.slot,
         step: source.job.step,
-        stateSha256: source.job.state.sha256,
+        stateChecksum: source.job.state.checksum,
       });
       forked = true;
     } finally {

@@ -116,7 +116,8 @@ describe('chooseCheckpoint', () => {
     expect(chosen.slot).toBe('latest.backup');
     const latest = report.find((r) => r.slot === 'latest');
     expect(latest?.code).toBe('TRAINER_PAIR_MISMATCH');
-    expect(latest?.reason).toMatch(/not a pair: state file expected sha256:[0-9a-f]{64} \(\d+ bytes\)/);
+    // Same size, another valid checkpoint: the LLMCP35 checksums differ, and the message names both.
+    expect(latest?.reason).toMatch(/not a pair: state file expected fnv1a64:[0-9a-f]{16} \((\d+) bytes\) \(from job\.json\), found fnv1a64:[0-9a-f]{16} \(\1 bytes\) \(in state\.llmcp\)/);
   });
 
   it('prefers a verified snapshot of the same step over an older backup', async () => {

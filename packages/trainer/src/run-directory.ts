@@ -15,14 +15,13 @@
  * `.tmp-*` and `.trash-*` entries are never read and are removed at start-up.
  */
 import { constants, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, renameSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { u64Hex, type CheckpointState } from '@llmcp/format';
 import { loadCheckpoint, saveCheckpointAtomic } from '@llmcp/format/node';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
-import { decodeJob, LEGACY_JOB_FORMAT, type Job } from './job.ts';
+import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
 import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
 /** File names inside a run directory. */
@@ -171,69 +170,57 @@ function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' 
   }
 }
 
-/** Bytes per read when hashing a state file (bounded memory at any file size). */
-const HASH_CHUNK = 8 << 20;
-
 /**
- * SHA-256 of a file, read in bounded chunks (any size, including beyond 2 GiB).
- *
- * @param file - the file.
- * @returns `sha256:<hex>`.
+ * What {@link verifyPairing} compares of the state file: its size and LLMCP35
+ * checksum label, and — only to pair a job of `llmcp-job/1` or `llmcp-job/2` —
+ * its SHA-256.
  */
-export async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  const handle = await open(file, 'r');
-  try {
-    const buffer = new Uint8Array(HASH_CHUNK);
-    for (let position = 0; ; ) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
-      if (bytesRead === 0) break;
-      hash.update(buffer.subarray(0, bytesRead));
-      position += bytesRead;
-    }
-  } finally {
-    await handle.close();
-  }
-  return `sha256:${hash.digest('hex')}`;
-}
-
-/** What {@link verifyPairing} compares of the state file: its size, SHA-256 and LLMCP35 checksum label. */
 export interface StateFileFacts {
   readonly bytes: number;
-  readonly sha256: string;
-  /** The LLMCP35 checksum (`fnv1a64:…`) stored in the file and verified by the decoder. */
+  /** The LLMCP35 checksum (`fnv1a64:…`) stored in the file and verified by the decoder over every byte. */
   readonly checksum: string;
+  /** `sha256:` of the whole file; computed (at load) only for a job that records one. */
+  readonly sha256?: string;
 }
 
 /**
- * Verifies the pairing of a job and the state file it claims (size, SHA-256,
- * LLMCP35 checksum label, step, sampling RNG state, tokenizer identity).
+ * Verifies the pairing of a job and the state file it claims: size and
+ * LLMCP35 checksum label (`llmcp-job/3`; the checksum is the one the load
+ * verified over every byte of the file), or size and SHA-256 (and the label,
+ * for `llmcp-job/2`) for the older formats; then step, sampling RNG state and
+ * tokenizer identity.
  *
- * @param pair - a digest-verified job, the decoded state, and the size, SHA-256 and checksum label of the state file.
+ * @param pair - a digest-verified job, the decoded state, and the facts of the state file (`sha256` required for the older formats).
  * @param slot - slot name for messages.
  * @throws TrainerError `TRAINER_PAIR_MISMATCH`.
  */
 export function verifyPairing(pair: { readonly job: Job; readonly state: CheckpointState; readonly facts: StateFileFacts }, slot: SlotName): void {
   const { job, state, facts } = pair;
-  /** `field` of job.json disagrees: `expected` is job.json's value, `found` the state file's. */
-  const mismatch = (field: string, what: string, values: { readonly expected: string; readonly found: string }): never => {
+  /** `fields` of job.json disagree: `expected` is job.json's value, `found` the state file's. */
+  const mismatch = (fields: readonly string[], what: string, values: { readonly expected: string; readonly found: string }): never => {
     throw new TrainerError(
       'TRAINER_PAIR_MISMATCH',
       `${slot}: job.json and state.llmcp are not a pair: ${what} expected ${values.expected} (from job.json), found ${values.found} (in state.llmcp)`,
-      { slot, fields: [field] },
+      { slot, fields: [...fields] },
     );
   };
-  if (facts.bytes !== job.state.bytes || facts.sha256 !== job.state.sha256) {
-    mismatch('state.sha256', 'state file', { expected: `${job.state.sha256} (${job.state.bytes} bytes)`, found: `${facts.sha256} (${facts.bytes} bytes)` });
+  if (pairsBySha256(job)) {
+    if (facts.sha256 === undefined) throw new TypeError(`verifyPairing: a ${job.format} job pairs by SHA-256, and the facts of its state file hold none`);
+    if (facts.bytes !== job.state.bytes || facts.sha256 !== job.state.sha256) {
+      mismatch(['state.sha256'], 'state file', { expected: `${String(job.state.sha256)} (${job.state.bytes} bytes)`, found: `${facts.sha256} (${facts.bytes} bytes)` });
+    }
+  } else if (facts.bytes !== job.state.bytes || facts.checksum !== job.state.checksum) {
+    const fields = [...(facts.bytes === job.state.bytes ? [] : ['state.bytes']), ...(facts.checksum === job.state.checksum ? [] : ['state.checksum'])];
+    mismatch(fields, 'state file', { expected: `${job.state.checksum} (${job.state.bytes} bytes)`, found: `${facts.checksum} (${facts.bytes} bytes)` });
   }
   // Jobs of the first job format recorded a plain FNV-1a of the file here, not the LLMCP35 checksum; the SHA-256 above covers them.
-  if (job.format !== LEGACY_JOB_FORMAT && facts.checksum !== job.state.checksum) mismatch('state.checksum', 'LLMCP35 checksum', { expected: job.state.checksum, found: facts.checksum });
-  if (state.selectedStep !== BigInt(job.step)) mismatch('step', 'step', { expected: String(job.step), found: String(state.selectedStep) });
+  if (job.format === JOB_FORMAT_V2 && facts.checksum !== job.state.checksum) mismatch(['state.checksum'], 'LLMCP35 checksum', { expected: job.state.checksum, found: facts.checksum });
+  if (state.selectedStep !== BigInt(job.step)) mismatch(['step'], 'step', { expected: String(job.step), found: String(state.selectedStep) });
   if (u64Hex(state.samplingRngState) !== job.sampling.checkpointState) {
-    mismatch('sampling.checkpointState', 'sampling RNG state', { expected: job.sampling.checkpointState, found: u64Hex(state.samplingRngState) });
+    mismatch(['sampling.checkpointState'], 'sampling RNG state', { expected: job.sampling.checkpointState, found: u64Hex(state.samplingRngState) });
   }
   const identity = tokenizerFromState(state.tokenizer).identity();
-  if (identity !== job.inputs.tokenizer.identity) mismatch('inputs.tokenizer.identity', 'tokenizer identity', { expected: job.inputs.tokenizer.identity, found: identity });
+  if (identity !== job.inputs.tokenizer.identity) mismatch(['inputs.tokenizer.identity'], 'tokenizer identity', { expected: job.inputs.tokenizer.identity, found: identity });
 }
 
 /**
@@ -257,10 +244,11 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
   let decoded;
-  // The SHA-256 of the pairing is taken over the very bytes the load validates (one read of the file).
-  const sha = createHash('sha256');
+  // A job of the older formats pairs by SHA-256, taken over the very bytes the load validates (one read of the file);
+  // an llmcp-job/3 job pairs by the LLMCP35 checksum that the load itself verifies over every byte.
+  const sha = pairsBySha256(job) ? createHash('sha256') : null;
   try {
-    decoded = await loadCheckpoint(stateFile, { onFileBytes: (chunk) => sha.update(chunk) });
+    decoded = await loadCheckpoint(stateFile, sha === null ? {} : { onFileBytes: (chunk) => sha.update(chunk) });
   } catch (cause) {
     throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is not a valid LLMCP35 checkpoint: ${(cause as Error).message}`, {
       path: stateFile,
@@ -268,9 +256,9 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
       cause,
     });
   }
-  const sha256 = `sha256:${sha.digest('hex')}`;
   const { layout, ...state } = decoded;
-  verifyPairing({ job, state, facts: { bytes: layout.fileLength, sha256, checksum: layout.checksumLabel } }, slot);
+  const facts: StateFileFacts = { bytes: layout.fileLength, checksum: layout.checksumLabel, ...(sha === null ? {} : { sha256: `sha256:${sha.digest('hex')}` }) };
+  verifyPairing({ job, state, facts }, slot);
   return { slot, dir, job, state, stateFile };
 }
 
@@ -595,8 +583,8 @@ export function writeCheckpointDirectory(runDir: string, checkpoint: CheckpointB
 /**
  * Writes a checkpoint into a fresh temporary directory by streaming the state
  * through `@llmcp/format/node`'s atomic save (bounded memory, any size), then
- * the job that `sealJob` builds from the written file's size, SHA-256 and
- * LLMCP35 checksum.
+ * the job that `sealJob` builds from the written file's size and LLMCP35
+ * checksum (the format's one pass over the bytes; no other hash of them).
  *
  * @param runDir - the run directory.
  * @param checkpoint - `state`: the checkpoint state; `seal`: builds the job bytes from the state file's facts.
@@ -614,11 +602,10 @@ export async function writeCheckpointFromState(
   const tmp = makeTempDirectory(parent, `tmp-${label}`);
   try {
     const stateFile = path.join(tmp, RUN_FILES.state);
-    // One pass of each checksum: the LLMCP35 FNV-1a from the format's writer, the SHA-256 of the file
-    // over the very bytes it writes (in file order, header with its final checksum first), no read-back.
-    const sha = createHash('sha256');
-    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false, onFileBytes: (chunk) => sha.update(chunk) });
-    const facts: StateFileFacts = { bytes: saved.byteLength, sha256: `sha256:${sha.digest('hex')}`, checksum: saved.checksumLabel };
+    // One pass over the bytes: the format's writer computes the LLMCP35 checksum that job.json records and the
+    // load verifies; nothing else hashes the state (llmcp-job/3 records no SHA-256 of it).
+    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false });
+    const facts: StateFileFacts = { bytes: saved.byteLength, checksum: saved.checksumLabel };
     const jobBytes = seal(facts);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
     fsyncDirectory(tmp);

@@ -45,8 +45,22 @@ export type RunEvent =
       readonly archive: string;
       readonly reason: string;
     }
-  | { readonly event: 'forked-from'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly stateSha256: string; readonly changed: readonly string[] }
-  | { readonly event: 'forked-to'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly stateSha256: string };
+  | ({ readonly event: 'forked-from'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly changed: readonly string[] } & ForkedState)
+  | ({ readonly event: 'forked-to'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number } & ForkedState);
+
+/**
+ * Which state a fork branched from, in a fork event: its LLMCP35 checksum
+ * label (`stateChecksum`, as the slot's `job.json` records it). Events written
+ * while jobs recorded a SHA-256 of the state (`llmcp-job/2`) carry
+ * `stateSha256` instead; both stay readable, and a reader takes whichever is
+ * present.
+ */
+export interface ForkedState {
+  /** LLMCP35 checksum label (`fnv1a64:…`) of the forked slot's `state.llmcp`. */
+  readonly stateChecksum?: string;
+  /** `sha256:` of the forked slot's `state.llmcp`, in events written before `stateChecksum`. */
+  readonly stateSha256?: string;
+}
 
 /** The content of `run.json`. */
 export interface RunManifest {

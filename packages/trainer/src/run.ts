@@ -26,7 +26,7 @@ import { diffConfig, isPolicyField, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
-import { JOB_FORMAT, type EvaluationRecord, type InputIdentity, type Job } from './job.ts';
+import type { EvaluationRecord, InputIdentity, Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
 import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
 import {
@@ -232,7 +232,6 @@ async function saveCheckpoint(ctx: JobContext, reason: CheckpointReason, spec: C
     runDir: ctx.runDir,
     state: snapshot,
     job: {
-      format: JOB_FORMAT,
       step: state.step,
       phase: { validated: state.validated, audited: state.cadenceCheckpointDone || withAudit },
       config,

@@ -1,15 +1,15 @@
 /**
  * One checkpoint save, the same code on the training thread or in the save
  * worker: encode `state.llmcp`, run the sample audit from the checkpoint's own
- * sampling RNG state, seal `job.json` (with the state's hash and the sampling
- * stream's next state), fsync `loss.jsonl`, publish the slots, apply
- * retention, write `samples.json`.
+ * sampling RNG state, seal `job.json` (with the state's size and LLMCP35
+ * checksum, and the sampling stream's next state), fsync `loss.jsonl`,
+ * publish the slots, apply retention, write `samples.json`.
  */
 import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { u64Hex, type CheckpointState } from '@llmcp/format';
 import { writeFileAtomic } from '@llmcp/format/node';
-import { encodeJob, sealJob, type Job, type JobBody } from './job.ts';
+import { encodeJob, JOB_FORMAT, sealJob, type Job, type JobBody } from './job.ts';
 import {
   applyRetention,
   checkpointsDir,
@@ -27,8 +27,8 @@ import { canonicalJson } from './internal/canonical-json.ts';
 import { discardEntry, fsyncFile } from './internal/durable-fs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 
-/** A job without the fields only the save can know. */
-export type JobDraft = Omit<JobBody, 'state' | 'sampling'> & {
+/** A job without the fields only the save can know (and without `format`: a save always writes {@link JOB_FORMAT}). */
+export type JobDraft = Omit<JobBody, 'format' | 'state' | 'sampling'> & {
   readonly sampling: Omit<JobBody['sampling'], 'nextState'> & { readonly nextState: string | null };
 };
 
@@ -55,7 +55,7 @@ export interface SaveRequest {
 export interface SaveResult {
   readonly step: number;
   readonly stateBytes: number;
-  readonly stateSha256: string;
+  /** The state file's LLMCP35 checksum label (`fnv1a64:…`), as `job.json` records it. */
   readonly checksum: string;
   /** Sampling stream state after the audit (hex). */
   readonly samplingNextState: string;
@@ -78,7 +78,8 @@ function plannedSlots(request: SaveRequest, step: number): { slot: string; keepB
 /**
  * Performs one save (see the module comment). The state is streamed to disk
  * once, through `@llmcp/format/node` (bounded memory, any size, and its LLMCP35
- * checksum comes from that single pass); further slots of the same save are
+ * checksum comes from that single pass — no other hash of the state bytes is
+ * taken); further slots of the same save are
  * independent copies of that directory. Slots are published in the order
  * `best`, `latest`, step snapshot.
  *
@@ -101,7 +102,7 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
 
   let job: Job | null = null;
   const seal = (facts: StateFileFacts): Uint8Array => {
-    job = sealJob({ ...request.job, sampling: { ...request.job.sampling, nextState: nextState ?? u64Hex(request.state.samplingRngState) }, state: facts });
+    job = sealJob({ ...request.job, format: JOB_FORMAT, sampling: { ...request.job.sampling, nextState: nextState ?? u64Hex(request.state.samplingRngState) }, state: facts });
     return encodeJob(job);
   };
   const tmps: string[] = [];
@@ -139,7 +140,6 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
   return {
     step: sealed.step,
     stateBytes: facts.bytes,
-    stateSha256: facts.sha256,
     checksum: facts.checksum,
     samplingNextState: sealed.sampling.nextState,
     slots: written,

@@ -31,7 +31,6 @@ describe('CheckpointSaver (worker)', () => {
     const expected = encodeCheckpoint(snapshot);
     const runDir = tempDir();
     const job: JobDraft = {
-      format: 'llmcp-job/1',
       step: 3,
       phase: { validated: true, audited: true },
       config,

@@ -6,6 +6,7 @@ import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isTrainerError } from '../src/errors.ts';
+import { decodeJob } from '../src/job.ts';
 import { parseLossLog } from '../src/loss-log.ts';
 import { forkRun, pivotRun } from '../src/pivot.ts';
 import { resumeRun } from '../src/run.ts';
@@ -115,12 +116,18 @@ describe('forkRun', () => {
     const source = await stoppedAt(22);
     const target = runDirectory('fork');
     const branch = smallBpe({ schedule: { kind: 'constant', rate: 0.01 } });
+    const forkedState = decodeJob(new Uint8Array(readFileSync(path.join(source, 'checkpoints', 'step_000020', 'job.json')))).state.checksum;
     const fork = await forkRun(source, target, { slot: 'step_000020', config: branch, changes: ['schedule'], reason: 'audit: lower rate' });
     expect(fork).toMatchObject({ slot: 'step_000020', step: 20, changed: ['schedule.rate'] });
     const targetEvents = readRunManifest(target)?.events ?? [];
     expect(targetEvents.map((e) => e.event)).toEqual(['created', 'forked-from']);
     expect(targetEvents[1]).toMatchObject({ run: path.resolve(source), slot: 'step_000020', step: 20, changed: ['schedule.rate'] });
     expect(readRunManifest(source)?.events.at(-1)).toMatchObject({ event: 'forked-to', run: path.resolve(target), runId: fork.runId, step: 20 });
+    // Both events name the forked state by its LLMCP35 checksum (llmcp-job/3 records no SHA-256 of it).
+    for (const e of [targetEvents[1], readRunManifest(source)?.events.at(-1)]) {
+      expect(e).toMatchObject({ stateChecksum: forkedState });
+      expect(e).not.toHaveProperty('stateSha256');
+    }
     const sourceLoss = readFileSync(path.join(source, 'loss.jsonl'));
     const targetLoss = readFileSync(path.join(target, 'loss.jsonl'));
     expect(lossOf(target).records).toHaveLength(20);

@@ -61,7 +61,7 @@ describe('resumeRun refuses', () => {
   it('a job/state pair from different checkpoints', async () => {
     const dir = await stoppedRun(config, 3);
     copyFileSync(jobFile(dir, 'best'), jobFile(dir)); // best/ holds step 2
-    await expectRefusal(dir, undefined, 'TRAINER_NO_CHECKPOINT', /latest: job\.json and state\.llmcp are not a pair: state file expected sha256:/);
+    await expectRefusal(dir, undefined, 'TRAINER_NO_CHECKPOINT', /latest: job\.json and state\.llmcp are not a pair: state file expected fnv1a64:[0-9a-f]{16} \(6330 bytes\) \(from job\.json\), found fnv1a64:[0-9a-f]{16} \(6330 bytes\)/);
   });
 
   it('a changed config, listing the changed fields', async () => {

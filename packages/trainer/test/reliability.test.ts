@@ -6,6 +6,7 @@
  * injected hooks and real child processes.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeCheckpoint } from '@llmcp/format';
 import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { isTrainerError } from '../src/errors.ts';
-import { decodeJob, encodeJob, LEGACY_JOB_FORMAT, sealJob } from '../src/job.ts';
+import { decodeJob, encodeJob, JOB_FORMAT_V2, LEGACY_JOB_FORMAT, sealJob } from '../src/job.ts';
 import { formatLossRecord, LossLog, planLossLogResume, scanLossLog, type LossRecord } from '../src/loss-log.ts';
 import { forkRun, pivotRun } from '../src/pivot.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
@@ -396,9 +397,20 @@ describe('defect 10: job.json records the LLMCP35 checksum of its state, and the
     const file = path.join(dir, 'checkpoints', 'latest', 'job.json');
     const job = decodeJob(new Uint8Array(readFileSync(file)));
     writeFileSync(file, encodeJob(sealJob({ ...job, state: { ...job.state, checksum: 'fnv1a64:0000000000000001' } })));
+    await expect(verifySlot(dir, 'latest')).rejects.toMatchObject({
+      code: 'TRAINER_PAIR_MISMATCH',
+      fields: ['state.checksum'],
+      message: expect.stringMatching(/state file expected fnv1a64:0000000000000001 \(\d+ bytes\) \(from job\.json\), found fnv1a64:2b8b6097eaed6a91 \(\d+ bytes\)/),
+    });
+    // A second-format job (the SHA-256 of the state recorded too) compares both.
+    const stateBytes = readFileSync(path.join(dir, 'checkpoints', 'latest', 'state.llmcp'));
+    const sha256 = `sha256:${createHash('sha256').update(stateBytes).digest('hex')}`;
+    writeFileSync(file, encodeJob(sealJob({ ...job, format: JOB_FORMAT_V2, state: { ...job.state, sha256, checksum: 'fnv1a64:0000000000000001' } })));
     await expect(verifySlot(dir, 'latest')).rejects.toMatchObject({ code: 'TRAINER_PAIR_MISMATCH', message: expect.stringMatching(/LLMCP35 checksum expected fnv1a64:0000000000000001/) });
+    writeFileSync(file, encodeJob(sealJob({ ...job, format: JOB_FORMAT_V2, state: { ...job.state, sha256 } })));
+    expect((await verifySlot(dir, 'latest')).job.format).toBe(JOB_FORMAT_V2);
     // A first-format job recorded a plain FNV-1a there: still read, the SHA-256 covers the bytes.
-    writeFileSync(file, encodeJob(sealJob({ ...job, format: LEGACY_JOB_FORMAT, state: { ...job.state, checksum: 'fnv1a64:08bdaa2e0466e840' } })));
+    writeFileSync(file, encodeJob(sealJob({ ...job, format: LEGACY_JOB_FORMAT, state: { ...job.state, sha256, checksum: 'fnv1a64:08bdaa2e0466e840' } })));
     expect((await verifySlot(dir, 'latest')).job.format).toBe(LEGACY_JOB_FORMAT);
   });
 });

@@ -5,7 +5,7 @@
 import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, u64Hex, type CheckpointState, type DecoderConfig } from '@llmcp/format';
 import { LiteralTokenizer } from '@llmcp/tokenizer';
 import { canonicalDigest, sha256Hex } from '../../src/internal/canonical-json.ts';
-import { encodeJob, JOB_FORMAT, sealJob, type Job } from '../../src/job.ts';
+import { encodeJob, JOB_FORMAT, JOB_FORMAT_V2, sealJob, type Job, type JobStateRecord } from '../../src/job.ts';
 import { ch33Config } from '../../src/presets.ts';
 
 const DECODER: DecoderConfig = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
@@ -45,8 +45,18 @@ export function fakeState(step: number, decoder: DecoderConfig = DECODER): Check
   };
 }
 
-/** Encoded state and sealed job bytes for step `step`. */
+/** Encoded state and sealed job bytes for step `step` (job format `llmcp-job/3`: size and LLMCP35 checksum). */
 export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes: Uint8Array; job: Job } {
+  const stateBytes = encodeCheckpoint(fakeState(step));
+  const job = fakeJob(step, { bytes: stateBytes.length, checksum: decodeCheckpoint(stateBytes).layout.checksumLabel });
+  return { stateBytes, jobBytes: encodeJob(job), job };
+}
+
+/**
+ * As {@link fakeCheckpoint}, with the job in the shape the previous trainer
+ * wrote (`llmcp-job/2`: `state` also records the SHA-256 of the state file).
+ */
+export function fakeCheckpointV2(step: number): { stateBytes: Uint8Array; jobBytes: Uint8Array; job: Job } {
   const stateBytes = encodeCheckpoint(fakeState(step));
   const job = fakeJob(step, { bytes: stateBytes.length, sha256: `sha256:${sha256Hex(stateBytes)}`, checksum: decodeCheckpoint(stateBytes).layout.checksumLabel });
   return { stateBytes, jobBytes: encodeJob(job), job };
@@ -56,13 +66,13 @@ export function fakeCheckpoint(step: number): { stateBytes: Uint8Array; jobBytes
  * The sealed job that pairs with {@link fakeState}'s state of `step`, given the state file's facts.
  *
  * @param step - the step.
- * @param state - size, SHA-256 and LLMCP35 checksum label of the state file.
+ * @param state - size and LLMCP35 checksum label of the state file; with `sha256`, the job is of format `llmcp-job/2`, else `llmcp-job/3`.
  * @returns the job.
  */
-export function fakeJob(step: number, state: { readonly bytes: number; readonly sha256: string; readonly checksum: string }): Job {
+export function fakeJob(step: number, state: JobStateRecord): Job {
   const config = ch33Config();
   return sealJob({
-    format: JOB_FORMAT,
+    format: state.sha256 === undefined ? JOB_FORMAT : JOB_FORMAT_V2,
     step,
     phase: { validated: true, audited: true },
     config,
