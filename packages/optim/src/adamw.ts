@@ -6,6 +6,7 @@ import { adamwConfigProblem, decayProductProblem, f64ToBits, groupsProblem, type
 import { namedViews, tensorAt, type ParameterEntry, type ParameterLayout } from '@llmcp/model';
 import type { ClipResult, GradientTransform } from './clip.ts';
 import { OptimError } from './errors.ts';
+import { AdamWKernel, BLOCK, scalarUpdate, type TransformMode, type UpdateConstants } from './internal/simd.ts';
 
 /** What AdamW needs from a model: its layout and flat parameter/gradient arrays (a `Decoder` fits). */
 export interface OptimizableModel {
@@ -110,16 +111,24 @@ export class AdamW {
   readonly groups: ParameterGroups | null;
   /** Layout of the model's parameters. */
   readonly layout: ParameterLayout;
-  /** First moments, model order. */
+  /** First moments, model order (with WebAssembly SIMD a view of the update kernel's fixed memory). */
   readonly first: Float64Array;
-  /** Second moments, model order. */
+  /** Second moments, model order (like {@link first}). */
   readonly second: Float64Array;
   readonly #parameters: Float64Array;
   readonly #gradients: Float64Array;
   /** Per-entry weight decay (0 for the no-decay group). */
   readonly #decay: Float64Array;
   readonly #noDecay: ReadonlySet<string>;
-  readonly #scratch: Float64Array;
+  /** The WebAssembly SIMD update (its memory holds the 3n new values), or null. */
+  readonly #kernel: AdamWKernel | null;
+  /**
+   * Without the kernel: the new parameters, first and second moments (3n),
+   * committed together; with it, 3 × BLOCK for checking a block element by element.
+   */
+  #scratch: Float64Array | null;
+  /** Per entry, this step's lr × wd (kernel path). */
+  readonly #lrwd: Float64Array;
   #step = 0;
   #beta1Power = 1.0;
   #beta2Power = 1.0;
@@ -142,9 +151,12 @@ export class AdamW {
     this.#decay = Float64Array.from(model.layout.entries, (e) => (noDecay.has(e.name) ? 0.0 : this.config.weightDecay));
     this.#parameters = model.parameters;
     this.#gradients = model.gradients;
-    this.first = new Float64Array(n);
-    this.second = new Float64Array(n);
-    this.#scratch = new Float64Array(3 * n);
+    const kernel = AdamWKernel.create({ G: model.gradients, W: model.parameters, tensors: model.layout.entries });
+    this.#kernel = kernel;
+    this.first = kernel === null ? new Float64Array(n) : kernel.first;
+    this.second = kernel === null ? new Float64Array(n) : kernel.second;
+    this.#scratch = kernel === null ? new Float64Array(3 * n) : null;
+    this.#lrwd = new Float64Array(model.layout.entries.length);
   }
 
   /**
@@ -232,38 +244,31 @@ export class AdamW {
     const G = this.#gradients;
     const M = this.first;
     const Vm = this.second;
-    const n = W.length;
-    const S = this.#scratch;
-    const mode = transform.kind === 'uniform' ? 1 : transform.kind === 'scaled' ? 2 : 0;
+    const mode: TransformMode = transform.kind === 'uniform' ? 1 : transform.kind === 'scaled' ? 2 : 0;
     const mul = transform.kind === 'uniform' ? transform.multiplier : 1;
     const div = transform.kind === 'scaled' ? transform.divisor : 1;
     const fac = transform.kind === 'scaled' ? transform.factor : 1;
-    let bad = -1;
+    const c: UpdateConstants = { mode, beta1, omb1, beta2, omb2, c1, c2, epsilon, lr, mul, div, fac };
     const entries = this.layout.entries;
-    for (let t = 0; t < entries.length && bad < 0; t++) {
-      const e = entries[t] as ParameterEntry;
-      const lrwd = lr * (this.#decay[t] as number);
-      const end = e.offset + e.length;
-      for (let i = e.offset; i < end; i++) {
-        const raw = G[i] as number;
-        const g = mode === 0 ? raw : mode === 1 ? raw * mul : (raw / div) * fac;
-        const m2 = beta1 * (M[i] as number) + omb1 * g;
-        const gg = g * g;
-        const v2 = beta2 * (Vm[i] as number) + omb2 * gg;
-        const mHat = m2 / c1;
-        const vHat = v2 / c2;
-        const direction = mHat / (Math.sqrt(vHat) + epsilon);
-        const adaptive = lr * direction;
-        const w = W[i] as number;
-        const decay = lrwd * w;
-        const w2 = w - adaptive - decay;
-        if (w2 - w2 !== 0 || m2 - m2 !== 0 || v2 - v2 !== 0 || direction - direction !== 0) {
-          bad = i;
-          break;
-        }
-        S[i] = w2;
-        S[n + i] = m2;
-        S[2 * n + i] = v2;
+    const kernel = this.#kernel;
+    let bad = -1;
+    if (kernel !== null) {
+      kernel.constants([beta1, omb1, beta2, omb2, c1, c2, epsilon, lr, mul, div, fac]);
+      const lrwd = this.#lrwd;
+      for (let t = 0; t < entries.length; t++) lrwd[t] = lr * (this.#decay[t] as number);
+      for (let from = 0; bad < 0; ) {
+        const k = kernel.run(mode, lrwd, from);
+        if (k < 0) break;
+        // a block with a value that is not finite: the scalar loop names its first element
+        const b = kernel.block(k);
+        bad = scalarUpdate(c, lrwd[b.tensor] as number, { G, W, M, V: Vm }, b, { S: this.#blockScratch(), base: b.start, stride: BLOCK });
+        from = k + 1;
+      }
+    } else {
+      const out = { S: this.#scratch as Float64Array, base: 0, stride: W.length };
+      for (let t = 0; t < entries.length && bad < 0; t++) {
+        const e = entries[t] as ParameterEntry;
+        bad = scalarUpdate(c, lr * (this.#decay[t] as number), { G, W, M, V: Vm }, { start: e.offset, end: e.offset + e.length }, out);
       }
     }
     if (bad >= 0) {
@@ -274,12 +279,23 @@ export class AdamW {
         step: this.#step + 1,
       });
     }
-    W.set(S.subarray(0, n));
-    M.set(S.subarray(n, 2 * n));
-    Vm.set(S.subarray(2 * n, 3 * n));
+    if (kernel !== null) {
+      kernel.commit();
+    } else {
+      const S = this.#scratch as Float64Array;
+      const n = W.length;
+      W.set(S.subarray(0, n));
+      M.set(S.subarray(n, 2 * n));
+      Vm.set(S.subarray(2 * n, 3 * n));
+    }
     this.#beta1Power = b1pow;
     this.#beta2Power = b2pow;
     this.#step += 1;
+  }
+
+  #blockScratch(): Float64Array {
+    this.#scratch ??= new Float64Array(3 * BLOCK);
+    return this.#scratch;
   }
 
   /**
