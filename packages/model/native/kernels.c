@@ -668,6 +668,8 @@ static int check_extent(napi_env env, size_t length, int64_t off, int64_t ld, in
 
 /* Batched correctly rounded exp (exp.ts's fast path per lane) and its Node-API function exp(). */
 #include "exp.c"
+/* The element-wise loops of SwiGLU, the cross-entropy, RMSNorm, RoPE and the attention softmax (uses run_exp). */
+#include "elementwise.c"
 
 /*
  * gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags): the semantics of gemm() in gemm.ts, and of
@@ -788,7 +790,19 @@ static napi_value init(napi_env env, napi_value exports) {
     const char *name;
     napi_callback fn;
   } fns[] = {{"gemm", js_gemm}, {"path", js_path}, {"bestPath", js_best}, {"setPath", js_set_path}, {"peak", js_peak},
-               {"exp", js_exp}};
+               {"exp", js_exp},
+               {"swigluForward", js_swiglu_forward},
+               {"swigluBackward", js_swiglu_backward},
+               {"crossEntropyShifts", js_ce_shifts},
+               {"crossEntropyRows", js_ce_rows},
+               {"rmsNormSums", js_rms_sums},
+               {"rmsNormScale", js_rms_scale},
+               {"rmsNormBackward", js_rms_backward},
+               {"crossEntropyBackward", js_ce_backward},
+               {"attentionSoftmax", js_att_softmax},
+               {"attentionSoftmaxRows", js_att_softmax_rows},
+               {"attentionSoftmaxBackward", js_att_softmax_backward},
+               {"rope", js_rope}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) != napi_ok) return NULL;

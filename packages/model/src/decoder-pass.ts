@@ -19,14 +19,31 @@
  * `linearBackward(dinp, dweight, inp, dout, weight, T, flags)` (kernels/linear.ts)
  * on per-tensor views of the parameters, of their transposes and of the
  * gradient slot, built once; each norm passes its saved values as one object.
+ *
+ * On the WebAssembly kernel path every operand of the pass's products lives in
+ * one kernel arena of the thread (kernels/kernel-arena.ts), sized once per
+ * capacity: the activations, adjoints and attention scratch, a snapshot of
+ * the parameters and the transposed weights (refreshed by {@link DecoderPass.prepare}),
+ * and a resident weight-gradient accumulator. So the products copy nothing;
+ * the accumulator holds the slot of the last sequence until
+ * {@link DecoderPass.flushGradients} copies it out (once per sequence in
+ * parallel mode, once per batch when the sequences accumulate in order).
+ * The snapshot and the transposed weights are the pass's own copies, so their
+ * rows are laid out with the arena's row stride (kernels/kernel-arena.ts
+ * `residentStride`: a width that is a multiple of 512 values gets 8 more, so
+ * the kernel's B rows do not share one L1 set); each weight view carries its
+ * stride. Activations, adjoints and the accumulator keep contiguous rows.
+ * With the native or the scalar kernels everything is an ordinary array.
  */
 import type { DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
-import { modelViews, parameterLayout, type ModelViews, type ParameterLayout } from './layout.ts';
+import { modelViews, parameterLayout, tensorAt, type ModelViews, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { attentionBackward, attentionForward, attentionScratch, type AttentionScratch, type AttentionTrace } from './kernels/attention.ts';
 import { crossEntropyBackward, crossEntropyForward } from './kernels/cross-entropy.ts';
-import { pinGemmOperand, transpose } from './kernels/gemm.ts';
+import { gemmCounters } from './internal/gemm-counters.ts';
+import { gemmArena, pinGemmOperand, recordResidentCopy, transpose } from './kernels/gemm.ts';
+import { residentStride, type KernelArena } from './kernels/kernel-arena.ts';
 import { ADD_DINP, ADD_DWEIGHT, DWEIGHT_TRANSPOSED, linearBackward, linearForward, linearWeight, residualForward, type LinearWeight } from './kernels/linear.ts';
 import { rmsNormBackward, rmsNormForward, type NormActivations } from './kernels/rmsnorm.ts';
 import { extendRopeTables, ropeBackward, ropeForward, ropeTables, type RopeTables } from './kernels/rope.ts';
@@ -119,8 +136,10 @@ export interface BlockWeights {
 
 /** Every weight of the decoder as views of the parameters and of the transposed weights. */
 export interface DecoderWeights {
-  /** (V, D) the embedding table E. */
+  /** (V, D) the embedding table E: row v from `v · embeddingStride`. */
   readonly embedding: Float64Array;
+  /** Row stride of {@link embedding} (D, or more in a kernel arena). */
+  readonly embeddingStride: number;
   readonly blocks: readonly BlockWeights[];
   /** (D) final norm gain. */
   readonly finalNorm: Float64Array;
@@ -179,11 +198,77 @@ function sizeTable(T: number, config: DecoderConfig) {
   };
 }
 
+/** Hands out one zeroed array of `n` elements (an ordinary array, or a view of a kernel arena). */
+type Take = (n: number) => Float64Array;
+
+/** Ordinary arrays. */
+const ordinary: Take = (n) => new Float64Array(n);
+
 /** One zeroed Float64Array per entry of a size table. */
-function allocate<K extends string>(sizes: Readonly<Record<K, number>>): Record<K, Float64Array> {
+function allocate<K extends string>(sizes: Readonly<Record<K, number>>, take: Take): Record<K, Float64Array> {
   const out = {} as Record<K, Float64Array>;
-  for (const key of Object.keys(sizes) as K[]) out[key] = new Float64Array(sizes[key]);
+  for (const key of Object.keys(sizes) as K[]) out[key] = take(sizes[key]);
   return out;
+}
+
+/** The same object with every Float64Array field replaced by a `take`n copy (a kernel's scratch made resident). */
+function retake<S extends object>(scratch: S, take: Take): S {
+  const out = { ...scratch } as Record<string, unknown>;
+  for (const [key, value] of Object.entries(out)) {
+    if (value instanceof Float64Array) {
+      const copy = take(value.length);
+      if (copy.length === value.length) copy.set(value); // (not while only counting sizes)
+      out[key] = copy;
+    }
+  }
+  return out as S;
+}
+
+/**
+ * Where every tensor of the layout sits in one flat array: per layout entry,
+ * its first element and its row stride. The parameters' own layout, or a
+ * kernel arena's copy with padded row strides.
+ */
+interface Placement {
+  /** Per entry: element offset of its first row. */
+  readonly offsets: readonly number[];
+  /** Per entry: row stride (a gain is one row). */
+  readonly strides: readonly number[];
+  /** Elements the array needs. */
+  readonly size: number;
+}
+
+/** Rows and width of entry `e` as stored: [in, out] (or [V, D]), transposed [out, in]; a gain is one row. */
+function storedShape(e: ParameterEntry, transposed: boolean): [rows: number, width: number] {
+  if (e.kind === 'gain') return [1, e.length];
+  const r = e.shape[0] as number;
+  const c = e.shape[1] as number;
+  return transposed ? [c, r] : [r, c];
+}
+
+/**
+ * The placement of the layout's tensors (`transposed`: the weights' transposes,
+ * gains unused but kept): `arena` — in order, rows {@link residentStride} apart;
+ * else at the parameter offsets with contiguous rows.
+ */
+function placement(layout: ParameterLayout, transposed: boolean, arena: boolean): Placement {
+  const offsets: number[] = [];
+  const strides: number[] = [];
+  let size = 0;
+  for (const e of layout.entries) {
+    const [rows, width] = storedShape(e, transposed);
+    const ld = arena && e.kind !== 'gain' ? residentStride(width) : width;
+    offsets.push(arena ? size : e.offset);
+    strides.push(ld);
+    size = arena ? size + rows * ld : layout.size;
+  }
+  return { offsets, strides, size };
+}
+
+/** Where the resident weight-gradient accumulator's values belong until they are flushed. */
+interface PendingSlot {
+  readonly partial: Float64Array;
+  readonly partialOff: number;
 }
 
 /**
@@ -225,8 +310,30 @@ export class DecoderPass {
   /** (T, D) adjoint of the final norm output. */
   dnf!: Float64Array;
   #attention!: AttentionScratch;
-  /** Transposed projection weights ([out, in]) and Eᵀ ([D, V]) at the parameter offsets. */
-  readonly #wT: Float64Array;
+  /** Transposed projection weights ([out, in]) and Eᵀ ([D, V]), placed by {@link #placeT}. */
+  #wT: Float64Array;
+  /** The placements of ordinary arrays: the parameters' own layout, and the transposes at the parameter offsets. */
+  readonly #flat: Placement;
+  readonly #flatT: Placement;
+  /** The placements of the arena's copies: padded row strides. */
+  readonly #resident: Placement;
+  readonly #residentT: Placement;
+  /** Where the weight views' tensors sit: the parameters (or their resident snapshot), and `#wT`. */
+  #place: Placement;
+  #placeT: Placement;
+  /** The kernel arena holding every buffer of the pass, or null (ordinary arrays: native or scalar kernels). */
+  #arena: KernelArena | null = null;
+  /** The resident snapshot of the parameters of the last {@link prepare} (arena only). */
+  #paramsCopy: Float64Array | null = null;
+  /** The resident weight-gradient accumulator, laid out like the parameters, and its views (arena only). */
+  #accumulator: Float64Array | null = null;
+  #accumulatorViews: ModelViews | null = null;
+  /** The slot whose weight gradients the accumulator holds and has not yet written back. */
+  #pending: PendingSlot | null = null;
+  /** Whether {@link flushGradients} has been called: the owner flushes, so backward may leave gradients pending. */
+  #deferred = false;
+  /** Runs of weight (non-gain) entries of the layout: [offset, length] pairs, merged where adjacent. */
+  readonly #weightRuns: number[] = [];
   #preparedVersion = -1;
   /** The parameters of the last {@link prepare} and their views (live: built once per parameter array). */
   #params: Float64Array | null = null;
@@ -246,7 +353,25 @@ export class DecoderPass {
     this.scale = 1.0 / Math.sqrt(this.headWidth);
     this.rope = ropeTables(0, this.headWidth, config.ropeBase);
     this.trace = trace;
-    this.#wT = new Float64Array(this.layout.size);
+    this.#flat = placement(this.layout, false, false);
+    this.#flatT = placement(this.layout, true, false);
+    this.#resident = placement(this.layout, false, true);
+    this.#residentT = placement(this.layout, true, true);
+    this.#place = this.#flat;
+    this.#placeT = this.#flatT;
+    this.#wT = new Float64Array(this.#flatT.size);
+    for (const e of this.layout.entries) {
+      if (e.kind === 'gain') continue;
+      const runs = this.#weightRuns;
+      const n = runs.length;
+      if (n > 0 && (runs[n - 2] as number) + (runs[n - 1] as number) === e.offset) runs[n - 1] = (runs[n - 1] as number) + e.length;
+      else runs.push(e.offset, e.length);
+    }
+  }
+
+  /** @returns bytes of this pass's kernel arena memory (0 with ordinary arrays): a diagnostic. */
+  get kernelMemoryBytes(): number {
+    return this.#arena === null ? 0 : this.#arena.bytes;
   }
 
   /**
@@ -268,36 +393,179 @@ export class DecoderPass {
   }
 
   #allocate(T: number): void {
+    // The accumulator is about to be replaced: its values go to their slot first.
+    this.#flush();
+    // The buffers' total size (the arena is sized once: it never grows), then the arena, then the buffers.
+    const P = this.layout.size;
+    let total = this.#resident.size + this.#residentT.size + P;
+    const empty = new Float64Array(0);
+    this.#buffers(T, (n) => {
+      total += n;
+      return empty;
+    });
+    const arena = gemmArena(total);
+    if (arena === null) {
+      this.#buffers(T, ordinary);
+      this.#leaveArena();
+      return;
+    }
+    const take: Take = (n) => arena.take(n);
+    this.#buffers(T, take);
+    this.#wT = take(this.#residentT.size);
+    this.#placeT = this.#residentT;
+    this.#paramsCopy = take(this.#resident.size);
+    this.#place = this.#resident;
+    this.#accumulator = take(P);
+    this.#accumulatorViews = modelViews(this.layout, this.#accumulator);
+    this.#arena = arena;
+    if (this.#params !== null) {
+      this.#transposeWeights(this.#params);
+      this.#copyParameters(this.#params);
+      this.#weights = this.#views(this.#paramsCopy);
+    }
+  }
+
+  /** Back to ordinary arrays (the kernels in use read them in place). */
+  #leaveArena(): void {
+    if (this.#arena === null) return;
+    this.#arena = null;
+    this.#wT = new Float64Array(this.#flatT.size);
+    this.#placeT = this.#flatT;
+    this.#paramsCopy = null;
+    this.#place = this.#flat;
+    this.#accumulator = null;
+    this.#accumulatorViews = null;
+    if (this.#params !== null) {
+      this.#transposeWeights(this.#params);
+      this.#weights = this.#views(this.#params);
+    }
+  }
+
+  /** Every activation, adjoint and scratch buffer of sequences of `T` positions, from `take`. */
+  #buffers(T: number, take: Take): void {
     const L = this.config.layers;
     const sizes = sizeTable(T, this.config);
     this.hs = [];
     this.dhs = [];
     for (let l = 0; l <= L; l++) {
-      this.hs.push(new Float64Array(sizes.stream));
-      this.dhs.push(new Float64Array(sizes.stream));
+      this.hs.push(take(sizes.stream));
+      this.dhs.push(take(sizes.stream));
     }
     this.blocks = [];
     this.blockAdjoints = [];
     // A 0-layer model never uses F (which a valid checkpoint may set to any size): no (T, F) buffers then.
-    const shared = L === 0 || this.trace ? null : allocate(sizes.blockAdjoints);
+    const shared = L === 0 || this.trace ? null : allocate(sizes.blockAdjoints, take);
     for (let l = 0; l < L; l++) {
       this.blocks.push({
-        ...allocate(sizes.block),
-        attentionNorm: allocate(sizes.norm),
-        ffnNorm: allocate(sizes.norm),
-        trace: this.trace ? allocate(sizes.attentionTrace) : null,
+        ...allocate(sizes.block, take),
+        attentionNorm: allocate(sizes.norm, take),
+        ffnNorm: allocate(sizes.norm, take),
+        trace: this.trace ? allocate(sizes.attentionTrace, take) : null,
       });
-      this.blockAdjoints.push(shared ?? allocate(sizes.blockAdjoints));
+      this.blockAdjoints.push(shared ?? allocate(sizes.blockAdjoints, take));
     }
-    this.finalNorm = allocate(sizes.norm);
-    const head = allocate(sizes.head);
+    this.finalNorm = allocate(sizes.norm, take);
+    const head = allocate(sizes.head, take);
     this.logits = head.logits;
     this.prob = head.prob;
     this.rowLoss = head.rowLoss;
     this.dlogits = head.dlogits;
     this.dnf = head.dnf;
-    this.#attention = attentionScratch(T, this.headWidth);
+    this.#attention = take === ordinary ? attentionScratch(T, this.headWidth) : retake(attentionScratch(T, this.headWidth), take);
     this.rope = extendRopeTables(this.rope, T);
+  }
+
+  /** Copies the parameters into the resident snapshot, row by row where its rows are padded (arena only). */
+  #copyParameters(params: Float64Array): void {
+    const copy = this.#paramsCopy as Float64Array;
+    const { offsets, strides } = this.#resident;
+    const entries = this.layout.entries;
+    for (let k = 0; k < entries.length; k++) {
+      const e = entries[k] as ParameterEntry;
+      const [rows, width] = storedShape(e, false);
+      const ld = strides[k] as number;
+      const at = offsets[k] as number;
+      if (ld === width) copy.set(params.subarray(e.offset, e.offset + e.length), at);
+      else for (let r = 0; r < rows; r++) copy.set(params.subarray(e.offset + r * width, e.offset + (r + 1) * width), at + r * ld);
+    }
+    gemmCounters.parameterValues += params.length;
+    recordResidentCopy(params, copy, (index) => this.#residentIndex(index));
+  }
+
+  /** The index in the resident snapshot of parameter `index` (a diagnostic: `pinnedOffset`). */
+  #residentIndex(index: number): number {
+    const e = tensorAt(this.layout, index);
+    if (e === undefined) return index;
+    const k = this.layout.indexByName.get(e.name) as number;
+    const width = storedShape(e, false)[1];
+    const i = index - e.offset;
+    return (this.#resident.offsets[k] as number) + Math.floor(i / width) * (this.#resident.strides[k] as number) + (i % width);
+  }
+
+  /** Writes the transposes of the weights of `params` into `#wT`, placed by `#placeT`. */
+  #transposeWeights(params: Float64Array): void {
+    const wT = this.#wT;
+    const { offsets, strides } = this.#placeT;
+    const entries = this.layout.entries;
+    for (let k = 0; k < entries.length; k++) {
+      const e = entries[k] as ParameterEntry;
+      if (e.kind === 'gain') continue;
+      const [rows, width] = storedShape(e, false);
+      transpose(wT, offsets[k] as number, strides[k] as number, params, e.offset, width, rows, width);
+    }
+  }
+
+  /**
+   * Writes the weight gradients held by the resident accumulator into their
+   * slot (the `partial` of the last {@link backward}), if any are pending.
+   *
+   * Calling it also declares that the owner of this pass calls it before
+   * reading any slot a {@link backward} wrote: from then on the accumulator
+   * keeps the last sequence's weight gradients (so sequences accumulating
+   * into the same slot copy nothing) until the next call or the next
+   * sequence with another slot. Until the first call every {@link backward}
+   * writes its slot before returning. The batch pass calls it when a thread
+   * has run its last sequence of a phase.
+   */
+  flushGradients(): void {
+    this.#deferred = true;
+    this.#flush();
+  }
+
+  #flush(): void {
+    const p = this.#pending;
+    if (p === null) return;
+    this.#pending = null;
+    const acc = this.#accumulator as Float64Array;
+    const runs = this.#weightRuns;
+    for (let r = 0; r < runs.length; r += 2) {
+      const off = runs[r] as number;
+      const len = runs[r + 1] as number;
+      p.partial.set(acc.subarray(off, off + len), p.partialOff + off);
+      gemmCounters.gradientValues += len;
+    }
+  }
+
+  /** The weight-gradient views of this sequence's slot: the resident accumulator (arena) or the slot itself. */
+  #gradientTarget(slots: SequenceSlots): ModelViews {
+    const views = this.#accumulatorViews;
+    if (views === null) return this.#gradients(slots.partial, slots.partialOff);
+    const p = this.#pending;
+    const same = p !== null && p.partial === slots.partial && p.partialOff === slots.partialOff;
+    if (!(same && slots.accumulate)) this.#flush();
+    if (slots.accumulate && !same) {
+      // Accumulating onto a slot the accumulator does not hold: its current values first.
+      const acc = this.#accumulator as Float64Array;
+      const runs = this.#weightRuns;
+      for (let r = 0; r < runs.length; r += 2) {
+        const off = runs[r] as number;
+        const len = runs[r + 1] as number;
+        acc.set(slots.partial.subarray(slots.partialOff + off, slots.partialOff + off + len), off);
+        gemmCounters.gradientValues += len;
+      }
+    }
+    this.#pending = same ? p : { partial: slots.partial, partialOff: slots.partialOff };
+    return views;
   }
 
   /**
@@ -308,53 +576,79 @@ export class DecoderPass {
    */
   prepare(params: Float64Array, version: number): void {
     if (version === this.#preparedVersion && version !== -1 && params === this.#params) return;
-    const { modelWidth: D, feedForwardWidth: F, vocabularySize: V } = this.config;
     const wT = this.#wT;
-    transpose(wT, 0, V, params, 0, D, V, D);
-    for (const b of this.layout.blocks) {
-      transpose(wT, b.query, D, params, b.query, D, D, D);
-      transpose(wT, b.key, D, params, b.key, D, D, D);
-      transpose(wT, b.value, D, params, b.value, D, D, D);
-      transpose(wT, b.output, D, params, b.output, D, D, D);
-      transpose(wT, b.gate, D, params, b.gate, F, D, F);
-      transpose(wT, b.up, D, params, b.up, F, D, F);
-      transpose(wT, b.down, F, params, b.down, D, F, D);
-    }
-    // Both are the right operand of most products of the step: packed for the kernel once, not per product
-    // (the per-tensor views below are read through these pins).
-    pinGemmOperand(params);
-    pinGemmOperand(wT);
-    if (params !== this.#params) {
-      this.#params = params;
+    this.#transposeWeights(params);
+    const copy = this.#paramsCopy;
+    if (copy !== null) {
+      // Arena: the weights are read from a resident snapshot (and the transposes above were written there).
+      this.#copyParameters(params);
+      if (this.#weights === null) this.#weights = this.#views(copy);
+    } else if (this.capacity > 0) {
+      // Both are the right operand of most products of the step: packed for the kernel once, not per product
+      // (the per-tensor views below are read through these pins). Not before the buffers exist: the first
+      // forward may open an arena, which makes the pins dead weight.
+      pinGemmOperand(params);
+      pinGemmOperand(wT);
+      if (params !== this.#params) this.#weights = this.#views(params);
+    } else if (params !== this.#params) {
       this.#weights = this.#views(params);
     }
+    this.#params = params;
     this.#preparedVersion = version;
   }
 
-  /** The weight views of `params` and of the transposed weights (live views: built once per array). */
+  /**
+   * The weight views of `params` (the parameters, placed by `#place`: their
+   * own layout or the resident snapshot's) and of the transposed weights
+   * (live views: built once per array).
+   */
   #views(params: Float64Array): DecoderWeights {
-    const { modelWidth: D, feedForwardWidth: F } = this.config;
-    const w = modelViews(this.layout, params);
-    const t = modelViews(this.layout, this.#wT);
+    const entries = this.layout.entries;
+    const place = this.#place;
+    const placeT = this.#placeT;
+    const view = (flat: Float64Array, at: Placement, k: number): Float64Array => {
+      const rows = storedShape(entries[k] as ParameterEntry, at === placeT)[0];
+      const from = at.offsets[k] as number;
+      return flat.subarray(from, from + rows * (at.strides[k] as number));
+    };
+    // Entry k as a linear layer: W from the parameters, Wᵀ from the transposes, each with its row stride.
+    const linear = (k: number): LinearWeight => {
+      const [inputs, outputs] = storedShape(entries[k] as ParameterEntry, false);
+      return linearWeight(view(params, place, k), view(this.#wT, placeT, k), inputs, outputs, place.strides[k], placeT.strides[k]);
+    };
+    const last = entries.length - 1;
     return {
-      embedding: w.embedding,
-      blocks: w.blocks.map((b, l) => {
-        const bt = t.blocks[l]!;
+      embedding: view(params, place, 0),
+      embeddingStride: place.strides[0] as number,
+      blocks: this.layout.blocks.map((_, l) => {
+        const b = 1 + 9 * l;
         return {
-          attentionNorm: b.attentionNorm,
-          query: linearWeight(b.query, bt.query, D, D),
-          key: linearWeight(b.key, bt.key, D, D),
-          value: linearWeight(b.value, bt.value, D, D),
-          output: linearWeight(b.output, bt.output, D, D),
-          ffnNorm: b.ffnNorm,
-          gate: linearWeight(b.gate, bt.gate, D, F),
-          up: linearWeight(b.up, bt.up, D, F),
-          down: linearWeight(b.down, bt.down, F, D),
+          attentionNorm: view(params, place, b),
+          query: linear(b + 1),
+          key: linear(b + 2),
+          value: linear(b + 3),
+          output: linear(b + 4),
+          ffnNorm: view(params, place, b + 5),
+          gate: linear(b + 6),
+          up: linear(b + 7),
+          down: linear(b + 8),
         };
       }),
-      finalNorm: w.finalNorm,
-      head: linearWeight(t.embedding, w.embedding, D, this.config.vocabularySize),
+      finalNorm: view(params, place, last),
+      // The tied head: W = Eᵀ [D, V] (the transposed copy), Wᵀ = E itself.
+      head: linearWeight(view(this.#wT, placeT, 0), view(params, place, 0), this.config.modelWidth, this.config.vocabularySize, placeT.strides[0], place.strides[0]),
     };
+  }
+
+  /**
+   * The weight views the products of the next passes read (a diagnostic):
+   * views of the parameters, or of the kernel arena's snapshot and
+   * transposes with their padded row strides.
+   * @returns the views of the last {@link prepare} (or of the arena opened since).
+   * @throws ModelError `MODEL_INVALID_BATCH` before {@link prepare}.
+   */
+  get weights(): DecoderWeights {
+    return this.#prepared();
   }
 
   #prepared(): DecoderWeights {
@@ -394,7 +688,7 @@ export class DecoderPass {
     // Embedding lookup: a plain copy of the table row (../../../docs/spec/model.md §6).
     const x0 = this.hs[0]!;
     for (let t = 0; t < T; t++) {
-      const src = (tokens[off + t] as number) * D;
+      const src = (tokens[off + t] as number) * W.embeddingStride;
       const dst = t * D;
       for (let c = 0; c < D; c++) x0[dst + c] = W.embedding[src + c] as number;
     }
@@ -445,7 +739,7 @@ export class DecoderPass {
     const L = W.blocks.length;
     const d = this.headWidth;
     const n = T * D;
-    const dW = this.#gradients(slots.partial, slots.partialOff);
+    const dW = this.#gradientTarget(slots);
     // Each weight gradient S_b is written into the slot, or added to it in the in-order batch reduction.
     const acc = slots.accumulate ? ADD_DWEIGHT : 0;
     const gainTerms = (g: number): Float64Array => {
@@ -492,5 +786,6 @@ export class DecoderPass {
       rmsNormBackward(dx, gainTerms(2 * l), n1, g.n1, this.hs[l]!, w.attentionNorm, T, D);
     }
     slots.dx0.set(this.dhs[0]!.subarray(0, n), slots.dx0Off);
+    if (!this.#deferred) this.#flush();
   }
 }

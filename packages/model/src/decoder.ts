@@ -7,17 +7,11 @@ import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
 import { initializeParameters } from './init.ts';
 import { activeNativeKernels } from './kernels/native.ts';
-import {
-  allocateBatchBuffers,
-  allocateF64,
-  firstNonFinite,
-  meanLoss,
-  reduceGainsAndEmbedding,
-} from './internal/batch-reduce.ts';
+import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuning } from './internal/batch-reduce.ts';
 import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
-import { CallingThread, type PhaseContext, type PhaseRunner } from './parallel/batch-pass.ts';
+import { CallingThread, runPhase, type PhaseContext, type PhaseRunner } from './parallel/batch-pass.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { COMMAND, CTRL } from './parallel/protocol.ts';
 
@@ -57,6 +51,11 @@ export interface ParallelStats {
   readonly workerSequences: number;
   /** Sequences one wave holds (partial slots). */
   readonly waveSize: number;
+  /**
+   * Sequences whose weight-gradient partial was written and then reduced so
+   * far; the others were added straight into the gradient, in order, by the calling thread.
+   */
+  readonly partialSequences: number;
 }
 
 /** Options of {@link Decoder.trainStep}. */
@@ -138,7 +137,6 @@ export class Decoder {
   readonly #ctx: PhaseContext;
   #version = 0;
   readonly #partialBudget: number;
-  #lookup: Float64Array;
   #closed = false;
 
   /**
@@ -174,7 +172,6 @@ export class Decoder {
       targets: new Int32Array(0),
       buffers: allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, 0, 0, 0, shared),
     };
-    this.#lookup = new Float64Array(this.config.vocabularySize * this.config.modelWidth);
   }
 
   /**
@@ -243,6 +240,7 @@ export class Decoder {
       threads: this.threads,
       workerSequences: Atomics.load(this.#ctx.control, CTRL.WORKER_SEQUENCES),
       waveSize: this.#ctx.buffers.slots,
+      partialSequences: Atomics.load(this.#ctx.control, CTRL.PARTIAL_SEQUENCES),
     };
   }
 
@@ -341,12 +339,47 @@ export class Decoder {
     return { B, T };
   }
 
+  /** Runs a TRAIN or EVALUATE phase over sequences [start, end). */
   #phase(command: number, start: number, end: number): void {
     const c = this.#ctx.control;
     Atomics.store(c, CTRL.NEXT, start);
+    Atomics.store(c, CTRL.BACK, end);
+    Atomics.store(c, CTRL.REMAINING, end - start);
     Atomics.store(c, CTRL.END, end);
     Atomics.store(c, CTRL.WAVE_START, start);
     this.#runner.run(this.#ctx, command);
+  }
+
+  /**
+   * After the TRAIN phase of the wave [start, end): reduces the partials of the
+   * sequences after the calling thread's in-order prefix and, for the last
+   * wave, finishes the adjoint (skipped when there is nothing to do).
+   * @returns the first non-finite adjoint element after finishing, or −1.
+   */
+  #reduce(start: number, end: number, finish: boolean): number {
+    const c = this.#ctx.control;
+    const from = Atomics.load(c, CTRL.NEXT);
+    if (from === end && !finish) return -1;
+    Atomics.store(c, CTRL.REDUCE_FROM, from);
+    Atomics.store(c, CTRL.END, end);
+    Atomics.store(c, CTRL.WAVE_START, start);
+    Atomics.store(c, CTRL.FINISH, finish ? 1 : 0);
+    Atomics.store(c, CTRL.FIRST_BAD, -1);
+    Atomics.add(c, CTRL.PARTIAL_SEQUENCES, end - from);
+    // Element reads: the partials, then (finishing) the gain terms, input adjoints and two passes over the adjoint.
+    const P = this.layout.size;
+    const n = this.#ctx.buffers.rows * this.#ctx.buffers.columns;
+    const work = (end - from) * P + (finish ? 2 * P + (2 * this.config.layers + 2) * n * this.config.modelWidth : 0);
+    if (this.threads === 1 || work < reduceTuning.localElements) {
+      // The calling thread alone, as the only slice: cheaper than waking the workers.
+      Atomics.store(c, CTRL.SLICES, 1);
+      Atomics.store(c, CTRL.COMMAND, COMMAND.REDUCE);
+      runPhase(this.#ctx, 0);
+    } else {
+      Atomics.store(c, CTRL.SLICES, this.threads);
+      this.#runner.run(this.#ctx, COMMAND.REDUCE);
+    }
+    return Atomics.load(c, CTRL.FIRST_BAD);
   }
 
   /**
@@ -363,23 +396,17 @@ export class Decoder {
   trainStep(batch: TokenBatch, options: TrainStepOptions = {}): number {
     const { B, T } = this.#prepareBatch(batch);
     const buffers = this.#ctx.buffers;
-    if (!this.#threaded) {
-      // One thread: sequences in order, each S_b added straight into the adjoint.
-      this.#phase(COMMAND.TRAIN_IN_ORDER, 0, B);
-    } else {
-      // Waves of up to `slots` sequences: claimed by any thread, then reduced in order b by parameter slices.
-      for (let start = 0; start < B; start += buffers.slots) {
-        const end = Math.min(B, start + buffers.slots);
-        this.#phase(COMMAND.TRAIN, start, end);
-        this.#phase(COMMAND.REDUCE, start, end);
-      }
+    // Waves of up to `slots` sequences (one wave of B with one thread): trained, then the partials reduced in order b by parameter slices.
+    const wave = this.#threaded ? buffers.slots : B;
+    let bad = -1;
+    for (let start = 0; start < B; start += wave) {
+      const end = Math.min(B, start + wave);
+      this.#phase(COMMAND.TRAIN, start, end);
+      bad = this.#reduce(start, end, end === B);
     }
-    const n = B * T;
-    const loss = meanLoss(buffers.rowLoss, n);
+    const loss = meanLoss(buffers.rowLoss, B * T);
     if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `training loss is not finite: ${loss}`);
     const adjoint = buffers.adjoint;
-    reduceGainsAndEmbedding(adjoint, buffers, this.layout, this.#ctx.inputs, n, this.config.modelWidth, this.config.vocabularySize, this.#lookup);
-    const bad = firstNonFinite(adjoint);
     if (bad >= 0) {
       const e = this.#locate(bad);
       throw new ModelError('MODEL_NON_FINITE', `gradient of ${e.name}[${bad - e.offset}] is not finite: ${adjoint[bad]}`, {

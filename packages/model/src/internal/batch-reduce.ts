@@ -28,6 +28,8 @@ export interface BatchBuffers {
   readonly dx0: Float64Array;
   /** (P) the pass adjoint being reduced. */
   readonly adjoint: Float64Array;
+  /** (V·D) scratch for the embedding lookup gradient. */
+  readonly lookup: Float64Array;
 }
 
 /** Allocates a Float64Array, on a SharedArrayBuffer when `shared`. */
@@ -57,8 +59,20 @@ export function allocateBatchBuffers(layout: ParameterLayout, layers: number, D:
     gainTerms: allocateF64((2 * layers + 1) * n * D, shared),
     dx0: allocateF64(n * D, shared),
     adjoint: allocateF64(layout.size, shared),
+    lookup: allocateF64((layout.entries[0] as { length: number }).length, shared),
   };
 }
+
+/**
+ * Tuning of the batch reduction; the bits never depend on it (tests set it to force either path).
+ * `localElements`: below this many element reads (partials to add plus the
+ * finishing of the adjoint) the calling thread reduces alone, since waking the
+ * worker threads would cost more than their share of the work.
+ */
+export const reduceTuning: { localElements: number } = { localElements: 1 << 19 };
+
+/** Elements reduced per block of {@link reducePartials}: the accumulator block stays in cache across the sequences. */
+const REDUCE_BLOCK = 2048;
 
 /**
  * Adds the partial of one sequence into the adjoint over elements [from, to).
@@ -81,8 +95,109 @@ export function reducePartial(adjoint: Float64Array, partials: Float64Array, slo
 }
 
 /**
+ * Adds the partials of slots `fromSlot … toSlot−1` (P elements each, in slot
+ * order) into the adjoint over elements [from, to): element i becomes
+ * `(…(adjoint[i] + S_first[i]) + …) + S_last[i]`, exactly the order of one
+ * {@link reducePartial} per slot, in cache-sized blocks of elements.
+ *
+ * @param adjoint - (P) accumulator.
+ * @param partials - partial slots.
+ * @param P - elements per slot.
+ * @param fromSlot - first slot to add.
+ * @param toSlot - end slot (exclusive).
+ * @param first - whether slot `fromSlot` holds sequence 0 (copied, not added).
+ * @param from - first element.
+ * @param to - end element (exclusive).
+ */
+export function reducePartials(adjoint: Float64Array, partials: Float64Array, P: number, fromSlot: number, toSlot: number, first: boolean, from: number, to: number): void {
+  for (let lo = from; lo < to; lo += REDUCE_BLOCK) {
+    const hi = Math.min(to, lo + REDUCE_BLOCK);
+    let s = fromSlot;
+    if (first && s < toSlot) {
+      reducePartial(adjoint, partials, s * P, true, lo, hi);
+      s++;
+    }
+    for (; s + 1 < toSlot; s += 2) {
+      const o1 = s * P;
+      const o2 = o1 + P;
+      for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (partials[o1 + i] as number) + (partials[o2 + i] as number);
+    }
+    if (s < toSlot) reducePartial(adjoint, partials, s * P, false, lo, hi);
+  }
+}
+
+/**
+ * Finishes the elements [from, to) of the adjoint after their weight partials
+ * were reduced: the gain sums of the gain vectors that start in the slice and
+ * the embedding lookup part of the embedding rows in it, then a finiteness
+ * scan of the slice. With `from` and `to` multiples of D (every tensor length
+ * and offset is one), slices run by different threads touch disjoint elements
+ * and every element gets the additions of {@link reduceGainsAndEmbedding}, in its order.
+ *
+ * @param adjoint - (P) accumulator (weights of the slice already reduced).
+ * @param buffers - batch buffers with gain terms, input adjoints and the lookup scratch.
+ * @param layout - parameter layout.
+ * @param tokens - (B·T) input ids.
+ * @param n - B·T rows.
+ * @param D - model width.
+ * @param from - first element (a multiple of D).
+ * @param to - end element (exclusive, a multiple of D).
+ * @returns the index of the first non-finite element of the slice, or −1.
+ */
+export function finishSlice(
+  adjoint: Float64Array,
+  buffers: BatchBuffers,
+  layout: ParameterLayout,
+  tokens: ArrayLike<number>,
+  n: number,
+  D: number,
+  from: number,
+  to: number,
+): number {
+  const stride = buffers.rows * buffers.columns * D;
+  const terms = buffers.gainTerms;
+  let g = 0;
+  const gain = (off: number): void => {
+    if (off >= from && off < to) {
+      for (let c = 0; c < D; c++) adjoint[off + c] = 0;
+      let t = g * stride;
+      for (let r = 0; r < n; r++) {
+        for (let c = 0; c < D; c++) (adjoint[off + c] as number) += terms[t + c] as number;
+        t += D;
+      }
+    }
+    g++;
+  };
+  for (const b of layout.blocks) {
+    gain(b.attentionNorm);
+    gain(b.ffnNorm);
+  }
+  gain(layout.finalNorm);
+  const e = layout.embedding;
+  const lo = Math.max(from, e);
+  const hi = Math.min(to, e + buffers.lookup.length);
+  if (lo < hi) {
+    const lookup = buffers.lookup;
+    lookup.fill(0, lo - e, hi - e);
+    const dx0 = buffers.dx0;
+    for (let r = 0; r < n; r++) {
+      const row = (tokens[r] as number) * D;
+      if (row < lo - e || row >= hi - e) continue;
+      const src = r * D;
+      for (let c = 0; c < D; c++) (lookup[row + c] as number) += dx0[src + c] as number;
+    }
+    for (let i = lo - e; i < hi - e; i++) adjoint[e + i] = (adjoint[e + i] as number) + (lookup[i] as number);
+  }
+  for (let i = from; i < to; i++) {
+    const v = adjoint[i] as number;
+    if (v - v !== 0) return i;
+  }
+  return -1;
+}
+
+/**
  * Finishes the adjoint after every weight partial was reduced: gain sums and
- * the embedding lookup part.
+ * the embedding lookup part ({@link finishSlice} over all elements).
  *
  * @param adjoint - (P) accumulator (weights already reduced).
  * @param buffers - batch buffers with gain terms and input adjoints.
@@ -103,29 +218,7 @@ export function reduceGainsAndEmbedding(
   V: number,
   lookup: Float64Array,
 ): void {
-  const gainOffsets: number[] = [];
-  for (const b of layout.blocks) gainOffsets.push(b.attentionNorm, b.ffnNorm);
-  gainOffsets.push(layout.finalNorm);
-  const stride = buffers.rows * buffers.columns * D;
-  const terms = buffers.gainTerms;
-  for (let g = 0; g < gainOffsets.length; g++) {
-    const off = gainOffsets[g] as number;
-    for (let c = 0; c < D; c++) adjoint[off + c] = 0;
-    let t = g * stride;
-    for (let r = 0; r < n; r++) {
-      for (let c = 0; c < D; c++) (adjoint[off + c] as number) += terms[t + c] as number;
-      t += D;
-    }
-  }
-  lookup.fill(0, 0, V * D);
-  const dx0 = buffers.dx0;
-  for (let r = 0; r < n; r++) {
-    const row = (tokens[r] as number) * D;
-    const src = r * D;
-    for (let c = 0; c < D; c++) (lookup[row + c] as number) += dx0[src + c] as number;
-  }
-  const e = layout.embedding;
-  for (let i = 0; i < V * D; i++) adjoint[e + i] = (adjoint[e + i] as number) + (lookup[i] as number);
+  finishSlice(adjoint, { ...buffers, lookup: lookup.subarray(0, V * D) }, layout, tokens, n, D, 0, adjoint.length);
 }
 
 /**

@@ -7,8 +7,12 @@
  * `[B,T,D] → [B,H,T,d]` read in place (and the merge is its inverse).
  */
 import { exp } from '../math/index.ts';
-import { expInto } from './exp-batch.ts';
+import { expConstants, expInto } from './exp-batch.ts';
 import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmTransA, transpose } from './gemm.ts';
+import { activeNativeKernels } from './native.ts';
+
+/** Undecided exps of the native softmax (grown as needed). */
+let rowScratch = new Int32Array(256);
 
 /** Reusable per-head scratch of one attention call (sized for T ≤ capacity). */
 export interface AttentionScratch {
@@ -90,6 +94,23 @@ export function attentionForward(
     transpose(kT, 0, T, kr, hd, D, T, d);
     gemm(S, 0, T, qr, hd, D, kT, 0, T, T, T, d, trace === null ? GEMM_LOWER_OUT : 0);
     const pOff = h * TT;
+    const native = trace === null ? activeNativeKernels() : null;
+    if (native?.attentionSoftmax !== undefined && native.attentionSoftmaxRows !== undefined) {
+      // The softmax loops in C (native/elementwise.c): scaled scores, maxima and exp(s − m), the undecided exps
+      // finished here with exp(), then the tails and weights.
+      if (rowScratch.length < TT) rowScratch = new Int32Array(TT);
+      const und = rowScratch;
+      const count = native.attentionSoftmax(prob, pOff, S, T, scale, scratch.rowMax, und, expConstants());
+      if (count >= 0) {
+        for (let k = 0; k < count; k++) {
+          const i = pOff + (und[k] as number);
+          prob[i] = exp(prob[i] as number);
+        }
+        native.attentionSoftmaxRows(prob, pOff, S, T, scratch.rowMax);
+        gemm(merged, hd, D, prob, pOff, T, v, hd, D, T, d, T, GEMM_LOWER_K);
+        continue;
+      }
+    }
     // Pass 1, every row: scaled scores, row maximum, shifts s − m packed by rows (row i at i·(i+1)/2).
     const E = scratch.shifted;
     const M = scratch.rowMax;
@@ -189,8 +210,10 @@ export function attentionBackward(
     // dv[k, c] = Σ_i p[i, k]·dho[i, c] (right operand); p[i, k] = +0 for i < k.
     // (pᵀ read in place: gemmTransA, the same sums as transposing p first.)
     gemmTransA(dv, hd, D, prob, pOff, T, dmerged, hd, D, T, d, T, GEMM_UPPER_K);
-    // Causal softmax rule, then the constant scale: draw = 0 + ds·scale.
-    for (let i = 0; i < T; i++) {
+    // Causal softmax rule, then the constant scale: draw = 0 + ds·scale (in C when the addon runs).
+    const native = trace === null ? activeNativeKernels() : null;
+    const done = native?.attentionSoftmaxBackward !== undefined && native.attentionSoftmaxBackward(draw, dp, prob, pOff, T, scale) >= 0;
+    for (let i = 0; i < T && !done; i++) {
       const row = i * T;
       const pr = pOff + row;
       let w = 0;

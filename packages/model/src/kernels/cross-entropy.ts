@@ -2,11 +2,18 @@
  * Mean next-token cross-entropy with the maximum split off
  * (../../../../docs/spec/model.md §13; ../../../../docs/spec/backward.md §4.1).
  */
-import { log1p } from '../math/index.ts';
-import { expInto } from './exp-batch.ts';
+import { exp, log1p } from '../math/index.ts';
+import { expConstants, expInto } from './exp-batch.ts';
+import { activeNativeKernels } from './native.ts';
+import { wasmCrossEntropyRows } from './wasm-cross-entropy.ts';
 
 /** Row maxima of the current call (reusable, grown as needed). */
 let rowMax = new Float64Array(64);
+/** Native and WebAssembly paths: per row m and tail (2 · rows), and the undecided elements (native) or rows (WebAssembly). */
+let rowStats = new Float64Array(128);
+let rowScratch = new Int32Array(1024);
+/** Below this many logits the native call does not pay. */
+const NATIVE_MIN = 64;
 
 /**
  * Forward for `rows` rows of V logits: per-row losses
@@ -30,6 +37,39 @@ export function crossEntropyForward(
   rows: number,
   V: number,
 ): void {
+  const native = activeNativeKernels();
+  if (rows > 0 && V > 0 && rows * V >= NATIVE_MIN) {
+    if (rowStats.length < 2 * rows) rowStats = new Float64Array(Math.max(2 * rows, 2 * rowStats.length));
+    const stats = rowStats;
+    if (native !== null) {
+      // The loops in C (native/elementwise.c): m and exp(z − m), the undecided exps finished here with exp(),
+      // then the tails and probabilities.
+      if (native.crossEntropyShifts !== undefined && native.crossEntropyRows !== undefined) {
+        if (rowScratch.length < rows * V) rowScratch = new Int32Array(Math.max(rows * V, 2 * rowScratch.length));
+        const und = rowScratch;
+        const count = native.crossEntropyShifts(prob, logits, stats, rows, V, und, expConstants());
+        if (count >= 0) {
+          for (let k = 0; k < count; k++) {
+            const i = und[k] as number;
+            prob[i] = exp(prob[i] as number);
+          }
+          native.crossEntropyRows(prob, logits, stats, rows, V);
+          rowLosses(rowLoss, logits, stats, targets, tOff, rows, V);
+          return;
+        }
+      }
+    } else if (prob.buffer !== logits.buffer) {
+      // One WebAssembly SIMD kernel (wasm-cross-entropy.ts); its rows with an undecided exp are computed here.
+      if (rowScratch.length < rows) rowScratch = new Int32Array(Math.max(rows, 2 * rowScratch.length));
+      const und = rowScratch;
+      const count = wasmCrossEntropyRows(prob, logits, stats, rows, V, und);
+      if (count >= 0) {
+        for (let k = 0; k < count; k++) forwardRow(prob, logits, stats, und[k] as number, V);
+        rowLosses(rowLoss, logits, stats, targets, tOff, rows, V);
+        return;
+      }
+    }
+  }
   if (rowMax.length < rows) rowMax = new Float64Array(Math.max(rows, 2 * rowMax.length));
   const M = rowMax;
   // Pass 1, every row: the maximum m and the shifts z − m, written into prob.
@@ -64,6 +104,37 @@ export function crossEntropyForward(
   }
 }
 
+/** The per-row losses `(m − z_y) + log1p(tail)` from each row's m and tail (`stats[2r]`, `stats[2r+1]`). */
+function rowLosses(rowLoss: Float64Array, logits: Float64Array, stats: Float64Array, targets: ArrayLike<number>, tOff: number, rows: number, V: number): void {
+  for (let r = 0; r < rows; r++) {
+    const y = targets[tOff + r] as number;
+    rowLoss[r] = (stats[2 * r] as number) - (logits[r * V + y] as number) + log1p(stats[2 * r + 1] as number);
+  }
+}
+
+/** Row r of {@link crossEntropyForward} on its own, with exp() (the same operations as the batched loops): prob, m and tail. */
+function forwardRow(prob: Float64Array, logits: Float64Array, stats: Float64Array, r: number, V: number): void {
+  const o = r * V;
+  let m = -Infinity;
+  for (let c = 0; c < V; c++) {
+    const z = logits[o + c] as number;
+    if (z > m) m = z;
+  }
+  let tail = 0;
+  let skipped = false;
+  for (let c = 0; c < V; c++) {
+    const shifted = (logits[o + c] as number) - m;
+    const e = exp(shifted);
+    prob[o + c] = e;
+    if (!skipped && shifted === 0) skipped = true;
+    else tail += e;
+  }
+  stats[2 * r] = m;
+  stats[2 * r + 1] = tail;
+  const den = 1.0 + tail;
+  for (let c = 0; c < V; c++) prob[o + c] = (prob[o + c] as number) / den + 0;
+}
+
 /**
  * Backward: `g = p` (minus 1.0 at the target) times `k = 1 / N`, canonical +0.
  *
@@ -84,6 +155,10 @@ export function crossEntropyBackward(
   V: number,
   k: number,
 ): void {
+  if (rows * V >= NATIVE_MIN && targets instanceof Int32Array) {
+    const native = activeNativeKernels();
+    if (native?.crossEntropyBackward !== undefined && native.crossEntropyBackward(dlogits, prob, targets, tOff, rows, V, k) >= 0) return;
+  }
   for (let r = 0; r < rows; r++) {
     const o = r * V;
     const y = targets[tOff + r] as number;

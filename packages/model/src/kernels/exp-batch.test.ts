@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { exp, expSlowPathCount } from '../math/exp.ts';
-import { log1p } from '../math/index.ts';
 import { attentionForward, attentionScratch } from './attention.ts';
 import { crossEntropyForward } from './cross-entropy.ts';
 import { expConstants, expInto, lnInto } from './exp-batch.ts';
@@ -8,6 +7,7 @@ import { ln } from '../math/ln.ts';
 import { SplitMix64 } from '@llmcp/format';
 import { loadNativeKernels, setKernels, type NativeAddon, type NativePath } from './native.ts';
 import { swigluForward } from './swiglu.ts';
+import { referenceCrossEntropy } from '../../test/helpers/reference-kernels.ts';
 
 const load = loadNativeKernels();
 const addon = load.addon;
@@ -253,23 +253,7 @@ describe.each(addon === null ? (['wasm'] as const) : (['wasm', 'native'] as cons
     const targets = [0, 5, 66, 3, 1];
     const rowLoss = new Float64Array(rows), prob = new Float64Array(rows * V);
     crossEntropyForward(rowLoss, prob, logits, targets, 0, rows, V);
-    const eRowLoss = new Float64Array(rows), eProb = new Float64Array(rows * V);
-    for (let r = 0; r < rows; r++) {
-      const o = r * V;
-      let m = -Infinity;
-      for (let c = 0; c < V; c++) if (logits[o + c]! > m) m = logits[o + c]!;
-      let tail = 0;
-      let skipped = false;
-      for (let c = 0; c < V; c++) {
-        const shifted = logits[o + c]! - m;
-        const e = exp(shifted);
-        eProb[o + c] = e;
-        if (!skipped && shifted === 0) skipped = true;
-        else tail += e;
-      }
-      eRowLoss[r] = m - logits[o + targets[r]!]! + log1p(tail);
-      for (let c = 0; c < V; c++) eProb[o + c] = eProb[o + c]! / (1.0 + tail) + 0;
-    }
+    const { rowLoss: eRowLoss, prob: eProb } = referenceCrossEntropy(logits, targets, 0, rows, V);
     expect(firstDifference(prob, 0, eProb)).toBeNull();
     expect(firstDifference(rowLoss, 0, eRowLoss)).toBeNull();
   });

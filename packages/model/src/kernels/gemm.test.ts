@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, gemmTransA, pinGemmOperand, pinnedOffset, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
 import { kernelChoice, setKernels } from './native.ts';
+import { createWasmGemm, ensureWasmCapacity } from './wasm-gemm.ts';
 
 /** The specification: every C[i, j] an in-order dot product from +0.0. */
 function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
@@ -231,3 +232,76 @@ function viewsOfPinnedArray(): void {
   expect(pinnedOffset(W)).toBe(-1);
   expect(pinnedOffset(view)).toBe(-1);
 }
+
+describe('the WebAssembly kernel itself (wasm-gemm.ts)', () => {
+  const KERNEL_TRANS_A = 16;
+  const kernel = createWasmGemm();
+
+  /** Finite values of every kind: ±0, subnormals, tiny, ordinary and large magnitudes (no overflow over 70 terms). */
+  function values(n: number, seed: number): Float64Array {
+    let s = seed >>> 0;
+    const next = (): number => {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      return s;
+    };
+    return Float64Array.from({ length: n }, () => {
+      const r = next(), sign = next() & 1 ? -1 : 1;
+      switch (r % 8) {
+        case 0: return sign * 0;
+        case 1: return sign * (next() % 1000) * 5e-324; // subnormal
+        case 2: return sign * (next() / 2 ** 32) * 2 ** -1030; // subnormal range, several bits
+        case 3: return sign * (next() / 2 ** 32) * 1e150;
+        case 4: return sign * (next() / 2 ** 32) * 1e-150;
+        default: return sign * (next() / 2 ** 32 - 0.5) * 2 ** ((next() % 41) - 20);
+      }
+    });
+  }
+
+  const bits = (x: number): bigint => new BigUint64Array(Float64Array.of(x).buffer)[0]!;
+
+  it.skipIf(kernel === null)('gives the scalar loop\'s bit patterns for any shape 0…70, all 32 flag combinations and strided operands', () => {
+    const w = kernel!;
+    fc.assert(
+      fc.property(
+        fc.record({
+          M: fc.integer({ min: 0, max: 70 }), N: fc.integer({ min: 0, max: 70 }), K: fc.integer({ min: 0, max: 70 }),
+          flags: fc.integer({ min: 0, max: 31 }), padA: fc.integer({ min: 0, max: 5 }), padB: fc.integer({ min: 0, max: 5 }), padC: fc.integer({ min: 0, max: 5 }),
+          offset: fc.integer({ min: 0, max: 3 }), seed: fc.integer(),
+        }),
+        ({ M, N, K, flags, padA, padB, padC, offset, seed }) => {
+          const transA = (flags & KERNEL_TRANS_A) !== 0;
+          const logical = flags & 15;
+          // A[i, k] row-major (lda = K + padA) or stored transposed At[k, i] (lda = M + padA)
+          const lda = (transA ? M : K) + padA, ldb = N + padB, ldc = N + padC;
+          const aLen = (transA ? K : M) * lda, bLen = K * ldb, cLen = M * ldc;
+          const A = values(aLen, seed), B = values(bLen, seed + 1), C0 = values(cLen, seed + 2);
+          const at = (i: number, k: number): number => (transA ? k * lda + i : i * lda + k);
+          for (let i = 0; i < M; i++)
+            for (let k = 0; k < K; k++) if (((logical & GEMM_LOWER_K) !== 0 && k > i) || ((logical & GEMM_UPPER_K) !== 0 && k < i)) A[at(i, k)] = 0;
+          // the reference: the scalar loop on the row-major A
+          const Arow = new Float64Array(M * K);
+          for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) Arow[i * K + k] = A[at(i, k)]!;
+          const want = C0.slice();
+          gemmScalar(want, 0, ldc, Arow, 0, K, B, 0, ldb, M, N, K, logical);
+          // the kernel, operands at odd element offsets in its memory
+          const a = offset, b = a + aLen + offset, c = b + bLen + offset;
+          ensureWasmCapacity(w, c + cLen + 1);
+          w.view.set(A, a);
+          w.view.set(B, b);
+          w.view.set(C0, c);
+          w.run(c, ldc, a, lda, b, ldb, M, N, K, flags);
+          const got = w.view.subarray(c, c + cLen);
+          for (let i = 0; i < M; i++)
+            for (let j = 0; j < ldc; j++) {
+              const q = i * ldc + j;
+              // entries above the diagonal are unspecified with GEMM_LOWER_OUT; the row padding is never written
+              if (j < N && (logical & GEMM_LOWER_OUT) !== 0 && j > i) continue;
+              if (bits(got[q]!) !== bits(j < N ? want[q]! : C0[q]!)) return false;
+            }
+          return true;
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+});

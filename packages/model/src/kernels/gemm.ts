@@ -8,11 +8,21 @@
  * never the order of the additions inside one of them, so the bits equal the
  * naive triple loop. Two implementations give identical bits: a WebAssembly
  * SIMD kernel (wasm-gemm.ts, ~4× faster) used whenever the runtime supports
- * it, and the register-blocked scalar loop below.
+ * it, and the register-blocked scalar loop below (and the native kernels,
+ * native.ts, when they are active).
+ *
+ * The SIMD kernel reads and writes its own memory. Operands that already live
+ * there — views of a kernel arena (kernel-arena.ts: the decoder pass keeps its
+ * activations, adjoints, weights and gradient accumulator in one) — are used
+ * where they are, as A, B or C; the others are copied into scratch after
+ * the arena (or after the pinned operands of the thread's default instance),
+ * and a non-resident C back out. internal/gemm-counters.ts counts the copies.
  *
  * Reference: llm.c `matmul_forward` (the loop-tiling idea; here with a fixed
  * summation order instead of OpenMP reductions).
  */
+import { gemmCounters } from '../internal/gemm-counters.ts';
+import { openKernelArena, residentKernel, type KernelArena } from './kernel-arena.ts';
 import { activeNativeKernels } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
 
@@ -71,6 +81,11 @@ export function usesSimdGemm(): boolean {
   return backend !== 'scalar' && wasm !== null;
 }
 
+/** @returns bytes of the memory of this thread's default SIMD kernel instance (pinned operands and copy scratch; 0 before it exists): a diagnostic. */
+export function gemmScratchBytes(): number {
+  return wasm === undefined || wasm === null ? 0 : wasm.memory.buffer.byteLength;
+}
+
 /** Products smaller than this (M·N·K) stay in JavaScript: copying in and out would cost more than it saves. */
 const SIMD_MIN_WORK = 2048;
 
@@ -117,6 +132,14 @@ export function gemm(
       return;
     }
   }
+  if (backend !== 'scalar') {
+    // Operands in a kernel arena: that arena's kernel, whatever the size (nothing resident is copied).
+    const r = residentKernel(C) ?? residentKernel(A) ?? residentKernel(B);
+    if (r !== undefined) {
+      gemmSimd(r, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+      return;
+    }
+  }
   if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK)) {
     if (wasm === undefined) wasm = createWasmGemm();
     if (wasm !== null) {
@@ -125,6 +148,22 @@ export function gemm(
     }
   }
   gemmScalar(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+}
+
+/**
+ * A kernel arena for the operands of this thread's products (kernel-arena.ts),
+ * when products on this thread run on the WebAssembly SIMD kernel: not under
+ * {@link setGemmBackend}('scalar'), not while the native kernels are active
+ * (they read ordinary arrays in place), not without WebAssembly SIMD.
+ *
+ * @param elements - the views' total size (the memory is sized once: the arena never grows).
+ * @returns the arena, or null (use ordinary arrays).
+ */
+export function gemmArena(elements: number): KernelArena | null {
+  if (backend === 'scalar' || activeNativeKernels() !== null) return null;
+  if (wasm === undefined) wasm = createWasmGemm();
+  if (wasm === null) return null;
+  return openKernelArena(elements);
 }
 
 /** Copies `rows` rows of `width` values (source row stride `lds`) to contiguous `dst` rows (destination stride `ldd`). */
@@ -141,9 +180,11 @@ function copyRows(dst: Float64Array, dOff: number, ldd: number, src: Float64Arra
   }
 }
 
-// The WebAssembly kernel on {@link gemm}'s operands: pinned operands (see
-// pinGemmOperand) are read where they already are in the module's memory; the
-// others are copied into the scratch after the pinned region, C back out.
+// The WebAssembly kernel on {@link gemm}'s operands: resident operands (views
+// of a fixed instance's arena) and pinned operands (see pinGemmOperand, the
+// default instance) are read where they already are in the module's memory,
+// a resident C written in place; the others are copied into the scratch after
+// the arena or the pinned region, a non-resident C back out.
 function gemmSimd(
   w: WasmGemm,
   C: Float64Array,
@@ -161,27 +202,83 @@ function gemmSimd(
   flags: number,
 ): void {
   const transA = (flags & TRANS_A) !== 0;
-  const pa = pinnedBase(w, A);
-  const pb = pinnedBase(w, B);
-  if (pinnedBase(w, C) >= 0) unpin(C); // written here: its pinned copy would go stale
-  let end = pinnedEnd;
+  const fixed = w.fixed;
+  let pa: number, pb: number, pc: number;
+  if (fixed) {
+    const own = w.view.buffer;
+    pa = A.buffer === own ? A.byteOffset / 8 : -1;
+    pb = B.buffer === own ? B.byteOffset / 8 : -1;
+    pc = C.buffer === own ? C.byteOffset / 8 : -1;
+  } else {
+    pa = pinnedBase(w, A);
+    pb = pinnedBase(w, B);
+    pc = -1;
+    if (pinnedBase(w, C) >= 0) unpin(C); // written here: its pinned copy would go stale
+  }
+  let end = fixed ? w.scratchBase : pinnedEnd;
   const a = pa >= 0 ? pa + aOff : end;
   const la = pa >= 0 ? lda : transA ? M : K;
   if (pa < 0) end += M * K;
   const b = pb >= 0 ? pb + bOff : end;
   const lb = pb >= 0 ? ldb : N;
   if (pb < 0) end += K * N;
-  const c = end;
-  ensureWasmCapacity(w, c + M * N);
+  const c = pc >= 0 ? pc + cOff : end;
+  const lc = pc >= 0 ? ldc : N;
+  if (pc < 0) end += M * N;
+  if (fixed) {
+    if (end > w.view.length) {
+      // A fixed memory never grows (its views would be detached): the scalar kernel, same bits.
+      gemmCounters.scalarFallbacks++;
+      gemmScalarFlags(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+      return;
+    }
+  } else {
+    ensureWasmCapacity(w, end);
+  }
   const view = w.view;
   if (pa < 0) {
     if (transA) copyRows(view, a, M, A, aOff, lda, K, M);
     else copyRows(view, a, K, A, aOff, lda, M, K);
+    gemmCounters.operandsIn += M * K;
   }
-  if (pb < 0) copyRows(view, b, N, B, bOff, ldb, K, N);
-  if ((flags & GEMM_ADD) !== 0) copyRows(view, c, N, C, cOff, ldc, M, N);
-  w.run(c, N, a, la, b, lb, M, N, K, flags);
-  copyRows(C, cOff, ldc, view, c, N, M, N);
+  if (pb < 0) {
+    copyRows(view, b, N, B, bOff, ldb, K, N);
+    gemmCounters.operandsIn += K * N;
+  }
+  if (pc < 0 && (flags & GEMM_ADD) !== 0) {
+    copyRows(view, c, N, C, cOff, ldc, M, N);
+    gemmCounters.operandsIn += M * N;
+  }
+  w.run(c, lc, a, la, b, lb, M, N, K, flags);
+  if (pc < 0) {
+    copyRows(C, cOff, ldc, view, c, N, M, N);
+    gemmCounters.resultsOut += M * N;
+  }
+}
+
+/** {@link gemmScalar} for the kernel flags, {@link TRANS_A} included (through the transposed scratch). */
+function gemmScalarFlags(
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  if ((flags & TRANS_A) === 0) {
+    gemmScalar(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+    return;
+  }
+  if (transposed.length < M * K) transposed = new Float64Array(M * K);
+  transpose(transposed, 0, K, A, aOff, lda, K, M);
+  gemmScalar(C, cOff, ldc, transposed, 0, K, B, bOff, ldb, M, N, K, flags & ~TRANS_A);
 }
 
 /**
@@ -414,6 +511,13 @@ export function gemmTransA(
       return;
     }
   }
+  if (backend !== 'scalar') {
+    const r = residentKernel(C) ?? residentKernel(A) ?? residentKernel(B);
+    if (r !== undefined) {
+      gemmSimd(r, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags | TRANS_A);
+      return;
+    }
+  }
   if (backend === 'simd' || (backend === 'auto' && M * N * K >= SIMD_MIN_WORK)) {
     if (wasm === undefined) wasm = createWasmGemm();
     if (wasm !== null) {
@@ -468,15 +572,38 @@ function unpin(X: Float64Array): void {
   pinBases.splice(p, 1);
 }
 
+/** Resident snapshots of ordinary arrays (the decoder pass's parameter copy), by the source's buffer. */
+const mirrors = new WeakMap<ArrayBufferLike, { readonly source: Float64Array; readonly copy: Float64Array; readonly where: (index: number) => number }>();
+
+/**
+ * Records that `copy` (a view of a kernel arena) holds a snapshot of
+ * `source`, which products read instead of `source` (the decoder pass's
+ * resident parameters). Only {@link pinnedOffset} consults it.
+ *
+ * @param source - an ordinary array.
+ * @param copy - its resident snapshot.
+ * @param where - the index in `copy` of `source[index]` (default: the same index; the snapshot may pad rows).
+ */
+export function recordResidentCopy(source: Float64Array, copy: Float64Array, where: (index: number) => number = (index) => index): void {
+  mirrors.set(source.buffer, { source, copy, where });
+}
+
 /**
  * Where `X` is read from by the WebAssembly kernel on this thread: the element
- * offset of `X[0]` in the kernel's memory when `X` (or an array `X` is a
- * `subarray` of) is pinned, else −1. A diagnostic for tests and benchmarks.
+ * offset of `X[0]` in a kernel's memory when `X` is a view of a kernel arena,
+ * when `X` (or an array `X` is a `subarray` of) is pinned, or when it has a
+ * resident snapshot there ({@link recordResidentCopy}); else −1. A diagnostic
+ * for tests and benchmarks.
  *
  * @param X - an operand array or view.
  * @returns the offset, or −1 when `X` would be copied per product.
  */
 export function pinnedOffset(X: Float64Array): number {
+  if (residentKernel(X) !== undefined) return X.byteOffset / 8;
+  const m = mirrors.get(X.buffer);
+  if (m !== undefined && X.byteOffset >= m.source.byteOffset && X.byteOffset + X.byteLength <= m.source.byteOffset + m.source.byteLength) {
+    return m.copy.byteOffset / 8 + m.where((X.byteOffset - m.source.byteOffset) / 8);
+  }
   return wasm === undefined || wasm === null ? -1 : pinnedBase(wasm, X);
 }
 

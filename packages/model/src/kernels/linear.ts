@@ -8,24 +8,32 @@
  * `matmul_backward`); every product is the same {@link gemm} / {@link gemmTransA}
  * call as before, so the bits are unchanged. The weight and its transpose are
  * `subarray` views of the flat parameters and of the transposed weights, built
- * once per parameter version; views of a pinned array stay pinned
- * (`pinGemmOperand`), so the WebAssembly kernel still reads them in place.
+ * once per parameter version; on the WebAssembly path they are views of the
+ * decoder pass's kernel arena (kernel-arena.ts), like the activations, so the
+ * kernel reads and writes every operand in place (else views of a pinned
+ * array stay pinned, `pinGemmOperand`). A weight's rows may be further apart
+ * than its width there (the arena's padded row strides, `residentStride`):
+ * each view carries its row stride, which only moves where values are read.
  *
  * Reference: llm.c `matmul_forward` / `matmul_backward` (here without bias and
  * with the weight gradient summed per sequence, then across the batch in order).
  */
 import { GEMM_ADD, gemm, gemmTransA } from './gemm.ts';
 
-/** A linear layer's weight: W [inputs, outputs] and its transpose Wᵀ [outputs, inputs], both row-major views. */
+/** A linear layer's weight: W [inputs, outputs] and its transpose Wᵀ [outputs, inputs], both row-major views with row strides. */
 export interface LinearWeight {
-  /** (inputs, outputs) W, row-major. */
+  /** (inputs, outputs) W, row-major: W[i, o] at `i·ldw + o`. */
   readonly w: Float64Array;
-  /** (outputs, inputs) Wᵀ, row-major (what dx = dy·Wᵀ reads). */
+  /** (outputs, inputs) Wᵀ, row-major (what dx = dy·Wᵀ reads): Wᵀ[o, i] at `o·ldwT + i`. */
   readonly wT: Float64Array;
   /** Input width. */
   readonly inputs: number;
   /** Output width. */
   readonly outputs: number;
+  /** Row stride of {@link w} (≥ outputs). */
+  readonly ldw: number;
+  /** Row stride of {@link wT} (≥ inputs). */
+  readonly ldwT: number;
 }
 
 /**
@@ -35,10 +43,12 @@ export interface LinearWeight {
  * @param wT - (outputs, inputs) Wᵀ.
  * @param inputs - input width.
  * @param outputs - output width.
+ * @param ldw - row stride of `w` (default `outputs`: contiguous rows).
+ * @param ldwT - row stride of `wT` (default `inputs`).
  * @returns the weight.
  */
-export function linearWeight(w: Float64Array, wT: Float64Array, inputs: number, outputs: number): LinearWeight {
-  return { w, wT, inputs, outputs };
+export function linearWeight(w: Float64Array, wT: Float64Array, inputs: number, outputs: number, ldw: number = outputs, ldwT: number = inputs): LinearWeight {
+  return { w, wT, inputs, outputs, ldw, ldwT };
 }
 
 /** {@link linearBackward}: add dx to `dinp` (`dinp + dx`) instead of writing it (a second consumer of the same input). */
@@ -61,7 +71,7 @@ export const DWEIGHT_TRANSPOSED = 4;
  */
 export function linearForward(out: Float64Array, inp: Float64Array, weight: LinearWeight, rows: number): void {
   const { inputs: K, outputs: N } = weight;
-  gemm(out, 0, N, inp, 0, K, weight.w, 0, N, rows, N, K, 0);
+  gemm(out, 0, N, inp, 0, K, weight.w, 0, weight.ldw, rows, N, K, 0);
 }
 
 /**
@@ -88,7 +98,7 @@ export function linearBackward(
   flags: number,
 ): void {
   const { inputs: K, outputs: N } = weight;
-  gemm(dinp, 0, K, dout, 0, N, weight.wT, 0, K, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
+  gemm(dinp, 0, K, dout, 0, N, weight.wT, 0, weight.ldwT, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
   const add = (flags & ADD_DWEIGHT) !== 0 ? GEMM_ADD : 0;
   if ((flags & DWEIGHT_TRANSPOSED) !== 0) gemmTransA(dweight, 0, K, dout, 0, N, inp, 0, K, N, K, rows, add);
   else gemmTransA(dweight, 0, N, inp, 0, K, dout, 0, N, K, N, rows, add);

@@ -30,6 +30,67 @@ export interface NativeAddon {
    * `expConstants()`. Throws RangeError for out-of-bounds or partially overlapping views, TypeError for wrong array types.
    */
   exp(out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number, undecided: Int32Array, constants: Float64Array): number;
+  /**
+   * swiglu.ts's forward on elements 0 … n−1 (native/elementwise.c), except the indices it writes ascending to
+   * `undecided` (their exp was undecided: the caller computes those elements); returns their count, or −1 without
+   * writing when two arrays overlap. Absent from addons built before it (the TypeScript loop runs then).
+   */
+  swigluForward?(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number, undecided: Int32Array, constants: Float64Array): number;
+  /** swiglu.ts's backward on elements 0 … n−1; returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
+  swigluBackward?(
+    dgate: Float64Array,
+    dup: Float64Array,
+    dsilu: Float64Array,
+    dprod: Float64Array,
+    gate: Float64Array,
+    sigma: Float64Array,
+    silu: Float64Array,
+    up: Float64Array,
+    n: number,
+  ): number;
+  /**
+   * cross-entropy.ts's forward up to the exp: `stats[2r] = m`, prob = exp(z − m); the element indices whose exp
+   * was undecided are written ascending to `undecided` (room for rows·V; their prob holds the shift: the caller
+   * finishes them with exp()). Returns their count, or −1 without writing when arrays overlap. Absent from older addons.
+   */
+  crossEntropyShifts?(prob: Float64Array, logits: Float64Array, stats: Float64Array, rows: number, V: number, undecided: Int32Array, constants: Float64Array): number;
+  /** The rest of cross-entropy.ts's forward after {@link crossEntropyShifts}: `stats[2r+1] = tail`, prob scaled; returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
+  crossEntropyRows?(prob: Float64Array, logits: Float64Array, stats: Float64Array, rows: number, V: number): number;
+  /** rmsnorm.ts's first forward loop (`ms`, `st` per row); returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
+  rmsNormSums?(ms: Float64Array, st: Float64Array, x: Float64Array, rows: number, D: number, eps: number): number;
+  /** rmsnorm.ts's last forward loop (`normalized`, `out`); returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
+  rmsNormScale?(out: Float64Array, normalized: Float64Array, x: Float64Array, gain: Float64Array, inv: Float64Array, rows: number, D: number): number;
+  /** rmsnorm.ts's backward; returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
+  rmsNormBackward?(
+    dx: Float64Array,
+    gainTerms: Float64Array,
+    normalized: Float64Array,
+    inv: Float64Array,
+    st: Float64Array,
+    dnormalized: Float64Array,
+    rowAdjoints: Float64Array,
+    u: Float64Array,
+    x: Float64Array,
+    gain: Float64Array,
+    rows: number,
+    D: number,
+  ): number;
+  /** cross-entropy.ts's backward (targets at `tOff + r`); returns 0, or −1 without writing when arrays overlap or a target is outside [0, V). Absent from older addons. */
+  crossEntropyBackward?(dlogits: Float64Array, prob: Float64Array, targets: Int32Array, tOff: number, rows: number, V: number, k: number): number;
+  /**
+   * attention.ts's forward softmax of one head up to the exp: S (T, T) scaled in place on and below the
+   * diagonal, `rowMax[i]` its maximum, `prob[pOff + i·T + j] = exp(s − m)` (+0 beyond the diagonal); the indices
+   * i·T + j whose exp was undecided are written ascending to `undecided` (room for T·T; their prob holds the
+   * shift: the caller finishes them with exp()). Returns their count, or −1 without writing when arrays overlap.
+   * Absent from older addons.
+   */
+  attentionSoftmax?(prob: Float64Array, pOff: number, S: Float64Array, T: number, scale: number, rowMax: Float64Array, undecided: Int32Array, constants: Float64Array): number;
+  /** The rest of the forward softmax after {@link attentionSoftmax} (tails, weights); returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
+  attentionSoftmaxRows?(prob: Float64Array, pOff: number, S: Float64Array, T: number, rowMax: Float64Array): number;
+  /** attention.ts's softmax rule and scale of one head (draw from dp and the weights at pOff); returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
+  attentionSoftmaxBackward?(draw: Float64Array, dp: Float64Array, prob: Float64Array, pOff: number, T: number, scale: number): number;
+  /** rope.ts's ropeForward (back 0) or ropeBackward (back 1) on rows 0 … T−1; returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
+  rope?(dst: Float64Array, src: Float64Array, cosines: Float64Array, sines: Float64Array, T: number, D: number, headWidth: number, back: number): number;
   /** The calling thread's path. */
   path(): NativePath;
   /** The best path this CPU runs. */
@@ -46,6 +107,10 @@ export type KernelChoice = 'auto' | 'native' | 'wasm';
 
 /** The addon file, relative to the package root. */
 export const NATIVE_ADDON_FILE = 'native/build/llmcp_kernels.node';
+/**
+ * Bumped when an existing function changes. Functions added since are optional members of {@link NativeAddon},
+ * detected one by one: an addon built before them still loads, and those kernels then run in TypeScript.
+ */
 const ABI_VERSION = 2;
 
 interface NodeProcess {

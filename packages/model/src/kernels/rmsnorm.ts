@@ -3,6 +3,10 @@
  * (../../../../docs/spec/model.md §7; ../../../../docs/spec/backward.md §4.6–4.8 and §5 "RMSNorm backward").
  */
 import { expInto, lnInto } from './exp-batch.ts';
+import { activeNativeKernels } from './native.ts';
+
+/** Below this many elements (rows · D) a native call does not pay. */
+const NATIVE_MIN = 256;
 
 /** What the forward pass of one norm call saves (each buffer holds at least `rows` rows). */
 export interface NormForwardValues {
@@ -38,6 +42,27 @@ export interface NormActivations extends NormForwardValues {
  */
 export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: Float64Array, rows: number, D: number, eps: number): void {
   const { out, normalized, inv, st, ms } = norm;
+  // The row loops in C when the addon runs (native/elementwise.c; the same operations in the same order).
+  const native = rows * D >= NATIVE_MIN ? activeNativeKernels() : null;
+  if (native === null || native.rmsNormSums === undefined || native.rmsNormSums(ms, st, x, rows, D, eps) < 0) rowSums(ms, st, x, rows, D, eps);
+  // iv = exp(ln(t)·(−½)) per row, each step batched over the rows (inv holds the intermediate values).
+  lnInto(inv, 0, st, 0, rows);
+  for (let r = 0; r < rows; r++) inv[r] = (inv[r] as number) * -0.5;
+  expInto(inv, 0, inv, 0, rows);
+  if (native !== null && native.rmsNormScale !== undefined && native.rmsNormScale(out, normalized, x, gain, inv, rows, D) >= 0) return;
+  for (let r = 0; r < rows; r++) {
+    const o = r * D;
+    const iv = inv[r] as number;
+    for (let c = 0; c < D; c++) {
+      const n = (x[o + c] as number) * iv;
+      normalized[o + c] = n;
+      out[o + c] = n * (gain[c] as number);
+    }
+  }
+}
+
+/** The forward's mean squares and `ms + eps`, row by row. */
+function rowSums(ms: Float64Array, st: Float64Array, x: Float64Array, rows: number, D: number, eps: number): void {
   for (let r = 0; r < rows; r++) {
     const o = r * D;
     let s = 0;
@@ -48,19 +73,6 @@ export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: F
     const m = s / D;
     ms[r] = m;
     st[r] = m + eps;
-  }
-  // iv = exp(ln(t)·(−½)) per row, each step batched over the rows (inv holds the intermediate values).
-  lnInto(inv, 0, st, 0, rows);
-  for (let r = 0; r < rows; r++) inv[r] = (inv[r] as number) * -0.5;
-  expInto(inv, 0, inv, 0, rows);
-  for (let r = 0; r < rows; r++) {
-    const o = r * D;
-    const iv = inv[r] as number;
-    for (let c = 0; c < D; c++) {
-      const n = (x[o + c] as number) * iv;
-      normalized[o + c] = n;
-      out[o + c] = n * (gain[c] as number);
-    }
   }
 }
 
@@ -90,6 +102,8 @@ export function rmsNormBackward(
   D: number,
 ): void {
   const { normalized, inv, st, dnormalized, rowAdjoints } = norm;
+  const native = rows * D >= NATIVE_MIN ? activeNativeKernels() : null;
+  if (native !== null && native.rmsNormBackward !== undefined && native.rmsNormBackward(dx, gainTerms, normalized, inv, st, dnormalized, rowAdjoints, u, x, gain, rows, D) >= 0) return;
   for (let r = 0; r < rows; r++) {
     const o = r * D;
     const iv = inv[r] as number;

@@ -3,6 +3,10 @@
  * (../../../../docs/spec/model.md §9.2; ../../../../docs/spec/backward.md §4.11).
  */
 import { cos, pow, sin } from '../math/index.ts';
+import { activeNativeKernels } from './native.ts';
+
+/** Below this many elements (T · D) the native call does not pay. */
+const NATIVE_MIN = 256;
 
 /**
  * RoPE tables for positions 0 … P−1 and pairs 0 … d/2−1. P is the number of
@@ -78,6 +82,7 @@ export function ropeForward(dst: Float64Array, src: Float64Array, tables: RopeTa
   const half = headWidth / 2;
   const C = tables.cosines;
   const S = tables.sines;
+  if (T * D >= NATIVE_MIN && C.length >= T * half && activeNativeKernels()?.rope?.(dst, src, C, S, T, D, headWidth, 0) === 0) return;
   for (let t = 0; t < T; t++) {
     const row = t * D;
     const tab = t * half;
@@ -110,6 +115,7 @@ export function ropeBackward(dst: Float64Array, src: Float64Array, tables: RopeT
   const half = headWidth / 2;
   const C = tables.cosines;
   const S = tables.sines;
+  if (T * D >= NATIVE_MIN && C.length >= T * half && activeNativeKernels()?.rope?.(dst, src, C, S, T, D, headWidth, 1) === 0) return;
   for (let t = 0; t < T; t++) {
     const row = t * D;
     const tab = t * half;

@@ -3,7 +3,17 @@
  * §4.6, §4.9): `silu(gate) · up`. The three projections around it are plain
  * matrix products.
  */
-import { expInto } from './exp-batch.ts';
+import { exp } from '../math/exp.ts';
+import { expConstants, expInto } from './exp-batch.ts';
+import { activeNativeKernels } from './native.ts';
+import { wasmSwigluBackward, wasmSwigluForward } from './wasm-swiglu.ts';
+
+/** Below this many elements the native call (~0.3 µs) does not pay. */
+const NATIVE_MIN = 64;
+/** Below this many elements the WebAssembly kernel's copies do not pay. */
+const WASM_MIN = 8;
+/** Reusable undecided-index buffer of the native forward (grown as needed). */
+let undecided = new Int32Array(1024);
 
 /**
  * Forward: branch-wise sigmoid, `silu = gate·σ`, `prod = silu·up`.
@@ -16,6 +26,28 @@ import { expInto } from './exp-batch.ts';
  * @param n - number of elements (rows · F).
  */
 export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number): void {
+  const native = activeNativeKernels();
+  if (native !== null && n >= NATIVE_MIN && native.swigluForward !== undefined) {
+    // The same loops in C, in L1-sized blocks (native/elementwise.c); the elements whose exp it left undecided
+    // are finished here, the TypeScript way (exp() itself).
+    if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
+    const und = undecided;
+    const count = native.swigluForward(prod, silu, sigma, gate, up, n, und, expConstants());
+    if (count >= 0) {
+      for (let k = 0; k < count; k++) forwardElement(prod, silu, sigma, gate, up, und[k] as number);
+      return;
+    }
+  } else if (native === null && n >= WASM_MIN && separate([prod, silu, sigma, gate, up])) {
+    // One WebAssembly SIMD pass (wasm-swiglu.ts: chunks copied in, computed, copied out, so the arrays must not
+    // share memory), the undecided elements finished here.
+    if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
+    const und = undecided;
+    const count = wasmSwigluForward(prod, silu, sigma, gate, up, n, und);
+    if (count >= 0) {
+      for (let k = 0; k < count; k++) forwardElement(prod, silu, sigma, gate, up, und[k] as number);
+      return;
+    }
+  }
   // The exp arguments first (−x for x ≥ 0, else x: NaN takes the second branch), in sigma, then exp of all
   // of them in one batch, in place (bit for bit exp(), see exp-batch.ts).
   for (let i = 0; i < n; i++) {
@@ -33,6 +65,26 @@ export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Flo
     silu[i] = y;
     prod[i] = y * (up[i] as number);
   }
+}
+
+/** Whether no two of the arrays share a buffer (the WebAssembly kernels copy whole chunks in, then out). */
+function separate(arrays: readonly Float64Array[]): boolean {
+  for (let a = 0; a < arrays.length; a++) {
+    const b = (arrays[a] as Float64Array).buffer;
+    for (let c = a + 1; c < arrays.length; c++) if ((arrays[c] as Float64Array).buffer === b) return false;
+  }
+  return true;
+}
+
+/** One element of {@link swigluForward}, with exp() (the same operations as the batched loops). */
+function forwardElement(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, i: number): void {
+  const x = gate[i] as number;
+  const e = exp(x >= 0 ? -x : x);
+  const s = (x >= 0 ? 1.0 : e) / (1.0 + e);
+  sigma[i] = s;
+  const y = x * s;
+  silu[i] = y;
+  prod[i] = y * (up[i] as number);
 }
 
 /**
@@ -60,6 +112,12 @@ export function swigluBackward(
   up: Float64Array,
   n: number,
 ): void {
+  const native = activeNativeKernels();
+  if (native !== null) {
+    if (n >= NATIVE_MIN && native.swigluBackward !== undefined && native.swigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n) >= 0) return;
+  } else if (n >= WASM_MIN && separate([dgate, dup, dsilu, dprod, gate, sigma, silu, up]) && wasmSwigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n)) {
+    return;
+  }
   for (let i = 0; i < n; i++) {
     const u = dprod[i] as number;
     const ds = 0 + u * (up[i] as number);

@@ -256,6 +256,39 @@ export class Code {
   vMul(): this {
     return this.op(0xfd, ...uleb(0xf2));
   }
+  /** `f64x2.neg` (flips the sign bits, as JavaScript's unary minus). */
+  vNeg(): this {
+    return this.simd(0xed);
+  }
+  /** `f64x2.div` (correctly rounded per lane). */
+  vDiv(): this {
+    return this.simd(0xf3);
+  }
+  vSqrt(): this {
+    return this.simd(0xef);
+  }
+  /** `f64.const` */
+  f64Const(v: number): this {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setFloat64(0, v, true);
+    return this.op(0x44, ...b);
+  }
+  /** `f64.sub` */
+  f64Sub(): this {
+    return this.op(0xa1);
+  }
+  /** `f64.eq` */
+  f64Eq(): this {
+    return this.op(0x61);
+  }
+  /** `f64.gt` */
+  f64Gt(): this {
+    return this.op(0x64);
+  }
+  /** `i32.or` */
+  or(): this {
+    return this.op(0x72);
+  }
 }
 
 /**

@@ -10,9 +10,11 @@
  * scalar loop, bit for bit — vector lanes only run neighbouring outputs side
  * by side.
  *
- * Operands live in the module's own memory (a per-thread scratch): the
- * caller copies A, Bt (and C for accumulation) in and the result out, except
- * operands pinned there once per step (gemm.ts `pinGemmOperand`). With the
+ * Operands live in the module's own memory: the caller copies A, Bt (and C
+ * for accumulation) in and the result out, except operands that already live
+ * there — pinned once per step in the thread's default instance (gemm.ts
+ * `pinGemmOperand`), or views of a kernel arena, a fixed-size memory of its
+ * own instance (kernel-arena.ts) that products read and write in place. With the
  * TRANS_A flag A is read in the stored-transposed layout [K, M] (a weight
  * gradient's activation as it is), so no transpose is needed first.
  */
@@ -28,30 +30,128 @@ const LOWER_K = 4;
 const UPPER_K = 8;
 /** A is stored transposed, [K, M]: A[i, k] at `a + k·lda + i` (gemm.ts GEMM_TRANS_A). */
 const TRANS_A = 16;
+/**
+ * Rows of the tallest register tile (each tile row: two f64x2 accumulators,
+ * four columns). Four rows use 15 xmm registers per k step (8 accumulators, 2
+ * of B, 4 of A, 1 product) — all that V8 allocates on x64; taller tiles spill.
+ */
+const TILE_ROWS = 4;
+/** k steps per iteration of a tile's inner loop (one loop-header stack check per iteration). */
+const UNROLL = 4;
+/** Tile heights, tallest first: a row block takes the tallest that fits the rows left. */
+const HEIGHTS = [4, 2, 1];
 
 /**
  * gemm(c, ldc, a, lda, b, ldb, M, N, K, flags): element offsets into memory.
- * Rows are processed in blocks of 4, columns in blocks of 4 (two f64x2 per
- * row); leftover rows and columns take a scalar path with the same order.
+ * Rows are processed in blocks of 4 (the last ones in blocks of 2 and 1),
+ * columns in blocks of 4 (two f64x2 per row), each block a register tile whose
+ * k loop is specialised for the A layout (TRANS_A or not) and walks pointers
+ * instead of recomputing addresses; leftover columns take a scalar path with
+ * the same order.
  */
 function gemmBody(): number[] {
   // params
   const c = 0, ldc = 1, a = 2, lda = 3, b = 4, ldb = 5, M = 6, N = 7, K = 8, flags = 9;
+  let next = 10;
+  const local = (): number => next++;
   // i32 locals
-  const i = 10, j = 11, k = 12, jEnd = 13, kBeg = 14, kEnd = 15, a0 = 16, bk = 17, cp = 18, rows = 19, spare = 20, ldaB = 21, ldbB = 22, ldcB = 23;
-  // A addressing in bytes: one step in k, one row, two rows, three rows; ak walks A[i, k] along k.
-  const aStepK = 24, aStepR = 25, aStepR2 = 26, aStepR3 = 27, ak = 28;
-  const I32_LOCALS = 19;
+  const i = local(), j = local(), k = local(), jEnd = local(), kBeg = local(), kEnd = local(), a0 = local(), cp = local(), rows = local();
+  const ldaB = local(), ldbB = local(), ldcB = local(), aStepK = local(), aStepR = local();
+  const n = local(), pa = local(), pb = local();
+  const p = Array.from({ length: TILE_ROWS }, local); // non-transposed A: one pointer per tile row
+  const I32_LOCALS = next - 10;
   // v128 locals
-  const acc = [29, 30, 31, 32, 33, 34, 35, 36]; // rows 0..3 × two halves
-  const b0 = 37, b1 = 38, x = 39;
-  const V128_LOCALS = 11;
+  const acc = Array.from({ length: 2 * TILE_ROWS }, local); // row r: acc[2r] columns j, j+1; acc[2r+1] columns j+2, j+3
+  const b0 = local(), b1 = local(), x = local();
+  const V128_LOCALS = next - 10 - I32_LOCALS;
   // f64 locals
-  const s = [40, 41, 42, 43];
-  const bv = 44;
-  const F64_LOCALS = 5;
+  const s = Array.from({ length: TILE_ROWS }, local);
+  const bv = local();
+  const F64_LOCALS = next - 10 - I32_LOCALS - V128_LOCALS;
 
   const e = new Code();
+
+  /** One k step of an R-row tile: B row at pb, A rows at `p[r] + off` (or `pa + 8r + off` when transposed). */
+  const step = (R: number, transA: boolean, aOff: number): void => {
+    e.get(pb).v128Load(0).set(b0);
+    e.get(pb).v128Load(16).set(b1);
+    for (let r = 0; r < R; r++) {
+      if (transA) e.get(pa).v128Load64Splat(8 * r);
+      else e.get(p[r]!).v128Load64Splat(aOff);
+      e.set(x);
+      e.get(acc[2 * r]!).get(x).get(b0).vMul().vAdd().set(acc[2 * r]!);
+      e.get(acc[2 * r + 1]!).get(x).get(b1).vMul().vAdd().set(acc[2 * r + 1]!);
+    }
+    e.get(pb).get(ldbB).add().set(pb);
+    if (transA) e.get(pa).get(aStepK).add().set(pa);
+  };
+
+  /**
+   * The k loop of an R-row tile over n = kEnd − kBeg steps, UNROLL steps per
+   * iteration with an exit test after each step. The exit branches keep every
+   * step's loads below the previous step's arithmetic (V8 schedules a basic
+   * block's loads first), so the live registers stay those of one step.
+   */
+  const kLoop = (R: number, transA: boolean): void => {
+    e.block();
+    e.get(n).i32(0).gtS().if();
+    e.loop();
+    {
+      for (let u = 0; u < UNROLL; u++) {
+        step(R, transA, 8 * u);
+        if (u + 1 < UNROLL) {
+          e.get(n).i32(1).sub().tee(n).i32(0).eq().brIf(2);
+        }
+      }
+      if (!transA) for (let r = 0; r < R; r++) e.get(p[r]!).i32(8 * UNROLL).add().set(p[r]!);
+      e.get(n).i32(1).sub().tee(n).i32(0).ne().brIf(0);
+    }
+    e.end();
+    e.end();
+    e.end();
+  };
+
+  /** Columns j … in blocks of 4 for an R-row block (rows i … i+R−1): SIMD tiles. */
+  const columnBlocks = (R: number): void => {
+    e.block().loop();
+    {
+      e.get(j).i32(4).add().get(jEnd).gtS().brIf(1);
+      for (let v = 0; v < 2 * R; v++) e.v128Zero().set(acc[v]!);
+      e.get(kEnd).get(kBeg).sub().set(n);
+      // pb = byte address of Bt[kBeg, j]; pa = byte address of A[i, kBeg]
+      e.get(b).get(kBeg).get(ldb).mul().add().get(j).add().shl3().set(pb);
+      e.get(a0).get(kBeg).get(aStepK).mul().add().set(pa);
+      e.get(flags).i32(TRANS_A).and().if();
+      kLoop(R, true);
+      e.else();
+      for (let r = 0; r < R; r++) {
+        e.get(pa);
+        if (r > 0) e.get(ldaB).i32(r).mul().add();
+        e.set(p[r]!);
+      }
+      kLoop(R, false);
+      e.end();
+      // store (or add) the R × 4 block
+      e.get(c).get(i).get(ldc).mul().add().get(j).add().shl3().set(cp);
+      e.get(flags).i32(ADD).and().if();
+      for (let r = 0; r < R; r++) {
+        e.get(cp).get(cp).v128Load(0).get(acc[2 * r]!).vAdd().v128Store(0);
+        e.get(cp).get(cp).v128Load(16).get(acc[2 * r + 1]!).vAdd().v128Store(16);
+        if (r + 1 < R) e.get(cp).get(ldcB).add().set(cp);
+      }
+      e.else();
+      for (let r = 0; r < R; r++) {
+        e.get(cp).get(acc[2 * r]!).v128Store(0);
+        e.get(cp).get(acc[2 * r + 1]!).v128Store(16);
+        if (r + 1 < R) e.get(cp).get(ldcB).add().set(cp);
+      }
+      e.end();
+      e.get(j).i32(4).add().set(j);
+      e.br(0);
+    }
+    e.end().end();
+  };
+
   // byte strides
   e.get(lda).shl3().set(ldaB);
   e.get(ldb).shl3().set(ldbB);
@@ -59,15 +159,14 @@ function gemmBody(): number[] {
   // A[i, k] at a + i·lda + k, or (TRANS_A) at a + k·lda + i: byte steps along k and along rows
   e.get(ldaB).i32(8).get(flags).i32(TRANS_A).and().select().set(aStepK);
   e.i32(8).get(ldaB).get(flags).i32(TRANS_A).and().select().set(aStepR);
-  e.get(aStepR).get(aStepR).add().set(aStepR2);
-  e.get(aStepR2).get(aStepR).add().set(aStepR3);
   // i = 0
   e.i32(0).set(i);
-  e.block().loop(); // $rows: one iteration per row block (4 rows, or 1 row in the tail)
+  e.block().loop(); // $rows: one iteration per row block
   {
     e.get(i).get(M).geS().brIf(1);
-    // rows = M - i >= 4 ? 4 : 1
-    e.i32(4).i32(1).get(M).get(i).sub().i32(4).geS().select().set(rows);
+    // rows = the tallest tile height that fits M − i
+    e.i32(1).set(rows);
+    for (const h of [...HEIGHTS].reverse().slice(1)) e.i32(h).get(rows).get(M).get(i).sub().i32(h).geS().select().set(rows);
     // jEnd = LOWER_OUT ? min(N, i + rows) : N
     e.get(i).get(rows).add().tee(jEnd).get(N).get(jEnd).get(N).ltS().select().set(jEnd);
     e.get(jEnd).get(N).get(flags).i32(LOWER_OUT).and().select().set(jEnd);
@@ -79,61 +178,12 @@ function gemmBody(): number[] {
     // a0 = byte address of A[i, 0]
     e.get(a).shl3().get(i).get(aStepR).mul().add().set(a0);
 
-    e.get(rows).i32(4).geS().if();
-    {
-      // ── 4-row block: 4-column SIMD blocks ──
-      e.i32(0).set(j);
-      e.block().loop();
-      {
-        e.get(j).i32(4).add().get(jEnd).gtS().brIf(1);
-        for (const v of acc) e.v128Zero().set(v);
-        e.get(kBeg).set(k);
-        // bk = byte address of Bt[kBeg, j]
-        e.get(b).get(k).get(ldb).mul().add().get(j).add().shl3().set(bk);
-        // ak = byte address of A[i, kBeg]
-        e.get(a0).get(k).get(aStepK).mul().add().set(ak);
-        e.block().loop();
-        {
-          e.get(k).get(kEnd).geS().brIf(1);
-          e.get(bk).v128Load(0).set(b0);
-          e.get(bk).v128Load(16).set(b1);
-          for (let rr = 0; rr < 4; rr++) {
-            // x = splat(A[i + rr, k])
-            e.get(ak);
-            if (rr > 0) e.get([0, aStepR, aStepR2, aStepR3][rr]!).add();
-            e.f64Load().splat().set(x);
-            e.get(acc[2 * rr]!).get(x).get(b0).vMul().vAdd().set(acc[2 * rr]!);
-            e.get(acc[2 * rr + 1]!).get(x).get(b1).vMul().vAdd().set(acc[2 * rr + 1]!);
-          }
-          e.get(ak).get(aStepK).add().set(ak);
-          e.get(bk).get(ldbB).add().set(bk);
-          e.get(k).i32(1).add().set(k);
-          e.br(0);
-        }
-        e.end().end();
-        // store (or add) the 4 × 4 block
-        e.get(c).get(i).get(ldc).mul().add().get(j).add().shl3().set(cp);
-        for (let rr = 0; rr < 4; rr++) {
-          for (let h = 0; h < 2; h++) {
-            const v = acc[2 * rr + h]!;
-            e.get(flags).i32(ADD).and().if();
-            e.get(cp).get(cp).v128Load(16 * h).get(v).vAdd().v128Store(16 * h);
-            e.else();
-            e.get(cp).get(v).v128Store(16 * h);
-            e.end();
-          }
-          e.get(cp).get(ldcB).add().set(cp);
-        }
-        e.get(j).i32(4).add().set(j);
-        e.br(0);
-      }
-      e.end().end();
+    e.i32(0).set(j);
+    for (const h of HEIGHTS) {
+      e.get(rows).i32(h).eq().if();
+      columnBlocks(h);
+      e.end();
     }
-    e.else();
-    {
-      e.i32(0).set(j);
-    }
-    e.end();
 
     // ── scalar columns j … jEnd−1 for the `rows` rows of this block ──
     e.block().loop();
@@ -145,12 +195,12 @@ function gemmBody(): number[] {
       {
         e.get(k).get(kEnd).geS().brIf(1);
         e.get(b).get(k).get(ldb).mul().add().get(j).add().shl3().f64Load().set(bv);
-        for (let rr = 0; rr < 4; rr++) {
-          // rows beyond `rows` accumulate garbage-free zeros: only add when rr < rows
+        for (let rr = 0; rr < TILE_ROWS; rr++) {
+          // only the block's own rows
           e.get(rows).i32(rr).gtS().if();
           e.get(s[rr]!);
           e.get(a0).get(k).get(aStepK).mul().add();
-          if (rr > 0) e.get([0, aStepR, aStepR2, aStepR3][rr]!).add();
+          if (rr > 0) e.get(aStepR).i32(rr).mul().add();
           e.f64Load().get(bv).f64Mul().f64Add().set(s[rr]!);
           e.end();
         }
@@ -159,7 +209,7 @@ function gemmBody(): number[] {
       }
       e.end().end();
       e.get(c).get(i).get(ldc).mul().add().get(j).add().shl3().set(cp);
-      for (let rr = 0; rr < 4; rr++) {
+      for (let rr = 0; rr < TILE_ROWS; rr++) {
         e.get(rows).i32(rr).gtS().if();
         {
           e.get(flags).i32(ADD).and().if();
@@ -182,7 +232,6 @@ function gemmBody(): number[] {
   e.end().end();
   e.end(); // function end
 
-  void spare;
   const locals = [...uleb(3), ...uleb(I32_LOCALS), I32, ...uleb(V128_LOCALS), V128, ...uleb(F64_LOCALS), F64];
   const body = [...locals, ...e.bytes];
   return [...uleb(body.length), ...body];
@@ -207,28 +256,52 @@ function gemmModuleBytes(): Uint8Array {
 
 type GemmExport = (c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number) => void;
 
-/** One thread's instance of the kernel with its scratch memory. */
+/** One thread's instance of the kernel with its memory. */
 export interface WasmGemm {
   readonly run: GemmExport;
   readonly memory: WasmMemory;
   /** A view of the whole memory (refreshed after growth). */
   view: Float64Array;
+  /**
+   * A fixed-size memory (a kernel arena, kernel-arena.ts): it never grows, so
+   * views of it handed out stay valid; products whose copies do not fit its
+   * scratch run on the scalar kernel instead.
+   */
+  readonly fixed: boolean;
+  /** Element offset where the copy scratch of a {@link fixed} memory begins (after its arena). */
+  scratchBase: number;
+}
+
+/** The compiled module, shared by every instance of this thread (null: no WebAssembly SIMD). */
+let compiled: object | null | undefined;
+
+function gemmModule(api: WasmApi): object | null {
+  if (compiled === undefined) {
+    const bytes = gemmModuleBytes();
+    compiled = api.validate(bytes) ? new api.Module(bytes) : null;
+  }
+  return compiled;
 }
 
 /**
  * Instantiates the kernel synchronously, or returns null when this runtime
  * has no WebAssembly SIMD (the scalar kernel is used then).
- * @returns the instance or null.
+ * @param fixedElements - when given, a memory of at least this many f64 values that never grows (see {@link WasmGemm.fixed}).
+ * @returns the instance or null (also when a fixed memory of that size cannot be allocated).
  */
-export function createWasmGemm(): WasmGemm | null {
+export function createWasmGemm(fixedElements?: number): WasmGemm | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     if (api === undefined) return null;
-    const bytes = gemmModuleBytes();
-    if (!api.validate(bytes)) return null;
-    const instance = new api.Instance(new api.Module(bytes), {});
+    const module = gemmModule(api);
+    if (module === null) return null;
+    const instance = new api.Instance(module, {});
     const memory = instance.exports.memory as WasmMemory;
-    return { run: instance.exports.gemm as GemmExport, memory, view: new Float64Array(memory.buffer) };
+    if (fixedElements !== undefined) {
+      const need = Math.ceil((fixedElements * 8) / 65536) - memory.buffer.byteLength / 65536;
+      if (need > 0) memory.grow(need);
+    }
+    return { run: instance.exports.gemm as GemmExport, memory, view: new Float64Array(memory.buffer), fixed: fixedElements !== undefined, scratchBase: 0 };
   } catch {
     return null;
   }
@@ -236,13 +309,15 @@ export function createWasmGemm(): WasmGemm | null {
 
 /**
  * Makes sure the scratch memory holds `elements` f64 values.
- * @param w - the instance.
+ * @param w - the instance (not {@link WasmGemm.fixed}: growing would detach the views of its arena).
  * @param elements - required size.
+ * @throws Error for a fixed memory that is too small.
  */
 export function ensureWasmCapacity(w: WasmGemm, elements: number): void {
   const bytes = elements * 8;
   const have = w.memory.buffer.byteLength;
   if (bytes > have) {
+    if (w.fixed) throw new Error(`a fixed kernel memory of ${have} bytes cannot grow to ${bytes}: its views would be detached`);
     w.memory.grow(Math.ceil((bytes - have) / 65536));
     w.view = new Float64Array(w.memory.buffer);
   }

@@ -10,7 +10,7 @@
  */
 import type { DecoderConfig } from '@llmcp/format';
 import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
-import { reducePartial, type BatchBuffers } from '../internal/batch-reduce.ts';
+import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batch-reduce.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 
 /** Everything a thread needs to run phases. */
@@ -61,7 +61,28 @@ export class CallingThread implements PhaseRunner {
 }
 
 /**
+ * Lowers the control slot FIRST_BAD to `index` unless it already holds a smaller one (−1 = none).
+ * @param ctrl - the control block.
+ * @param index - a non-finite element found.
+ */
+function recordFirstBad(ctrl: Int32Array, index: number): void {
+  for (;;) {
+    const seen = Atomics.load(ctrl, CTRL.FIRST_BAD);
+    if (seen >= 0 && seen <= index) return;
+    if (Atomics.compareExchange(ctrl, CTRL.FIRST_BAD, seen, index) === seen) return;
+  }
+}
+
+/**
  * Runs the current phase's share of one thread.
+ *
+ * Training: the calling thread (index 0) claims sequences from the front of
+ * the wave and adds each S_b straight into the adjoint (GEMM_ADD, the
+ * first sequence of the batch writes), so its sequences b = WAVE_START …
+ * NEXT−1 need no partial and no reduction; worker threads claim from the back
+ * and write partials, which REDUCE then adds in order b = NEXT … END−1. The
+ * additions of every element are those of one thread running b = 0, 1, … .
+ *
  * @param ctx - the thread's context.
  * @param threadIndex - 0 for the calling thread, 1… for workers.
  */
@@ -74,17 +95,16 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
   const buffers = ctx.buffers;
   const P = pass.layout.size;
   const D = ctx.config.modelWidth;
-  if (command === COMMAND.TRAIN || command === COMMAND.EVALUATE || command === COMMAND.TRAIN_IN_ORDER) {
+  if (command === COMMAND.TRAIN || command === COMMAND.EVALUATE) {
     pass.prepare(ctx.parameters, Atomics.load(ctrl, CTRL.VERSION));
-    const end = Atomics.load(ctrl, CTRL.END);
     const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
     const k = 1.0 / (B * T);
-    const inOrder = command === COMMAND.TRAIN_IN_ORDER;
+    const front = threadIndex === 0;
     const seq = { tokens: ctx.inputs, targets: ctx.targets, offset: 0, positions: T };
     const slots: { -readonly [F in keyof SequenceSlots]: SequenceSlots[F] } = {
       rowLoss: buffers.rowLoss,
       rowLossOff: 0,
-      partial: inOrder ? buffers.adjoint : buffers.partials,
+      partial: front ? buffers.adjoint : buffers.partials,
       partialOff: 0,
       accumulate: false,
       gainTerms: buffers.gainTerms,
@@ -93,9 +113,9 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       dx0: buffers.dx0,
       dx0Off: 0,
     };
-    for (;;) {
-      const b = Atomics.add(ctrl, CTRL.NEXT, 1);
-      if (b >= end) break;
+    // A claim first takes one of the REMAINING sequences, then its index from its end of the wave: the two ends never meet.
+    while (Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0) {
+      const b = front ? Atomics.add(ctrl, CTRL.NEXT, 1) : Atomics.sub(ctrl, CTRL.BACK, 1) - 1;
       const off = b * T;
       if (threadIndex > 0) Atomics.add(ctrl, CTRL.WORKER_SEQUENCES, 1);
       seq.offset = off;
@@ -105,18 +125,26 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
         continue;
       }
       slots.rowLossOff = off;
-      slots.partialOff = inOrder ? 0 : (b - waveStart) * P;
-      slots.accumulate = inOrder && b > 0;
+      slots.partialOff = front ? 0 : (b - waveStart) * P;
+      slots.accumulate = front && b > 0;
       slots.gainOff = off * D;
       slots.dx0Off = off * D;
       pass.backward(seq, k, slots);
     }
+    pass.flushGradients();
   } else if (command === COMMAND.REDUCE) {
-    const threads = Atomics.load(ctrl, CTRL.THREADS);
-    const from = Math.floor((P * threadIndex) / threads);
-    const to = Math.floor((P * (threadIndex + 1)) / threads);
+    // Slices of whole D-element rows (every tensor is a multiple of D long), so finishing a slice touches only its own elements.
+    const slices = Atomics.load(ctrl, CTRL.SLICES);
+    const rows = P / D;
+    const from = D * Math.floor((rows * threadIndex) / slices);
+    const to = D * Math.floor((rows * (threadIndex + 1)) / slices);
     const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
+    const first = Atomics.load(ctrl, CTRL.REDUCE_FROM);
     const end = Atomics.load(ctrl, CTRL.END);
-    for (let b = waveStart; b < end; b++) reducePartial(buffers.adjoint, buffers.partials, (b - waveStart) * P, b === 0, from, to);
+    reducePartials(buffers.adjoint, buffers.partials, P, first - waveStart, end - waveStart, first === 0, from, to);
+    if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
+      const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
+      if (bad >= 0) recordFirstBad(ctrl, bad);
+    }
   }
 }

@@ -11,7 +11,11 @@ export const CTRL = {
   GENERATION: 0,
   /** The phase's command. */
   COMMAND: 1,
-  /** Next sequence to claim (atomic add). */
+  /**
+   * Next sequence the calling thread claims from the front (atomic add). After
+   * a TRAIN phase: the end of the in-order prefix (the sequences before it were
+   * added straight into the adjoint, in order, by the calling thread).
+   */
   NEXT: 2,
   /** End (exclusive) of the sequences of this phase. */
   END: 3,
@@ -31,16 +35,40 @@ export const CTRL = {
   THREADS: 10,
   /** Sequences run by worker threads so far (a diagnostic). */
   WORKER_SEQUENCES: 11,
+  /** End (exclusive) of the sequences not yet claimed from the back by the workers (atomic sub). */
+  BACK: 12,
+  /** Sequences of the phase not yet claimed (atomic sub; a claim that finds it ≤ 0 gets none). */
+  REMAINING: 13,
+  /** REDUCE: first sequence whose partial is reduced (the in-order prefix ends here). */
+  REDUCE_FROM: 14,
+  /** (15 is the workers' always-zero sleep slot.) */
+  SLEEP: 15,
+  /** REDUCE: 1 when the phase also finishes the pass (gains, embedding, finiteness scan). */
+  FINISH: 16,
+  /** FINISH: the first non-finite adjoint element found (−1 when none; an atomic minimum). */
+  FIRST_BAD: 17,
+  /** Sequences whose weight partial went through a REDUCE phase so far (a diagnostic). */
+  PARTIAL_SEQUENCES: 18,
+  /** REDUCE: the parameter slices (threads taking part; 1 when the calling thread reduces alone). */
+  SLICES: 19,
 } as const;
 
 /** Size of the control block in Int32 elements. */
-export const CTRL_LENGTH = 16;
+export const CTRL_LENGTH = 32;
 
 /** Phase commands. */
 export const COMMAND = {
-  /** Forward + backward of the wave's sequences. */
+  /**
+   * Forward + backward of the wave's sequences: the calling thread claims them
+   * from the front and adds each S_b straight into the adjoint (in order, like
+   * one thread alone does with all of them); worker threads claim them from
+   * the back into partial slots.
+   */
   TRAIN: 1,
-  /** Reduce the wave's partials over a slice of the parameters. */
+  /**
+   * Reduce the partials of sequences REDUCE_FROM … END−1 in order over a slice
+   * of the parameters (and, with FINISH, the gains, embedding and finiteness scan of that slice).
+   */
   REDUCE: 2,
   /** Forward (loss only) of all sequences. */
   EVALUATE: 3,
@@ -48,9 +76,4 @@ export const COMMAND = {
   RECONFIGURE: 4,
   /** Leave the loop. */
   EXIT: 5,
-  /**
-   * Forward + backward of all sequences by ONE thread in order b = 0, 1, …,
-   * adding each S_b straight into the adjoint (no partial slots, no reduce phase).
-   */
-  TRAIN_IN_ORDER: 6,
 } as const;

@@ -1,0 +1,37 @@
+/**
+ * Diagnostic counters of the WebAssembly matrix-product path of this thread
+ * (gemm.ts, kernel-arena.ts, the decoder pass): how many f64 values were
+ * copied into or out of a kernel's memory around products, and how often a
+ * product fell back to the scalar kernel because its copies did not fit a
+ * fixed kernel memory. For tests and benchmarks; counting costs one addition
+ * per product.
+ */
+
+/** The counters (mutable; reset with {@link resetGemmCounters}). */
+export interface GemmCounters {
+  /** Operand values (A, B, and C of an accumulating product) copied into a kernel memory. */
+  operandsIn: number;
+  /** Result values copied out of a kernel memory. */
+  resultsOut: number;
+  /** Products run on the scalar kernel because a fixed kernel memory had no room for their copies. */
+  scalarFallbacks: number;
+  /** Weight-gradient values copied between the decoder pass's resident accumulator and the gradient slots. */
+  gradientValues: number;
+  /** Parameter values copied into a kernel arena (the decoder pass's resident snapshot, once per parameter version). */
+  parameterValues: number;
+  /** Bytes of the kernel arena memories opened on this thread. */
+  arenaBytes: number;
+}
+
+/** This thread's counters. */
+export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0 };
+
+/** Sets every counter of this thread to 0. */
+export function resetGemmCounters(): void {
+  gemmCounters.operandsIn = 0;
+  gemmCounters.resultsOut = 0;
+  gemmCounters.scalarFallbacks = 0;
+  gemmCounters.gradientValues = 0;
+  gemmCounters.parameterValues = 0;
+  gemmCounters.arenaBytes = 0;
+}

@@ -1,0 +1,264 @@
+/**
+ * Kernel arenas: products on resident operands (views of an arena) give the
+ * bits of ordinary arrays and copy nothing; a training step on the
+ * WebAssembly path copies no activation, adjoint or weight around its
+ * products, and gives the bits of the scalar kernel on ordinary arrays with
+ * 1, 2 and 3 threads.
+ */
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DecoderPass } from '../decoder-pass.ts';
+import { Decoder, type TokenBatch } from '../index.ts';
+import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmArena, gemmScalar, gemmTransA, pinnedOffset, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { openKernelArena } from './kernel-arena.ts';
+import { kernelChoice, setKernels } from './native.ts';
+
+const bits = (a: ArrayLike<number>): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
+
+function random(n: number, seed: number): Float64Array {
+  let s = seed >>> 0;
+  return Float64Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return (s / 2 ** 32 - 0.5) * 2 ** ((s % 41) - 20);
+  });
+}
+
+const simd = usesSimdGemm();
+const previousKernels = kernelChoice();
+
+afterEach(() => {
+  setGemmBackend('auto');
+  setKernels(previousKernels);
+});
+
+/** The flag combinations the decoder uses, the causal ones with masked (+0) entries in A. */
+const FLAGS = [0, GEMM_ADD, GEMM_LOWER_OUT, GEMM_LOWER_K, GEMM_UPPER_K, GEMM_ADD | GEMM_LOWER_K];
+
+/** A causal contraction's A: entries outside the allowed k range are +0.0 (the masked probabilities). */
+function masked(A: Float64Array, lda: number, M: number, K: number, flags: number, transA: boolean): void {
+  for (let i = 0; i < M; i++)
+    for (let k = 0; k < K; k++) {
+      const out = ((flags & GEMM_LOWER_K) !== 0 && k > i) || ((flags & GEMM_UPPER_K) !== 0 && k < i);
+      if (out) A[transA ? k * lda + i : i * lda + k] = 0;
+    }
+}
+
+describe.skipIf(!simd)('resident operands', () => {
+  const shape = fc.record({
+    M: fc.integer({ min: 1, max: 21 }),
+    N: fc.integer({ min: 1, max: 21 }),
+    K: fc.integer({ min: 1, max: 25 }),
+    pad: fc.integer({ min: 0, max: 3 }),
+    flags: fc.constantFrom(...FLAGS),
+    transA: fc.boolean(),
+    resident: fc.integer({ min: 0, max: 7 }),
+    seed: fc.integer(),
+  });
+
+  it('give the bits of ordinary arrays for any shape, stride, flag and mix of resident operands, and copy only the others', () => {
+    setKernels('wasm');
+    const arena = openKernelArena(3 * 30 * 30)!;
+    expect(arena).not.toBeNull();
+    fc.assert(
+      fc.property(shape, ({ M, N, K, pad, flags, transA, resident, seed }) => {
+        // A [M, K] (or stored [K, M]), B [K, N], C [M, N], each with row stride width + pad, from offset pad.
+        const rowsA = transA ? K : M;
+        const colsA = transA ? M : K;
+        const lda = colsA + pad, ldb = N + pad, ldc = N + pad;
+        const A = random(pad + rowsA * lda, seed);
+        masked(A.subarray(pad), lda, M, K, flags, transA);
+        const B = random(pad + K * ldb, seed + 1);
+        const C0 = random(pad + M * ldc, seed + 2);
+        // Reference: the scalar kernel on ordinary arrays.
+        const ref = C0.slice();
+        if (transA) {
+          const At = new Float64Array(M * K);
+          transpose(At, 0, K, A, pad, lda, K, M);
+          gemmScalar(ref, pad, ldc, At, 0, K, B, pad, ldb, M, N, K, flags);
+        } else {
+          gemmScalar(ref, pad, ldc, A, pad, lda, B, pad, ldb, M, N, K, flags);
+        }
+        // Operands: resident (a fresh region of the arena) or ordinary, by the bits of `resident`.
+        const fresh = new (class {
+          used = 0;
+          take(src: Float64Array): Float64Array {
+            const view = new Float64Array(arena.kernel.memory.buffer, this.used * 8, src.length);
+            this.used += src.length;
+            view.set(src);
+            return view;
+          }
+        })();
+        const a = (resident & 1) !== 0 ? fresh.take(A) : A;
+        const b = (resident & 2) !== 0 ? fresh.take(B) : B;
+        const c = (resident & 4) !== 0 ? fresh.take(C0) : C0.slice();
+        resetGemmCounters();
+        if (transA) gemmTransA(c, pad, ldc, a, pad, lda, b, pad, ldb, M, N, K, flags);
+        else gemm(c, pad, ldc, a, pad, lda, b, pad, ldb, M, N, K, flags);
+        const lowerOut = (flags & GEMM_LOWER_OUT) !== 0;
+        for (let i = 0; i < M; i++)
+          for (let j = 0; j < (lowerOut ? Math.min(N, i + 1) : N); j++) {
+            if (!Object.is(c[pad + i * ldc + j], ref[pad + i * ldc + j])) return false;
+          }
+        // Resident operands are never copied; a product with any resident operand runs in that arena's kernel.
+        if (resident === 0) return true;
+        const operands = ((resident & 1) === 0 ? M * K : 0) + ((resident & 2) === 0 ? K * N : 0) + ((resident & 4) === 0 && (flags & GEMM_ADD) !== 0 ? M * N : 0);
+        return gemmCounters.operandsIn === operands && gemmCounters.resultsOut === ((resident & 4) === 0 ? M * N : 0) && gemmCounters.scalarFallbacks === 0;
+      }),
+    );
+  });
+
+  it('never grow: taking beyond the capacity throws, and a product whose copies do not fit runs on the scalar kernel (same bits)', () => {
+    setKernels('wasm');
+    const arena = openKernelArena(8192)!; // exactly one 64 KiB page: no scratch after the views
+    const before = arena.kernel.memory.buffer;
+    const M = 9, N = 11, K = 13;
+    const c = arena.take(M * N);
+    expect(() => arena.take(8192)).toThrow(RangeError);
+    const A = random(M * K, 5);
+    const B = random(K * N, 6);
+    resetGemmCounters();
+    gemm(c, 0, N, A, 0, K, B, 0, N, M, N, K, 0);
+    expect(gemmCounters.scalarFallbacks).toBe(1);
+    const ref = new Float64Array(M * N);
+    gemmScalar(ref, 0, N, A, 0, K, B, 0, N, M, N, K, 0);
+    expect(bits(c)).toEqual(bits(ref));
+    expect(arena.kernel.memory.buffer).toBe(before);
+    expect(c.length).toBe(M * N); // the view was never detached
+  });
+
+  it('are not made for the scalar kernel', () => {
+    setKernels('wasm');
+    setGemmBackend('scalar');
+    expect(gemmArena(16)).toBeNull();
+    setGemmBackend('auto');
+    expect(gemmArena(16)).not.toBeNull();
+  });
+});
+
+const CONFIG = { vocabularySize: 37, modelWidth: 24, heads: 3, feedForwardWidth: 40, layers: 2, maxPositions: 13, ropeBase: 10000, rmsEpsilon: 1e-6 };
+
+/** Widths that are multiples of 512 (V and F): the arena pads the rows of Eᵀ, of W_gate, W_up and of W_downᵀ. */
+const PADDED = { vocabularySize: 512, modelWidth: 16, heads: 2, feedForwardWidth: 512, layers: 2, maxPositions: 9, ropeBase: 10000, rmsEpsilon: 1e-6 };
+
+function batch(step: number, B: number, T: number, config: typeof CONFIG = CONFIG): TokenBatch {
+  const inputs = Int32Array.from({ length: B * T }, (_, i) => (i * 7 + step * 3) % config.vocabularySize);
+  const targets = Int32Array.from({ length: B * T }, (_, i) => (i * 11 + step + 5) % config.vocabularySize);
+  return { inputs, targets, rows: B, columns: T };
+}
+
+/** Loss and gradient bits of three steps (parameters nudged between them), and the counters of the last step. */
+async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ bits: string[]; counters: typeof gemmCounters; weights: number }> {
+  const model = await Decoder.create(config, { threads });
+  try {
+    model.initialize(23n);
+    const out: string[] = [];
+    for (let step = 0; step < 3; step++) {
+      if (step === 2) resetGemmCounters();
+      out.push(...bits([model.trainStep(batch(step, 5, config.maxPositions, config))]), ...bits(model.gradients));
+      for (let i = 0; i < model.parameters.length; i++) (model.parameters[i] as number) -= 0.05 * (model.gradients[i] as number);
+    }
+    out.push(...bits(model.logits([1, 2, 3, 5, 8])));
+    const weights = model.layout.entries.filter((e) => e.kind !== 'gain').reduce((n, e) => n + e.length, 0);
+    // The parameter views read by the products are the resident snapshot's.
+    if (threads === 1 && usesSimdGemm()) expect(pinnedOffset(model.parameter('blocks.1.ffn.down.weight'))).toBeGreaterThanOrEqual(0);
+    return { bits: out, counters: { ...gemmCounters }, weights };
+  } finally {
+    await model.close();
+  }
+}
+
+describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
+  it('copies nothing around its products; one thread writes the weight gradients once per batch', async () => {
+    setKernels('wasm');
+    const { counters, weights } = await run(1);
+    expect(counters.operandsIn).toBe(0);
+    expect(counters.resultsOut).toBe(0);
+    expect(counters.scalarFallbacks).toBe(0);
+    // Five sequences accumulate into the resident accumulator; the slot is written once.
+    expect(counters.gradientValues).toBe(weights);
+  });
+
+  it('gives the bits of the scalar kernel on ordinary arrays with 1, 2 and 3 threads', async () => {
+    setKernels('wasm');
+    setGemmBackend('scalar');
+    const reference = (await run(1)).bits;
+    setGemmBackend('auto');
+    for (const threads of [1, 2, 3]) {
+      const got = (await run(threads)).bits;
+      const first = got.findIndex((b, i) => b !== reference[i]);
+      expect(first, `${threads} thread(s): first difference at ${first}`).toBe(-1);
+      expect(got.length).toBe(reference.length);
+    }
+  });
+  it('gives the bits of the scalar kernel with padded weight rows (V = F = 512), with 1 and 2 threads', async () => {
+    setKernels('wasm');
+    setGemmBackend('scalar');
+    const reference = (await run(1, PADDED)).bits;
+    setGemmBackend('auto');
+    for (const threads of [1, 2]) {
+      const { bits: got, counters } = await run(threads, PADDED);
+      const first = got.findIndex((b, i) => b !== reference[i]);
+      expect(first, `${threads} thread(s): first difference at ${first}`).toBe(-1);
+      expect(got.length).toBe(reference.length);
+      if (threads === 1) expect(counters.operandsIn + counters.resultsOut + counters.scalarFallbacks).toBe(0);
+    }
+  });
+});
+
+describe.skipIf(!simd)('the weights a decoder pass keeps in its kernel arena', () => {
+  const { vocabularySize: V, modelWidth: D, feedForwardWidth: F } = PADDED;
+
+  async function prepared(): Promise<{ pass: DecoderPass; params: Float64Array; model: Decoder }> {
+    const model = await Decoder.create(PADDED);
+    model.initialize(7n);
+    const pass = new DecoderPass(PADDED);
+    pass.prepare(model.parameters, -1);
+    pass.forward({ tokens: [1, 2, 3], targets: null, offset: 0, positions: 3 }); // opens the arena
+    return { pass, params: model.parameters, model };
+  }
+
+  it('have rows 4 KiB + 64 bytes apart where the width is a multiple of 512 values, and hold the parameters', async () => {
+    setKernels('wasm');
+    const { pass, params, model } = await prepared();
+    try {
+      expect(pass.kernelMemoryBytes).toBeGreaterThan(0);
+      const W = pass.weights;
+      // The tied head W = Eᵀ [D, V]: rows V + 8 apart, resident (read in place), holding E transposed.
+      expect(W.head.ldw).toBe(V + 8);
+      expect(pinnedOffset(W.head.w)).toBe(W.head.w.byteOffset / 8);
+      expect(W.head.ldwT).toBe(D);
+      expect(W.embeddingStride).toBe(D);
+      for (let c = 0; c < D; c++) for (let v = 0; v < V; v++) expect(W.head.w[c * W.head.ldw + v]).toBe(params[v * D + c]);
+      for (let l = 0; l < PADDED.layers; l++) {
+        const b = W.blocks[l]!;
+        for (const [name, w] of [['gate', b.gate], ['up', b.up]] as const) {
+          expect(w.ldw, name).toBe(F + 8);
+          expect(w.ldwT, name).toBe(D);
+          const source = model.parameter(`blocks.${l}.ffn.${name}.weight`);
+          for (let i = 0; i < D; i++) for (let o = 0; o < F; o++) expect(w.w[i * w.ldw + o]).toBe(source[i * F + o]);
+          // The diagnostic locates a parameter tensor in the padded snapshot.
+          expect(pinnedOffset(source)).toBe(w.w.byteOffset / 8);
+        }
+        expect(b.down.ldw).toBe(D);
+        expect(b.down.ldwT).toBe(F + 8);
+        for (const w of [b.query, b.key, b.value, b.output]) expect([w.ldw, w.ldwT]).toEqual([D, D]);
+      }
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('keep contiguous rows as ordinary arrays (scalar kernel)', async () => {
+    setKernels('wasm');
+    setGemmBackend('scalar');
+    const { pass, model } = await prepared();
+    try {
+      expect(pass.kernelMemoryBytes).toBe(0);
+      const W = pass.weights;
+      expect([W.head.ldw, W.head.ldwT, W.blocks[0]!.gate.ldw, W.blocks[0]!.down.ldwT]).toEqual([V, D, F, F]);
+    } finally {
+      await model.close();
+    }
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * Kernel arenas: a fixed-size WebAssembly memory of its own kernel instance
+ * (wasm-gemm.ts), from which a caller (one decoder pass) takes all its
+ * matrix operands as Float64Array views. The matrix product (gemm.ts)
+ * recognises such resident operands by their buffer and reads and writes them
+ * where they are, so products on them copy nothing.
+ *
+ * Growing a non-shared WebAssembly memory detaches its old buffer, which
+ * would silently empty every view taken from it. An arena's memory is
+ * therefore sized once, when it is opened, and never grows: taking more than
+ * it holds throws, and a product that would need scratch beyond it runs on the
+ * scalar kernel (same bits; counted in internal/gemm-counters.ts).
+ *
+ * Row strides: the kernel's register tile walks its B rows (and, for a
+ * weight gradient, its stored-transposed A rows) one stride apart along k.
+ * Rows 4 KiB apart (a multiple of 512 values) fall into one L1 cache set and
+ * evict each other; a matrix an arena owns outright (the decoder pass's
+ * weight snapshot and transposed weights) is therefore laid out with the
+ * row stride {@link residentStride}, which moves values but changes no sum.
+ */
+import { gemmCounters } from '../internal/gemm-counters.ts';
+import { createWasmGemm, type WasmGemm } from './wasm-gemm.ts';
+
+/** Row strides that are a multiple of this many f64 values (4 KiB, the L1 set period) alias in the cache. */
+const ALIAS_PERIOD = 512;
+/** What {@link residentStride} adds to such a stride: one 64-byte line. */
+const ALIAS_PAD = 8;
+
+/**
+ * The row stride of a matrix with rows of `width` values laid out in a kernel
+ * arena: `width`, or `width + 8` when `width` is a multiple of 512 (rows 4 KiB
+ * apart share an L1 set; one cache line more spreads them over all sets).
+ *
+ * @param width - values per row.
+ * @returns the row stride (≥ width).
+ */
+export function residentStride(width: number): number {
+  return width % ALIAS_PERIOD === 0 ? width + ALIAS_PAD : width;
+}
+
+/** The kernel instance owning each arena's memory, by the memory's buffer (stable: the memory never grows). */
+const owners = new WeakMap<ArrayBufferLike, WasmGemm>();
+
+/** @returns the kernel whose memory holds `X` (an arena view), or undefined for any other array. */
+export function residentKernel(X: Float64Array): WasmGemm | undefined {
+  return owners.get(X.buffer);
+}
+
+/** A fixed-size kernel memory handing out zeroed views, front to back. */
+export class KernelArena {
+  /** The kernel instance reading this arena's views in place. */
+  readonly kernel: WasmGemm;
+  /** Elements that {@link take} can hand out. */
+  readonly capacity: number;
+  #used = 0;
+
+  /**
+   * @param kernel - a fixed instance whose memory holds at least `capacity` elements.
+   * @param capacity - elements for views; the rest of the memory is the kernel's copy scratch.
+   */
+  constructor(kernel: WasmGemm, capacity: number) {
+    this.kernel = kernel;
+    this.capacity = capacity;
+  }
+
+  /** Elements handed out so far. */
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Bytes of the arena's memory (views and scratch). */
+  get bytes(): number {
+    return this.kernel.memory.buffer.byteLength;
+  }
+
+  /**
+   * A new zeroed view of `n` elements.
+   * @param n - elements.
+   * @returns the view.
+   * @throws RangeError when the arena is exhausted (it never grows).
+   */
+  take(n: number): Float64Array {
+    if (this.#used + n > this.capacity) throw new RangeError(`kernel arena of ${this.capacity} elements exhausted (${this.#used} used, ${n} more asked)`);
+    const view = new Float64Array(this.kernel.memory.buffer, this.#used * 8, n);
+    this.#used += n;
+    return view;
+  }
+}
+
+/**
+ * Opens an arena of `elements` f64 values in a new kernel instance.
+ * @param elements - the views' total size.
+ * @returns the arena, or null without WebAssembly SIMD or when the memory cannot be allocated.
+ */
+export function openKernelArena(elements: number): KernelArena | null {
+  const kernel = createWasmGemm(elements);
+  if (kernel === null) return null;
+  kernel.scratchBase = elements;
+  owners.set(kernel.memory.buffer, kernel);
+  gemmCounters.arenaBytes += kernel.memory.buffer.byteLength;
+  return new KernelArena(kernel, elements);
+}

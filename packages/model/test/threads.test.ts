@@ -1,0 +1,188 @@
+/**
+ * The threaded batch pass: the calling thread's in-order prefix, the reduction
+ * of the workers' partials and the sliced finishing of the adjoint give the
+ * bits of one thread for every generated shape, thread count, wave size and
+ * reduction path.
+ */
+import { SplitMix64, type DecoderConfig } from '@llmcp/format';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
+import { allocateBatchBuffers, finishSlice, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
+
+const bitsOf = (a: Float64Array): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
+
+function randomBatch(rng: SplitMix64, V: number, B: number, T: number): TokenBatch {
+  const inputs = Uint32Array.from({ length: B * T }, () => rng.nextBelow(V));
+  const targets = Uint32Array.from({ length: B * T }, () => rng.nextBelow(V));
+  return { inputs, targets, rows: B, columns: T };
+}
+
+/** Values of mixed signs and magnitudes, with signed zeros, so that every rounding and sign rule shows. */
+function mixedValues(rng: SplitMix64, n: number): Float64Array {
+  return Float64Array.from({ length: n }, () => {
+    const k = rng.nextBelow(10);
+    if (k === 0) return -0;
+    if (k === 1) return 0;
+    return (rng.nextBelow(2) === 0 ? -1 : 1) * (1 + rng.nextBelow(1 << 20) / 7) * 2 ** (rng.nextBelow(40) - 20);
+  });
+}
+
+function generatedConfig(rng: SplitMix64): DecoderConfig {
+  const heads = 1 + rng.nextBelow(2);
+  return {
+    vocabularySize: 3 + rng.nextBelow(14),
+    modelWidth: heads * 2 * (1 + rng.nextBelow(2)),
+    heads,
+    feedForwardWidth: 2 + rng.nextBelow(12),
+    layers: 1 + rng.nextBelow(2),
+    maxPositions: 7,
+    ropeBase: 10000,
+    rmsEpsilon: 1e-6,
+  };
+}
+
+/** The finishing of the adjoint as one thread does it (../../../docs/spec/backward.md §4.4, §4.6): gains, then the embedding lookup part. */
+function referenceFinish(adjoint: Float64Array, buffers: BatchBuffers, layout: ParameterLayout, tokens: ArrayLike<number>, D: number): void {
+  const n = buffers.rows * buffers.columns;
+  const gains = [...layout.blocks.flatMap((b) => [b.attentionNorm, b.ffnNorm]), layout.finalNorm];
+  gains.forEach((off, g) => {
+    for (let c = 0; c < D; c++) {
+      let sum = 0;
+      for (let r = 0; r < n; r++) sum += buffers.gainTerms[g * n * D + r * D + c] as number;
+      adjoint[off + c] = sum;
+    }
+  });
+  const lookup = new Float64Array(buffers.lookup.length);
+  for (let r = 0; r < n; r++) for (let c = 0; c < D; c++) (lookup[(tokens[r] as number) * D + c] as number) += buffers.dx0[r * D + c] as number;
+  for (let i = 0; i < lookup.length; i++) adjoint[layout.embedding + i] = (adjoint[layout.embedding + i] as number) + (lookup[i] as number);
+}
+
+describe('batch reduction pieces', () => {
+  it('reducePartials adds the slots in slot order, like one reducePartial per slot', () => {
+    const rng = new SplitMix64(41n);
+    const P = 5000;
+    for (const [fromSlot, toSlot, first] of [
+      [0, 5, true],
+      [2, 5, false],
+      [1, 2, false],
+      [0, 1, true],
+      [3, 3, false],
+    ] as const) {
+      const partials = mixedValues(rng, 5 * P);
+      const start = mixedValues(rng, P);
+      const expected = start.slice();
+      for (let s = fromSlot; s < toSlot; s++) reducePartial(expected, partials, s * P, first && s === fromSlot, 0, P);
+      const got = start.slice();
+      reducePartials(got, partials, P, fromSlot, toSlot, first, 0, 1234);
+      reducePartials(got, partials, P, fromSlot, toSlot, first, 1234, P);
+      expect(bitsOf(got)).toEqual(bitsOf(expected));
+    }
+  });
+
+  it('finishSlice over D-aligned slices gives the bits of the whole finishing and the first non-finite element', () => {
+    const rng = new SplitMix64(42n);
+    for (let trial = 0; trial < 6; trial++) {
+      const config = generatedConfig(rng);
+      const { modelWidth: D, vocabularySize: V, layers } = config;
+      const layout = parameterLayout(config);
+      const B = 1 + rng.nextBelow(4);
+      const T = 1 + rng.nextBelow(6);
+      const n = B * T;
+      const buffers = allocateBatchBuffers(layout, layers, D, B, T, 0, false);
+      buffers.gainTerms.set(mixedValues(rng, buffers.gainTerms.length));
+      buffers.dx0.set(mixedValues(rng, buffers.dx0.length));
+      const tokens = Uint32Array.from({ length: n }, () => rng.nextBelow(V));
+      const start = mixedValues(rng, layout.size);
+      const expected = start.slice();
+      referenceFinish(expected, buffers, layout, tokens, D);
+      const whole = start.slice();
+      reduceGainsAndEmbedding(whole, buffers, layout, tokens, n, D, V, new Float64Array(V * D));
+      expect(bitsOf(whole)).toEqual(bitsOf(expected));
+      const rows = layout.size / D;
+      const slices = 1 + rng.nextBelow(5);
+      const got = start.slice();
+      for (let i = 0; i < slices; i++) finishSlice(got, buffers, layout, tokens, n, D, D * Math.floor((rows * i) / slices), D * Math.floor((rows * (i + 1)) / slices));
+      expect(bitsOf(got)).toEqual(bitsOf(expected));
+      const bad = rng.nextBelow(layout.size);
+      got[bad] = Infinity;
+      const found: number[] = [];
+      for (let i = 0; i < slices; i++) {
+        const from = D * Math.floor((rows * i) / slices);
+        const to = D * Math.floor((rows * (i + 1)) / slices);
+        const copy = got.slice();
+        // Only the scan is looked at here: finishing again changes the values, not where the infinity is.
+        found.push(finishSlice(copy, buffers, layout, tokens, n, D, from, to));
+      }
+      const isGain = layout.entries.some((e) => e.kind === 'gain' && bad >= e.offset && bad < e.offset + e.length);
+      expect(found.filter((x) => x >= 0)).toEqual(isGain ? [] : [bad]);
+    }
+  });
+});
+
+describe('threaded training', () => {
+  const opened: Decoder[] = [];
+  const tuning = reduceTuning.localElements;
+  afterEach(() => {
+    reduceTuning.localElements = tuning;
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((m) => m.close()));
+  });
+
+  it('gives the bits of one thread on generated configs and batches, with 2 and 3 threads, waves and both reduction paths', async () => {
+    const rng = new SplitMix64(43n);
+    for (let c = 0; c < 2; c++) {
+      const config = generatedConfig(rng);
+      const P = parameterLayout(config).size;
+      const one = new Decoder(config);
+      const many = [
+        await Decoder.create(config, { threads: 2 }),
+        await Decoder.create(config, { threads: 3 }),
+        // Waves of 2 and 3 sequences (slots = max(threads, budget / P)).
+        await Decoder.create(config, { threads: 2, partialMemoryBytes: 0 }),
+        await Decoder.create(config, { threads: 3, partialMemoryBytes: 3 * 8 * P }),
+      ];
+      for (const m of [one, ...many]) m.initialize(BigInt(7 + c));
+      try {
+        for (let step = 0; step < 4; step++) {
+          // Every reduction by the calling thread alone, or every one split over the threads.
+          reduceTuning.localElements = step % 2 === 0 ? Infinity : 0;
+          const batch = randomBatch(rng, config.vocabularySize, 1 + rng.nextBelow(9), 1 + rng.nextBelow(7));
+          const accumulate = step === 3;
+          const loss = one.trainStep(batch, { accumulate });
+          const expected = bitsOf(one.gradients);
+          for (const m of many) {
+            expect(m.trainStep(batch, { accumulate })).toBe(loss);
+            expect(bitsOf(m.gradients)).toEqual(expected);
+          }
+          const evaluation = one.evaluateLoss(batch);
+          for (const m of many) expect(m.evaluateLoss(batch)).toBe(evaluation);
+        }
+      } finally {
+        await Promise.all(many.map((m) => m.close()));
+      }
+    }
+  });
+
+  it('writes and reduces partials only for the sequences the worker threads ran', async () => {
+    const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+    const one = new Decoder(config);
+    one.initialize(3n);
+    for (const threads of [2, 3]) {
+      const m = await Decoder.create(config, { threads });
+      opened.push(m);
+      m.initialize(3n);
+      const rng = new SplitMix64(44n);
+      for (let step = 0; step < 5; step++) {
+        const batch = randomBatch(rng, config.vocabularySize, 8, 8);
+        expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+        expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+      }
+      const stats = m.parallelStats();
+      // The calling thread's sequences went straight into the gradient, in order; only the workers' needed a partial.
+      expect(stats.partialSequences).toBe(stats.workerSequences);
+      expect(stats.partialSequences).toBeLessThanOrEqual(5 * 8);
+    }
+    expect(one.parallelStats().partialSequences).toBe(0);
+  });
+});
