@@ -1,6 +1,6 @@
 /**
  * The AdamW step (WebAssembly SIMD and pure-JavaScript paths) and the clip
- * against straightforward scalar references of training.md §5/§6.3, bit for
+ * against straightforward scalar references of ../../../docs/spec/training.md §5/§6.3, bit for
  * bit, over generated layouts (0..5000 parameters, odd and even tensors) and
  * values (subnormals, ±0, huge, non-finite), every gradient transform.
  */
@@ -80,7 +80,7 @@ interface Hyper {
   readonly weightDecay: number;
 }
 
-/** training.md §6.3 for one step, element by element; returns the first non-finite index (then nothing is written). */
+/** ../../../docs/spec/training.md §6.3 for one step, element by element; returns the first non-finite index (then nothing is written). */
 function referenceStep(c: Case, h: Hyper, t: GradientTransform, lr: number, powers: { b1: number; b2: number }): number {
   const b1pow = powers.b1 * h.beta1;
   const b2pow = powers.b2 * h.beta2;
@@ -236,7 +236,7 @@ describe('AdamW step kernels', () => {
   });
 });
 
-/** training.md §5's scaled sum of squares, as the reference loops it. */
+/** ../../../docs/spec/training.md §5's scaled sum of squares, as the reference loops it. */
 function referenceNorm(g: Float64Array): { scale: number; ssq: number; bad: number } {
   let scale = 0.0;
   let ssq = 1.0;

@@ -1,8 +1,8 @@
 /**
  * The AdamW element update (package-internal): a WebAssembly SIMD kernel
- * assembled here at load time (no toolchain, no binary blob) and the same
- * update in JavaScript, for runtimes without WebAssembly SIMD and to name the
- * element whose update is not finite.
+ * assembled at load time with @llmcp/model's assembler (no toolchain, no
+ * binary blob) and the same update in JavaScript, for runtimes without
+ * WebAssembly SIMD and to name the element whose update is not finite.
  *
  * Bit-exactness: every f64x2 `add`, `sub`, `mul`, `div` and `sqrt` is the
  * correctly rounded IEEE operation in each lane, so a lane computes exactly
@@ -14,98 +14,15 @@
  * 3n new values; they are copied out only when every one is finite.
  */
 
-// ── A minimal emitter ───────────────────────────────────────────────────────
+import { Code, I32, V128, name as wasmName, section, uleb } from '@llmcp/model/wasm-assembler';
 
-const I32 = 0x7f;
-const V128 = 0x7b;
-
-function uleb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
-
-function sleb(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return out;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-function wasmName(s: string): number[] {
-  return [...uleb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
-}
-
-function section(id: number, body: number[]): number[] {
-  return [id, ...uleb(body.length), ...body];
-}
-
-/** Instruction bytes of one function body. */
-class Code {
-  readonly bytes: number[] = [];
-  op(...b: number[]): this {
-    this.bytes.push(...b);
-    return this;
-  }
-  get(l: number): this {
-    return this.op(0x20, ...uleb(l));
-  }
-  set(l: number): this {
-    return this.op(0x21, ...uleb(l));
-  }
-  i32(v: number): this {
-    return this.op(0x41, ...sleb(v));
-  }
-  simd(opcode: number, ...imm: number[]): this {
-    return this.op(0xfd, ...uleb(opcode), ...imm);
-  }
-  /** `v128.load` at address + offset. */
-  load(offset: number): this {
-    return this.simd(0x00, 3, ...uleb(offset));
-  }
-  /** `v128.store` at address + offset. */
-  store(offset = 0): this {
-    return this.simd(0x0b, 3, ...uleb(offset));
-  }
-  /** `v128.load64_splat` at address + offset. */
-  splat64(offset: number): this {
-    return this.simd(0x0a, 3, ...uleb(offset));
-  }
-  vAdd(): this {
-    return this.simd(0xf0);
-  }
-  vSub(): this {
-    return this.simd(0xf1);
-  }
-  vMul(): this {
-    return this.simd(0xf2);
-  }
-  vDiv(): this {
-    return this.simd(0xf3);
-  }
-  vSqrt(): this {
-    return this.simd(0xef);
-  }
-  /** Emits `block loop (exit when k >= end) body; k += step; br loop end end`. */
-  pairLoop(k: number, end: number, step: number, body: () => void): this {
-    this.op(0x02, 0x40, 0x03, 0x40);
-    this.get(k).get(end).op(0x4e).op(0x0d, 1); // i32.ge_s; br_if 1
-    body();
-    this.get(k).i32(step).op(0x6a).set(k); // k += step
-    this.op(0x0c, 0, 0x0b, 0x0b); // br 0; end; end
-    return this;
-  }
+/** Emits `block loop (exit when k >= end) body; k += step; br loop end end`. */
+function pairLoop(e: Code, k: number, end: number, step: number, body: () => void): void {
+  e.block().loop();
+  e.get(k).get(end).geS().brIf(1);
+  body();
+  e.get(k).i32(step).add().set(k);
+  e.br(0).end().end();
 }
 
 interface FunctionSpec {
@@ -195,7 +112,7 @@ function adamwFunction(mode: TransformMode): FunctionSpec {
   const [G, M2, V2, DIR, W, W2, ACC] = [19, 20, 21, 22, 23, 24, 25];
   const e = new Code();
   const constant = (slot: number, local: number): void => {
-    e.i32(0).splat64((CONST_OFF + slot) * 8).set(local);
+    e.i32(0).v128Load64Splat((CONST_OFF + slot) * 8).set(local);
   };
   constant(C_BETA1, B1);
   constant(C_OMB1, OMB1);
@@ -212,27 +129,27 @@ function adamwFunction(mode: TransformMode): FunctionSpec {
   const inG = IN_OFF * 8;
   const inW = (IN_OFF + IN_STRIDE) * 8;
   e.i32(0).set(K);
-  e.pairLoop(K, END, 16, () => {
+  pairLoop(e, K, END, 16, () => {
     // g = raw | raw * mul | (raw / div) * fac
-    e.get(K).load(inG);
+    e.get(K).v128Load(inG);
     if (mode === 1) e.get(MUL).vMul();
     if (mode === 2) e.get(DIV).vDiv().get(FAC).vMul();
     e.set(G);
     // m2 = beta1 * m + omb1 * g
-    e.get(B1).get(PMI).get(K).op(0x6a).load(0).vMul().get(OMB1).get(G).vMul().vAdd().set(M2);
+    e.get(B1).get(PMI).get(K).op(0x6a).v128Load(0).vMul().get(OMB1).get(G).vMul().vAdd().set(M2);
     // v2 = beta2 * v + omb2 * (g * g)
-    e.get(B2).get(PVI).get(K).op(0x6a).load(0).vMul().get(OMB2).get(G).get(G).vMul().vMul().vAdd().set(V2);
+    e.get(B2).get(PVI).get(K).op(0x6a).v128Load(0).vMul().get(OMB2).get(G).get(G).vMul().vMul().vAdd().set(V2);
     // direction = (m2 / c1) / (sqrt(v2 / c2) + eps)
     e.get(M2).get(C1).vDiv().get(V2).get(C2).vDiv().vSqrt().get(EPS).vAdd().vDiv().set(DIR);
     // w2 = (w - lr * direction) - lrwd * w
-    e.get(K).load(inW).set(W);
+    e.get(K).v128Load(inW).set(W);
     e.get(W).get(LR).get(DIR).vMul().vSub().get(LRWD).get(W).vMul().vSub().set(W2);
     // acc += (w2 - w2) + (m2 - m2) + (v2 - v2) + (dir - dir): stays +0 while all are finite, NaN after.
     e.get(ACC).get(W2).get(W2).vSub().vAdd().get(M2).get(M2).vSub().vAdd();
     e.get(V2).get(V2).vSub().vAdd().get(DIR).get(DIR).vSub().vAdd().set(ACC);
-    e.get(PW).get(K).op(0x6a).get(W2).store();
-    e.get(PM).get(K).op(0x6a).get(M2).store();
-    e.get(PV).get(K).op(0x6a).get(V2).store();
+    e.get(PW).get(K).op(0x6a).get(W2).v128Store();
+    e.get(PM).get(K).op(0x6a).get(M2).v128Store();
+    e.get(PV).get(K).op(0x6a).get(V2).v128Store();
   });
   // result: any lane of acc is NaN (acc != acc)
   e.get(ACC).get(ACC).simd(0x48).simd(0x53);
@@ -241,7 +158,7 @@ function adamwFunction(mode: TransformMode): FunctionSpec {
 
 // ── The same update in JavaScript (no WebAssembly SIMD, and naming the element that is not finite) ──
 
-/** One step's constants (training.md §6.3) and gradient transform. */
+/** One step's constants (../../../../docs/spec/training.md §6.3) and gradient transform. */
 export interface UpdateConstants {
   readonly mode: TransformMode;
   readonly beta1: number;
