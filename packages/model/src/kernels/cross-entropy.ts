@@ -5,6 +5,7 @@
 import { exp, log1p } from '../math/index.ts';
 import { expConstants, expInto } from './exp-batch.ts';
 import { activeNativeKernels } from './native.ts';
+import { disjointViews } from './wasm-assembler.ts';
 import { wasmCrossEntropyRows } from './wasm-cross-entropy.ts';
 
 /** Row maxima of the current call (reusable, grown as needed). */
@@ -58,7 +59,7 @@ export function crossEntropyForward(
           return;
         }
       }
-    } else if (prob.buffer !== logits.buffer) {
+    } else if (disjointViews([prob, logits])) {
       // One WebAssembly SIMD kernel (wasm-cross-entropy.ts); its rows with an undecided exp are computed here.
       if (rowScratch.length < rows) rowScratch = new Int32Array(Math.max(rows, 2 * rowScratch.length));
       const und = rowScratch;

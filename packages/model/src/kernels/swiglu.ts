@@ -6,6 +6,7 @@
 import { exp } from '../math/exp.ts';
 import { expConstants, expInto } from './exp-batch.ts';
 import { activeNativeKernels } from './native.ts';
+import { disjointViews } from './wasm-assembler.ts';
 import { wasmSwigluBackward, wasmSwigluForward } from './wasm-swiglu.ts';
 
 /** Below this many elements the native call (~0.3 µs) does not pay. */
@@ -37,7 +38,7 @@ export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Flo
       for (let k = 0; k < count; k++) forwardElement(prod, silu, sigma, gate, up, und[k] as number);
       return;
     }
-  } else if (native === null && n >= WASM_MIN && separate([prod, silu, sigma, gate, up])) {
+  } else if (native === null && n >= WASM_MIN && disjointViews([prod, silu, sigma, gate, up])) {
     // One WebAssembly SIMD pass (wasm-swiglu.ts: chunks copied in, computed, copied out, so the arrays must not
     // share memory), the undecided elements finished here.
     if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
@@ -65,15 +66,6 @@ export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Flo
     silu[i] = y;
     prod[i] = y * (up[i] as number);
   }
-}
-
-/** Whether no two of the arrays share a buffer (the WebAssembly kernels copy whole chunks in, then out). */
-function separate(arrays: readonly Float64Array[]): boolean {
-  for (let a = 0; a < arrays.length; a++) {
-    const b = (arrays[a] as Float64Array).buffer;
-    for (let c = a + 1; c < arrays.length; c++) if ((arrays[c] as Float64Array).buffer === b) return false;
-  }
-  return true;
 }
 
 /** One element of {@link swigluForward}, with exp() (the same operations as the batched loops). */
@@ -115,7 +107,7 @@ export function swigluBackward(
   const native = activeNativeKernels();
   if (native !== null) {
     if (n >= NATIVE_MIN && native.swigluBackward !== undefined && native.swigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n) >= 0) return;
-  } else if (n >= WASM_MIN && separate([dgate, dup, dsilu, dprod, gate, sigma, silu, up]) && wasmSwigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n)) {
+  } else if (n >= WASM_MIN && disjointViews([dgate, dup, dsilu, dprod, gate, sigma, silu, up]) && wasmSwigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n)) {
     return;
   }
   for (let i = 0; i < n; i++) {

@@ -444,6 +444,25 @@ export function instantiateElementwise(bytes: Uint8Array, fn: string, init: (f64
   }
 }
 
+/**
+ * Whether no two of `arrays` share an element: the condition of the
+ * element-wise kernels that copy chunks in, compute and copy them out. Views
+ * of one buffer (a kernel arena's activations) qualify when their byte ranges
+ * are apart.
+ * @param arrays - the kernel's inputs and outputs.
+ * @returns true when every pair is disjoint.
+ */
+export function disjointViews(arrays: readonly Float64Array[]): boolean {
+  for (let a = 0; a < arrays.length; a++) {
+    const x = arrays[a] as Float64Array;
+    for (let c = a + 1; c < arrays.length; c++) {
+      const y = arrays[c] as Float64Array;
+      if (x.buffer === y.buffer && x.byteOffset < y.byteOffset + y.byteLength && y.byteOffset < x.byteOffset + x.byteLength) return false;
+    }
+  }
+  return true;
+}
+
 /** Below this many elements a chunk is copied element by element (no subarray views). */
 const SMALL = 32;
 
