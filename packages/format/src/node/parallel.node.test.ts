@@ -12,6 +12,8 @@ import { encodeCheckpoint } from '../encode.ts';
 import { isFormatError } from '../errors.ts';
 import { setParallelScanHasherFactory } from '../internal/parallel-hash.ts';
 import { expectedParameterShapes } from '../parameter-layout.ts';
+import type { DescriptorLayout } from '../layout.ts';
+import { CHECKSUM_OFFSET, FIXED_HEADER_BYTES } from '../tags.ts';
 import type { CheckpointState } from '../types.ts';
 import { loadCheckpoint } from './load.ts';
 import { saveCheckpointAtomic } from './save.ts';
@@ -58,8 +60,13 @@ function inThread(bytes: Uint8Array, options?: DecodeOptions): string {
 
 /** A state of about 10 MB: several f64 records longer than one 4 MiB ring slot. */
 function bigState(): CheckpointState {
+  return sineState(64, 2048);
+}
+
+/** A one-layer BPE state with sine-filled tensors of the given widths (every value finite, second moments non-negative). */
+function sineState(modelWidth: number, feedForwardWidth: number): CheckpointState {
   const base = randomState(11n, { kind: 'bpe', step: 5n, groups: true, layers: 1 });
-  const decoder = { ...base.decoder, modelWidth: 64, heads: 2, feedForwardWidth: 2048 };
+  const decoder = { ...base.decoder, modelWidth, heads: 2, feedForwardWidth };
   const fill = (k: number, len: number): Float64Array => Float64Array.from({ length: len }, (_, i) => Math.sin(k * 1000 + i));
   const parameters = expectedParameterShapes(decoder).map((s, k) => ({ name: s.name, shape: [...s.shape], data: fill(k, s.shape.reduce((a, b) => a * b, 1)) }));
   return { ...base, decoder, parameters, optimizer: { ...base.optimizer, moments: parameters.map((p) => ({ name: p.name, shape: p.shape, first: p.data.map((x) => x / 3), second: p.data.map((x) => x * x) })) } };
@@ -185,6 +192,105 @@ describe('loadCheckpoint with the hash worker', () => {
     });
   }
 });
+
+/** load.ts reads records of this many bytes and more straight into their buffers, in pieces of at most {@link LOAD_READ_BYTES}. */
+const LOAD_DIRECT_MIN_BYTES = 64 << 10;
+/** load.ts reads at most this many bytes at once; smaller records are grouped up to this size. */
+const LOAD_READ_BYTES = 4 << 20;
+
+/** Where loadCheckpoint's reads start, hence its hash chunks (the header is the first chunk): load.ts's planSegments, restated. */
+function loadChunkStarts(descriptors: readonly DescriptorLayout[]): number[] {
+  const starts: number[] = [];
+  let grouped = -1; // bytes in the current group of small records, -1 for none
+  for (const d of descriptors) {
+    if (d.byteLength >= LOAD_DIRECT_MIN_BYTES) {
+      grouped = -1;
+      for (let at = 0; at < d.byteLength; at += LOAD_READ_BYTES) starts.push(d.offset + at);
+    } else {
+      if (grouped < 0 || grouped + d.byteLength > LOAD_READ_BYTES) {
+        starts.push(d.offset);
+        grouped = 0;
+      }
+      grouped += d.byteLength;
+    }
+  }
+  return starts;
+}
+
+/** A damaged copy of a file and the error it must be refused with. */
+interface Damage {
+  readonly label: string;
+  readonly bytes: Uint8Array;
+  readonly code: string;
+  readonly offset: number;
+}
+
+/**
+ * Damage around every chunk boundary `b` of a load (the end of the fixed header, each read start, the end of the
+ * file): a flipped byte at b-2, b-1, b, b+1 (checksum left stale: FORMAT_CHECKSUM_MISMATCH at the checksum field),
+ * and in f64 records the element at b-16, b-8, b, b+8 replaced (checksum fixed): NaN at b-8 and b (the last element
+ * before the boundary, the first after it), -Infinity at b-16 and b+8, and -1 at b-8 and b in second moments —
+ * refused by the record's rule at that element's offset. With `ends`, only the first and the last `ends` boundaries.
+ */
+function boundaryDamage(bytes: Uint8Array, ends: number = Number.POSITIVE_INFINITY): Damage[] {
+  const descriptors = decodeCheckpoint(bytes).layout.descriptors;
+  const all = [FIXED_HEADER_BYTES, ...loadChunkStarts(descriptors), bytes.length];
+  const boundaries = all.filter((_, i) => i < ends || i >= all.length - ends);
+  const out: Damage[] = [];
+  for (const b of boundaries) {
+    for (const at of [b - 2, b - 1, b, b + 1]) {
+      if (at < CHECKSUM_OFFSET + 8 || at >= bytes.length) continue;
+      const flipped = bytes.slice();
+      flipped[at] = (flipped[at] as number) ^ 0x10;
+      out.push({ label: `byte ${at} flipped (boundary ${b})`, bytes: flipped, code: 'FORMAT_CHECKSUM_MISMATCH', offset: CHECKSUM_OFFSET });
+    }
+    for (const at of [b - 16, b - 8, b, b + 8]) {
+      const d = descriptors.find((r) => r.dtypeTag === 3 && r.offset <= at && at + 8 <= r.end);
+      if (d === undefined || (at - d.offset) % 8 !== 0) continue;
+      const code = d.roleTag === 3 ? 'FORMAT_INVALID_PARAMETER' : 'FORMAT_ADAMW_STATE';
+      const adjacent = at === b - 8 || at === b;
+      const values = [adjacent ? Number.NaN : Number.NEGATIVE_INFINITY, ...(adjacent && d.roleTag === 5 ? [-1] : [])];
+      for (const value of values) out.push({ label: `${value} at ${at} in record ${d.index} (boundary ${b})`, bytes: withValueAt(bytes, at, value), code, offset: at });
+    }
+  }
+  return out;
+}
+
+// Records of 64 KiB are read alone, the small records around them in groups (~13 read boundaries in files of 700–800 KB):
+// widths 16 × 512 end the file with a group of small records (every boundary damaged), widths 32 × 256 (a 66 KB
+// embedding) begin the payload with a 24-byte group and end it with a record read alone (the first and last 3 damaged).
+for (const [modelWidth, feedForwardWidth, lastRead, ends] of [
+  [16, 512, 'a group of small records', Number.POSITIVE_INFINITY],
+  [32, 256, 'one record', 3],
+] as const) {
+  describe(`loadCheckpoint: corruption in the first chunk, on both sides of read boundaries and in the last chunk (the last read: ${lastRead})`, () => {
+    const bytes = encodeCheckpoint(sineState(modelWidth, feedForwardWidth));
+    const damages = boundaryDamage(bytes, ends);
+
+    it('the generated damage covers direct and grouped reads, the header and the last chunk', () => {
+      const descriptors = decodeCheckpoint(bytes).layout.descriptors;
+      expect(loadChunkStarts(descriptors).length).toBeGreaterThan(10);
+      expect(descriptors.filter((d) => d.byteLength >= LOAD_DIRECT_MIN_BYTES).length).toBeGreaterThan(5);
+      expect(descriptors.filter((d) => d.byteLength < LOAD_DIRECT_MIN_BYTES).length).toBeGreaterThan(5);
+      expect((descriptors.at(-1)?.byteLength ?? 0) >= LOAD_DIRECT_MIN_BYTES).toBe(lastRead === 'one record');
+      expect(damages.some((d) => d.offset === bytes.length - 8)).toBe(true);
+      expect(damages.some((d) => d.label.startsWith(`byte ${bytes.length - 1} `))).toBe(true);
+      expect(damages.some((d) => d.label.startsWith(`byte ${FIXED_HEADER_BYTES} `))).toBe(true);
+    });
+
+    it('refuses each with the code and offset of decodeCheckpoint, hashed on the worker and in-thread', async () => {
+      const file = path.join(dir, `boundaries-${n++}.llmcp`);
+      for (const damage of damages) {
+        const expected = inThread(damage.bytes);
+        expect([expected.split('/')[0], expected.split('/')[2]], damage.label).toEqual([damage.code, String(damage.offset)]);
+        writeFileSync(file, damage.bytes);
+        for (const hashInWorker of [true, false]) expect(await loadOutcome(loadCheckpoint(file, { hashInWorker })), `${damage.label}, hashInWorker ${hashInWorker}`).toBe(expected);
+      }
+      writeFileSync(file, bytes);
+      for (const hashInWorker of [true, false]) expect(await loadOutcome(loadCheckpoint(file, { hashInWorker }))).toMatch(/^ok /);
+    });
+  });
+}
 
 describe('saveCheckpointAtomic with a failing hash worker', () => {
   const state = bigState();
