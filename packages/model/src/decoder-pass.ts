@@ -32,8 +32,11 @@
  * rows are laid out with the arena's row stride (kernels/kernel-arena.ts
  * `residentStride`: a width that is a multiple of 512 values gets 8 more, so
  * the kernel's B rows do not share one L1 set); each weight view carries its
- * stride. Activations, adjoints and the accumulator keep contiguous rows.
- * With the native or the scalar kernels everything is an ordinary array.
+ * stride. So do the activations and adjoints that the weight-gradient
+ * products walk along k with such a width: the (T, F) buffers and the logits'
+ * adjoint (`strides`; their padding stays +0). The other activations and the
+ * accumulator keep contiguous rows. With the native or the scalar kernels
+ * everything is an ordinary array with contiguous rows.
  */
 import type { DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
@@ -182,18 +185,31 @@ export interface SequenceSlots {
   readonly dx0Off: number;
 }
 
-/** Sizes of every buffer of one sequence of T positions: the one table the buffers are allocated from. */
-function sizeTable(T: number, config: DecoderConfig) {
-  const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H } = config;
+/** Row strides of the activations whose rows are not their width: the (T, F) buffers and the logits' adjoint. */
+interface ActivationStrides {
+  /** Row stride of every (T, F) activation and adjoint (F, or more in a kernel arena). */
+  readonly ffn: number;
+  /** Row stride of the (T, V) logits' adjoint (V, or more in a kernel arena). */
+  readonly dlogits: number;
+}
+
+/**
+ * Sizes of every buffer of one sequence of T positions: the one table the buffers are allocated from.
+ * @param T - positions.
+ * @param config - the decoder configuration.
+ * @param ld - row strides of the (T, F) buffers and of the logits' adjoint.
+ */
+function sizeTable(T: number, config: DecoderConfig, ld: ActivationStrides) {
+  const { modelWidth: D, vocabularySize: V, heads: H } = config;
   const TD = T * D;
-  const TF = T * F;
+  const TF = T * ld.ffn;
   const HTT = H * T * T;
   return {
     norm: { out: TD, normalized: TD, inv: T, st: T, ms: T, dnormalized: TD, rowAdjoints: T * 5 },
     block: { q: TD, k: TD, v: TD, qr: TD, kr: TD, prob: HTT, merged: TD, attention: TD, h1: TD, gate: TF, sigma: TF, silu: TF, up: TF, prod: TF, ffn: TD },
     blockAdjoints: { h1: TD, prod: TF, silu: TF, up: TF, gate: TF, n2: TD, merged: TD, qr: TD, kr: TD, q: TD, k: TD, v: TD, n1: TD },
     attentionTrace: { raw: HTT, scaled: HTT, dprob: HTT, dscaled: HTT, draw: HTT },
-    head: { logits: T * V, prob: T * V, rowLoss: T, dlogits: T * V, dnf: TD },
+    head: { logits: T * V, prob: T * V, rowLoss: T, dlogits: T * ld.dlogits, dnf: TD },
     stream: TD,
   };
 }
@@ -305,8 +321,17 @@ export class DecoderPass {
   prob!: Float64Array;
   /** (T) per-row loss. */
   rowLoss!: Float64Array;
-  /** (T, V) adjoint of the logits. */
+  /** (T, V) adjoint of the logits, rows {@link strides}`.dlogits` apart. */
   dlogits!: Float64Array;
+  /**
+   * Row strides of the (T, F) activations and adjoints and of {@link dlogits}:
+   * their widths with ordinary arrays; in a kernel arena a width that is a
+   * multiple of 512 values gets 8 more (kernels/kernel-arena.ts
+   * `residentStride`), like the weights', since the weight-gradient products
+   * walk these rows along k. The padding stays +0 (SwiGLU runs over it too:
+   * zeros give zeros) and no sum reads it.
+   */
+  strides: ActivationStrides;
   /** (T, D) adjoint of the final norm output. */
   dnf!: Float64Array;
   #attention!: AttentionScratch;
@@ -360,6 +385,7 @@ export class DecoderPass {
     this.#place = this.#flat;
     this.#placeT = this.#flatT;
     this.#wT = new Float64Array(this.#flatT.size);
+    this.strides = { ffn: config.feedForwardWidth, dlogits: config.vocabularySize };
     for (const e of this.layout.entries) {
       if (e.kind === 'gain') continue;
       const runs = this.#weightRuns;
@@ -399,18 +425,20 @@ export class DecoderPass {
     const P = this.layout.size;
     let total = this.#resident.size + this.#residentT.size + P;
     const empty = new Float64Array(0);
+    const { feedForwardWidth: F, vocabularySize: V } = this.config;
+    const padded = { ffn: residentStride(F), dlogits: residentStride(V) };
     this.#buffers(T, (n) => {
       total += n;
       return empty;
-    });
+    }, padded);
     const arena = gemmArena(total);
     if (arena === null) {
-      this.#buffers(T, ordinary);
+      this.#buffers(T, ordinary, { ffn: F, dlogits: V });
       this.#leaveArena();
       return;
     }
     const take: Take = (n) => arena.take(n);
-    this.#buffers(T, take);
+    this.#buffers(T, take, padded);
     this.#wT = take(this.#residentT.size);
     this.#placeT = this.#residentT;
     this.#paramsCopy = take(this.#resident.size);
@@ -441,10 +469,11 @@ export class DecoderPass {
     }
   }
 
-  /** Every activation, adjoint and scratch buffer of sequences of `T` positions, from `take`. */
-  #buffers(T: number, take: Take): void {
+  /** Every activation, adjoint and scratch buffer of sequences of `T` positions, from `take`, with row strides `ld`. */
+  #buffers(T: number, take: Take, ld: ActivationStrides): void {
     const L = this.config.layers;
-    const sizes = sizeTable(T, this.config);
+    const sizes = sizeTable(T, this.config, ld);
+    this.strides = ld;
     this.hs = [];
     this.dhs = [];
     for (let l = 0; l <= L; l++) {
@@ -681,8 +710,9 @@ export class DecoderPass {
   forward(seq: SequenceRef, logitsFrom = 0): void {
     const { tokens, targets, offset: off, positions: T } = seq;
     this.ensureCapacity(T);
-    const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H, rmsEpsilon: eps } = this.config;
+    const { modelWidth: D, vocabularySize: V, heads: H, rmsEpsilon: eps } = this.config;
     const W = this.#prepared();
+    const ldF = this.strides.ffn;
     const d = this.headWidth;
     const n = T * D;
     // Embedding lookup: a plain copy of the table row (../../../docs/spec/model.md §6).
@@ -708,10 +738,10 @@ export class DecoderPass {
       residualForward(a.h1, x, a.attention, n);
       const n2 = a.ffnNorm;
       rmsNormForward(n2, a.h1, w.ffnNorm, T, D, eps);
-      linearForward(a.gate, n2.out, w.gate, T);
-      linearForward(a.up, n2.out, w.up, T);
-      swigluForward(a.prod, a.silu, a.sigma, a.gate, a.up, T * F);
-      linearForward(a.ffn, a.prod, w.down, T);
+      linearForward(a.gate, n2.out, w.gate, T, ldF);
+      linearForward(a.up, n2.out, w.up, T, ldF);
+      swigluForward(a.prod, a.silu, a.sigma, a.gate, a.up, T * ldF);
+      linearForward(a.ffn, a.prod, w.down, T, D, ldF);
       residualForward(this.hs[l + 1]!, a.h1, a.ffn, n);
     }
     const nf = this.finalNorm;
@@ -734,9 +764,10 @@ export class DecoderPass {
     const { offset: off, positions: T } = seq;
     const targets = seq.targets;
     if (targets === null) throw new ModelError('MODEL_INVALID_BATCH', 'backward: the sequence has no targets');
-    const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H } = this.config;
+    const { modelWidth: D, vocabularySize: V, heads: H } = this.config;
     const W = this.#prepared();
     const L = W.blocks.length;
+    const { ffn: ldF, dlogits: ldV } = this.strides;
     const d = this.headWidth;
     const n = T * D;
     const dW = this.#gradientTarget(slots);
@@ -749,9 +780,9 @@ export class DecoderPass {
     slots.rowLoss.set(this.rowLoss.subarray(0, T), slots.rowLossOff);
 
     // Head and loss (../../../docs/spec/backward.md §4.1, §5 "Head and loss"); dEᵀ per sequence is stored directly as [V, D].
-    crossEntropyBackward(this.dlogits, this.prob, targets, off, T, V, lossScale);
+    crossEntropyBackward(this.dlogits, this.prob, targets, off, T, V, lossScale, ldV);
     const nf = this.finalNorm;
-    linearBackward(this.dnf, dW.embedding, nf.out, this.dlogits, W.head, T, acc | DWEIGHT_TRANSPOSED);
+    linearBackward(this.dnf, dW.embedding, nf.out, this.dlogits, W.head, T, acc | DWEIGHT_TRANSPOSED, D, ldV);
     const dhL = this.dhs[L]!;
     dhL.fill(0, 0, n);
     rmsNormBackward(dhL, gainTerms(2 * L), nf, this.dnf, this.hs[L]!, W.finalNorm, T, D);
@@ -766,11 +797,11 @@ export class DecoderPass {
       // h2 = h1 + f: both operands receive 0 + dh2 (dh2 is never −0, so a copy).
       g.h1.set(dh2.subarray(0, n));
       // SwiGLU feed-forward; n2's adjoint: up, then gate contribution.
-      linearBackward(g.prod, dw.down, a.prod, dh2, w.down, T, acc);
-      swigluBackward(g.gate, g.up, g.silu, g.prod, a.gate, a.sigma, a.silu, a.up, T * F);
+      linearBackward(g.prod, dw.down, a.prod, dh2, w.down, T, acc, ldF);
+      swigluBackward(g.gate, g.up, g.silu, g.prod, a.gate, a.sigma, a.silu, a.up, T * ldF);
       const n2 = a.ffnNorm;
-      linearBackward(g.n2, dw.up, n2.out, g.up, w.up, T, acc);
-      linearBackward(g.n2, dw.gate, n2.out, g.gate, w.gate, T, acc | ADD_DINP);
+      linearBackward(g.n2, dw.up, n2.out, g.up, w.up, T, acc, D, ldF);
+      linearBackward(g.n2, dw.gate, n2.out, g.gate, w.gate, T, acc | ADD_DINP, D, ldF);
       rmsNormBackward(g.h1, gainTerms(2 * l + 1), n2, g.n2, a.h1, w.ffnNorm, T, D);
       // h1 = x + attention: x receives 0 + dh1 first (a copy), the attention output dh1.
       dx.set(g.h1.subarray(0, n));

@@ -3,8 +3,10 @@
  * (gemm.ts, kernel-arena.ts, the decoder pass): how many f64 values were
  * copied into or out of a kernel's memory around products, and how often a
  * product fell back to the scalar kernel because its copies did not fit a
- * fixed kernel memory. For tests and benchmarks; counting costs one addition
- * per product.
+ * fixed kernel memory; and how many values the WebAssembly SwiGLU kernels
+ * copied through their own memory (wasm-swiglu.ts; none for arrays in a kernel
+ * arena). For tests and benchmarks; counting costs one addition per product
+ * or chunk.
  */
 
 /** The counters (mutable; reset with {@link resetGemmCounters}). */
@@ -21,10 +23,14 @@ export interface GemmCounters {
   parameterValues: number;
   /** Bytes of the kernel arena memories opened on this thread. */
   arenaBytes: number;
+  /** Values copied into or out of the WebAssembly SwiGLU kernels' own memory (arrays outside a kernel arena). */
+  elementwiseValues: number;
+  /** Elements the WebAssembly SwiGLU kernels computed in place in a kernel arena (nothing copied). */
+  elementwiseInPlace: number;
 }
 
 /** This thread's counters. */
-export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0 };
+export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0 };
 
 /** Sets every counter of this thread to 0. */
 export function resetGemmCounters(): void {
@@ -34,4 +40,6 @@ export function resetGemmCounters(): void {
   gemmCounters.gradientValues = 0;
   gemmCounters.parameterValues = 0;
   gemmCounters.arenaBytes = 0;
+  gemmCounters.elementwiseValues = 0;
+  gemmCounters.elementwiseInPlace = 0;
 }

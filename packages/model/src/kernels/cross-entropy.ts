@@ -146,6 +146,7 @@ function forwardRow(prob: Float64Array, logits: Float64Array, stats: Float64Arra
  * @param rows - number of rows.
  * @param V - vocabulary size.
  * @param k - `1.0 / N` (N = tokens in the whole batch), computed once.
+ * @param ld - row stride of `dlogits` (default V; more for a kernel arena's padded rows, whose padding is not written).
  */
 export function crossEntropyBackward(
   dlogits: Float64Array,
@@ -155,17 +156,19 @@ export function crossEntropyBackward(
   rows: number,
   V: number,
   k: number,
+  ld: number = V,
 ): void {
-  if (rows * V >= NATIVE_MIN && targets instanceof Int32Array) {
+  if (ld === V && rows * V >= NATIVE_MIN && targets instanceof Int32Array) {
     const native = activeNativeKernels();
     if (native?.crossEntropyBackward !== undefined && native.crossEntropyBackward(dlogits, prob, targets, tOff, rows, V, k) >= 0) return;
   }
   for (let r = 0; r < rows; r++) {
     const o = r * V;
+    const od = r * ld;
     const y = targets[tOff + r] as number;
     for (let c = 0; c < V; c++) {
       const g = c === y ? (prob[o + c] as number) - 1.0 : (prob[o + c] as number);
-      dlogits[o + c] = g * k + 0;
+      dlogits[od + c] = g * k + 0;
     }
   }
 }

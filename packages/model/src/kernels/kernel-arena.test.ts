@@ -11,7 +11,7 @@ import { DecoderPass } from '../decoder-pass.ts';
 import { Decoder, type TokenBatch } from '../index.ts';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmArena, gemmScalar, gemmTransA, pinnedOffset, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
-import { openKernelArena } from './kernel-arena.ts';
+import { KERNEL_ARENA_DATA_BYTES, openKernelArena } from './kernel-arena.ts';
 import { kernelChoice, setKernels } from './native.ts';
 
 const bits = (a: ArrayLike<number>): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
@@ -83,7 +83,7 @@ describe.skipIf(!simd)('resident operands', () => {
         const fresh = new (class {
           used = 0;
           take(src: Float64Array): Float64Array {
-            const view = new Float64Array(arena.kernel.memory.buffer, this.used * 8, src.length);
+            const view = new Float64Array(arena.kernel.memory.buffer, KERNEL_ARENA_DATA_BYTES + this.used * 8, src.length);
             this.used += src.length;
             view.set(src);
             return view;
@@ -110,11 +110,15 @@ describe.skipIf(!simd)('resident operands', () => {
 
   it('never grow: taking beyond the capacity throws, and a product whose copies do not fit runs on the scalar kernel (same bits)', () => {
     setKernels('wasm');
-    const arena = openKernelArena(8192)!; // exactly one 64 KiB page: no scratch after the views
+    const capacity = 8192 - KERNEL_ARENA_DATA_BYTES / 8;
+    const arena = openKernelArena(capacity)!; // exactly one 64 KiB page: reserved data and views, no scratch after them
+    expect(arena.bytes).toBe(65536);
     const before = arena.kernel.memory.buffer;
     const M = 9, N = 11, K = 13;
     const c = arena.take(M * N);
-    expect(() => arena.take(8192)).toThrow(RangeError);
+    expect(c.byteOffset).toBe(KERNEL_ARENA_DATA_BYTES);
+    expect(() => arena.take(capacity - M * N + 1)).toThrow(RangeError);
+    expect(arena.take(capacity - M * N).length).toBe(capacity - M * N);
     const A = random(M * K, 5);
     const B = random(K * N, 6);
     resetGemmCounters();
@@ -169,12 +173,15 @@ async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ b
 }
 
 describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
-  it('copies nothing around its products; one thread writes the weight gradients once per batch', async () => {
+  it('copies nothing around its products and SwiGLU kernels; one thread writes the weight gradients once per batch', async () => {
     setKernels('wasm');
     const { counters, weights } = await run(1);
     expect(counters.operandsIn).toBe(0);
     expect(counters.resultsOut).toBe(0);
     expect(counters.scalarFallbacks).toBe(0);
+    // SwiGLU forward and backward ran in place on the arena's activations (T·F elements per layer and sequence).
+    expect(counters.elementwiseValues).toBe(0);
+    expect(counters.elementwiseInPlace).toBeGreaterThan(0);
     // Five sequences accumulate into the resident accumulator; the slot is written once.
     expect(counters.gradientValues).toBe(weights);
   });
@@ -201,7 +208,7 @@ describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
       const first = got.findIndex((b, i) => b !== reference[i]);
       expect(first, `${threads} thread(s): first difference at ${first}`).toBe(-1);
       expect(got.length).toBe(reference.length);
-      if (threads === 1) expect(counters.operandsIn + counters.resultsOut + counters.scalarFallbacks).toBe(0);
+      if (threads === 1) expect(counters.operandsIn + counters.resultsOut + counters.scalarFallbacks + counters.elementwiseValues).toBe(0);
     }
   });
 });

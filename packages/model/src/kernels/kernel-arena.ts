@@ -11,6 +11,11 @@
  * it holds throws, and a product that would need scratch beyond it runs on the
  * scalar kernel (same bits; counted in internal/gemm-counters.ts).
  *
+ * The first {@link KERNEL_ARENA_DATA_BYTES} bytes of every arena's memory
+ * belong to the element-wise kernels that run on its views in place
+ * (wasm-swiglu.ts: exp's table and constants, undecided indices, at fixed
+ * addresses); the views start after them, the copy scratch after the views.
+ *
  * Row strides: the kernel's register tile walks its B rows (and, for a
  * weight gradient, its stored-transposed A rows) one stride apart along k.
  * Rows 4 KiB apart (a multiple of 512 values) fall into one L1 cache set and
@@ -38,6 +43,14 @@ export function residentStride(width: number): number {
   return width % ALIAS_PERIOD === 0 ? width + ALIAS_PAD : width;
 }
 
+/**
+ * Bytes at the start of an arena's memory reserved for the element-wise
+ * kernels' data (laid out by wasm-swiglu.ts); a multiple of 4 KiB, so the
+ * views keep the page alignment they would have from byte 0.
+ */
+export const KERNEL_ARENA_DATA_BYTES = 12288;
+const DATA_ELEMENTS = KERNEL_ARENA_DATA_BYTES / 8;
+
 /** The kernel instance owning each arena's memory, by the memory's buffer (stable: the memory never grows). */
 const owners = new WeakMap<ArrayBufferLike, WasmGemm>();
 
@@ -55,8 +68,8 @@ export class KernelArena {
   #used = 0;
 
   /**
-   * @param kernel - a fixed instance whose memory holds at least `capacity` elements.
-   * @param capacity - elements for views; the rest of the memory is the kernel's copy scratch.
+   * @param kernel - a fixed instance whose memory holds at least {@link KERNEL_ARENA_DATA_BYTES} and `capacity` elements.
+   * @param capacity - elements for views (after the reserved data); the rest of the memory is the kernel's copy scratch.
    */
   constructor(kernel: WasmGemm, capacity: number) {
     this.kernel = kernel;
@@ -68,7 +81,7 @@ export class KernelArena {
     return this.#used;
   }
 
-  /** Bytes of the arena's memory (views and scratch). */
+  /** Bytes of the arena's memory (reserved data, views and scratch). */
   get bytes(): number {
     return this.kernel.memory.buffer.byteLength;
   }
@@ -81,7 +94,7 @@ export class KernelArena {
    */
   take(n: number): Float64Array {
     if (this.#used + n > this.capacity) throw new RangeError(`kernel arena of ${this.capacity} elements exhausted (${this.#used} used, ${n} more asked)`);
-    const view = new Float64Array(this.kernel.memory.buffer, this.#used * 8, n);
+    const view = new Float64Array(this.kernel.memory.buffer, KERNEL_ARENA_DATA_BYTES + this.#used * 8, n);
     this.#used += n;
     return view;
   }
@@ -89,13 +102,13 @@ export class KernelArena {
 
 /**
  * Opens an arena of `elements` f64 values in a new kernel instance.
- * @param elements - the views' total size.
+ * @param elements - the views' total size (the memory also holds the reserved data before them).
  * @returns the arena, or null without WebAssembly SIMD or when the memory cannot be allocated.
  */
 export function openKernelArena(elements: number): KernelArena | null {
-  const kernel = createWasmGemm(elements);
+  const kernel = createWasmGemm(DATA_ELEMENTS + elements);
   if (kernel === null) return null;
-  kernel.scratchBase = elements;
+  kernel.scratchBase = DATA_ELEMENTS + elements;
   owners.set(kernel.memory.buffer, kernel);
   gemmCounters.arenaBytes += kernel.memory.buffer.byteLength;
   return new KernelArena(kernel, elements);

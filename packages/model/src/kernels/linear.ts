@@ -68,10 +68,12 @@ export const DWEIGHT_TRANSPOSED = 4;
  * @param inp - (rows, inputs) input.
  * @param weight - the layer's weight.
  * @param rows - positions.
+ * @param ldOut - row stride of `out` (default: its width; more for a kernel arena's padded rows).
+ * @param ldIn - row stride of `inp` (default: its width).
  */
-export function linearForward(out: Float64Array, inp: Float64Array, weight: LinearWeight, rows: number): void {
+export function linearForward(out: Float64Array, inp: Float64Array, weight: LinearWeight, rows: number, ldOut: number = weight.outputs, ldIn: number = weight.inputs): void {
   const { inputs: K, outputs: N } = weight;
-  gemm(out, 0, N, inp, 0, K, weight.w, 0, weight.ldw, rows, N, K, 0);
+  gemm(out, 0, ldOut, inp, 0, ldIn, weight.w, 0, weight.ldw, rows, N, K, 0);
 }
 
 /**
@@ -87,6 +89,8 @@ export function linearForward(out: Float64Array, inp: Float64Array, weight: Line
  * @param weight - the layer's weight.
  * @param rows - positions.
  * @param flags - bitwise OR of {@link ADD_DINP}, {@link ADD_DWEIGHT}, {@link DWEIGHT_TRANSPOSED}.
+ * @param ldIn - row stride of `inp` and `dinp` (default: the input width).
+ * @param ldOut - row stride of `dout` (default: the output width).
  */
 export function linearBackward(
   dinp: Float64Array,
@@ -96,12 +100,14 @@ export function linearBackward(
   weight: LinearWeight,
   rows: number,
   flags: number,
+  ldIn: number = weight.inputs,
+  ldOut: number = weight.outputs,
 ): void {
   const { inputs: K, outputs: N } = weight;
-  gemm(dinp, 0, K, dout, 0, N, weight.wT, 0, weight.ldwT, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
+  gemm(dinp, 0, ldIn, dout, 0, ldOut, weight.wT, 0, weight.ldwT, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
   const add = (flags & ADD_DWEIGHT) !== 0 ? GEMM_ADD : 0;
-  if ((flags & DWEIGHT_TRANSPOSED) !== 0) gemmTransA(dweight, 0, K, dout, 0, N, inp, 0, K, N, K, rows, add);
-  else gemmTransA(dweight, 0, N, inp, 0, K, dout, 0, N, K, N, rows, add);
+  if ((flags & DWEIGHT_TRANSPOSED) !== 0) gemmTransA(dweight, 0, K, dout, 0, ldOut, inp, 0, ldIn, N, K, rows, add);
+  else gemmTransA(dweight, 0, N, inp, 0, ldIn, dout, 0, ldOut, K, N, rows, add);
 }
 
 /**

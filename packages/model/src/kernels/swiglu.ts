@@ -11,7 +11,7 @@ import { wasmSwigluBackward, wasmSwigluForward } from './wasm-swiglu.ts';
 
 /** Below this many elements the native call (~0.3 µs) does not pay. */
 const NATIVE_MIN = 64;
-/** Below this many elements the WebAssembly kernel's copies do not pay. */
+/** Below this many elements the WebAssembly kernel's copies (arrays outside a kernel arena) do not pay. */
 const WASM_MIN = 8;
 /** Reusable undecided-index buffer of the native forward (grown as needed). */
 let undecided = new Int32Array(1024);
@@ -39,8 +39,9 @@ export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Flo
       return;
     }
   } else if (native === null && n >= WASM_MIN && disjointViews([prod, silu, sigma, gate, up])) {
-    // One WebAssembly SIMD pass (wasm-swiglu.ts: chunks copied in, computed, copied out, so the arrays must not
-    // share memory), the undecided elements finished here.
+    // One WebAssembly SIMD pass (wasm-swiglu.ts: in place when every array is a view of one kernel arena, else
+    // chunks copied in, computed, copied out; the arrays must not share elements), the undecided elements (and,
+    // in place, the last of an odd n) finished here.
     if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
     const und = undecided;
     const count = wasmSwigluForward(prod, silu, sigma, gate, up, n, und);
@@ -105,12 +106,14 @@ export function swigluBackward(
   n: number,
 ): void {
   const native = activeNativeKernels();
+  let done = 0;
   if (native !== null) {
     if (n >= NATIVE_MIN && native.swigluBackward !== undefined && native.swigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n) >= 0) return;
-  } else if (n >= WASM_MIN && disjointViews([dgate, dup, dsilu, dprod, gate, sigma, silu, up]) && wasmSwigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n)) {
-    return;
+  } else if (n >= WASM_MIN && disjointViews([dgate, dup, dsilu, dprod, gate, sigma, silu, up])) {
+    // WebAssembly SIMD (wasm-swiglu.ts): all of them, or all but the last of an odd n in a kernel arena.
+    done = Math.max(0, wasmSwigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n));
   }
-  for (let i = 0; i < n; i++) {
+  for (let i = done; i < n; i++) {
     const u = dprod[i] as number;
     const ds = 0 + u * (up[i] as number);
     dsilu[i] = ds;

@@ -4,32 +4,54 @@
  * `emitExpPair`: the same operations as the batch exp, bit for bit), then `σ = (x ≥ 0 ? 1 : e) / (1 + e)`,
  * `silu = x·σ`, `prod = silu·up` with separate correctly rounded f64x2 operations — one pass instead of three,
  * with the exp arguments never leaving registers. Elements whose exp the fast path leaves undecided are reported
- * (their outputs are garbage) for the caller to compute with exp() itself.
+ * (their outputs are garbage) for the caller to compute with exp() itself. The backward likewise, one kernel.
  *
- * Memory (one 64 KiB page): gate and up in, σ, silu and prod out, {@link WASM_SWIGLU_CHUNK} elements each, the
- * undecided indices, then exp's table and constants.
+ * Each kernel is one function taking byte pointers to its arrays, in a module that imports its memory, and is
+ * instantiated on two kinds of memory per thread:
+ * - a kernel arena's (kernel-arena.ts), lazily, once per arena: when every array of a call is a view of that
+ *   arena, the kernel reads and writes the views where they are (nothing copied). Only whole pairs run there
+ *   (for odd n the kernel's second lane of the last pair would store one element past the views): the last
+ *   element of an odd n is left to the caller (reported undecided by the forward, not counted as done by the
+ *   backward);
+ * - a private one-page memory, for any other arrays: chunks of {@link WASM_SWIGLU_CHUNK} (backward 512)
+ *   elements are copied into its regions, computed and copied out (counted in internal/gemm-counters.ts).
+ *
+ * Memory layout, bytes: exp's table and constants, 1.0 and the undecided indices of one chunk at fixed
+ * addresses below {@link KERNEL_ARENA_DATA_BYTES} (the region every arena reserves at its start), then, in the
+ * private memory only, the copy regions (gate, up, σ, silu, prod; backward dprod, gate, σ, silu, up, dgate, dup,
+ * dsilu).
  */
+import { gemmCounters } from '../internal/gemm-counters.ts';
+import { KERNEL_ARENA_DATA_BYTES, residentKernel } from './kernel-arena.ts';
 import { Code, I32, V128, name, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
 import { EXP_CONSTANT_BYTES, EXP_PAIR_V128_LOCALS, EXP_TABLE_BYTES, emitExpConstants, emitExpPair, expPairLocals, initExpData } from './wasm-exp.ts';
 
-/** Elements per kernel call. */
+/** Elements per forward kernel call (the undecided indices of one call fit the reserved data). */
 export const WASM_SWIGLU_CHUNK = 1024;
+/** The reserved data: undecided indices (one chunk), exp's table (16-byte aligned), its constants, 1.0. */
+const UND = 0;
+const TABLE = UND + WASM_SWIGLU_CHUNK * 4;
+const CONST = TABLE + EXP_TABLE_BYTES;
+const ONE_OFF = CONST + EXP_CONSTANT_BYTES;
+/** End of the reserved data (at most {@link KERNEL_ARENA_DATA_BYTES}: see the tests). */
+export const WASM_SWIGLU_DATA_END: number = ONE_OFF + 8;
+/** The forward's copy regions of the private memory, after the reserved data. */
 const CH = WASM_SWIGLU_CHUNK * 8;
-const GATE = 0;
+const GATE = KERNEL_ARENA_DATA_BYTES;
 const UP = GATE + CH;
 const SIGMA = UP + CH;
 const SILU = SIGMA + CH;
 const PROD = SILU + CH;
-const UND = PROD + CH;
-const TABLE = UND + WASM_SWIGLU_CHUNK * 4;
-const CONST = TABLE + EXP_TABLE_BYTES;
-/** 1.0, after exp's constants. */
-const ONE_OFF = CONST + EXP_CONSTANT_BYTES;
 
-function swigluModuleBytes(): Uint8Array {
-  const n = 0, i = 1, p = 2, cnt = 3, bm = 4, ta = 5, tb = 6;
+/**
+ * swiglu(n, prod, silu, sigma, gate, up) → count, byte pointers: the forward on the pairs covering 0 … n−1, the
+ * undecided indices (< n, increasing) at UND.
+ */
+function forwardModuleBytes(): Uint8Array {
+  const n = 0, pprod = 1, psilu = 2, psigma = 3, pgate = 4, pup = 5;
+  const i = 6, o = 7, cnt = 8, bm = 9, ta = 10, tb = 11;
   const I32_LOCALS = 6;
-  const v0 = 7;
+  const v0 = 12;
   const { x, res, ok } = expPairLocals(v0);
   const xg = v0 + EXP_PAIR_V128_LOCALS, ge = xg + 1, s = xg + 2, y = xg + 3, one = xg + 4;
   const V128_LOCALS = EXP_PAIR_V128_LOCALS + 5;
@@ -38,19 +60,19 @@ function swigluModuleBytes(): Uint8Array {
   e.i32(ONE_OFF).v128Load64Splat().set(one);
   e.i32(0).set(cnt);
   e.i32(0).set(i);
-  e.i32(0).set(p);
+  e.i32(0).set(o);
   e.block().loop();
   {
     e.get(i).get(n).geS().brIf(1);
     // x = gate; the exp argument x ≥ 0 ? −x : x (NaN fails the test)
-    e.get(p).v128Load(GATE).tee(xg).v128Zero().vGe().set(ge);
+    e.get(pgate).get(o).add().v128Load().tee(xg).v128Zero().vGe().set(ge);
     e.get(xg).vNeg().get(xg).get(ge).bitselect().set(x);
     emitExpPair(e, v0, ta, tb, TABLE);
     // σ = (x ≥ 0 ? 1 : e) / (1 + e); silu = x·σ; prod = silu·up
     e.get(one).get(res).get(ge).bitselect().get(one).get(res).vAdd().vDiv().set(s);
-    e.get(p).get(s).v128Store(SIGMA);
-    e.get(p).get(xg).get(s).vMul().tee(y).v128Store(SILU);
-    e.get(p).get(y).get(p).v128Load(UP).vMul().v128Store(PROD);
+    e.get(psigma).get(o).add().get(s).v128Store();
+    e.get(psilu).get(o).add().get(xg).get(s).vMul().tee(y).v128Store();
+    e.get(pprod).get(o).add().get(y).get(pup).get(o).add().v128Load().vMul().v128Store();
     // record undecided lanes (rare), as emitPairLoop does
     e.get(ok).i64x2Bitmask().tee(bm).i32(3).ne().if();
     {
@@ -65,100 +87,129 @@ function swigluModuleBytes(): Uint8Array {
     }
     e.end();
     e.get(i).i32(2).add().set(i);
-    e.get(p).i32(16).add().set(p);
+    e.get(o).i32(16).add().set(o);
     e.br(0);
   }
   e.end().end();
   e.get(cnt);
   e.end();
-  return moduleBytes('swiglu', I32_LOCALS, V128_LOCALS, e);
+  return moduleBytes('swiglu', 6, I32_LOCALS, V128_LOCALS, e);
 }
 
-/** A module of one exported function `fn` (i32 n → i32) and one exported memory of one page. */
-function moduleBytes(fn: string, i32Locals: number, v128Locals: number, e: Code): Uint8Array {
+/**
+ * A module of one exported function `fn` (`params` i32 → i32) on an imported memory ("env" "memory", at least
+ * one page, no maximum: a private memory or any kernel arena's).
+ */
+function moduleBytes(fn: string, params: number, i32Locals: number, v128Locals: number, e: Code): Uint8Array {
   const locals = [...uleb(2), ...uleb(i32Locals), I32, ...uleb(v128Locals), V128];
   const body = [...locals, ...e.bytes];
   return Uint8Array.from([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, [1, 0x60, 1, I32, 1, I32]),
+    ...section(1, [1, 0x60, ...uleb(params), ...new Array<number>(params).fill(I32), 1, I32]),
+    ...section(2, [1, ...name('env'), ...name('memory'), 0x02, 0x00, 1]),
     ...section(3, [1, 0]),
-    ...section(5, [1, 0x01, 1, 1]),
-    ...section(7, [2, ...name(fn), 0x00, 0, ...name('memory'), 0x02, 0]),
+    ...section(7, [1, ...name(fn), 0x00, 0]),
     ...section(10, [1, ...uleb(body.length), ...body]),
   ]);
 }
 
-/** Backward: elements per call, and the regions (dprod, gate, sigma, silu, up in; dgate, dup, dsilu out). */
+/** Backward: elements per copied chunk, and the copy regions (dprod, gate, sigma, silu, up in; dgate, dup, dsilu out). */
 const BW_CHUNK = 512;
 const BW = { dprod: 0, gate: 1, sigma: 2, silu: 3, up: 4, dgate: 5, dup: 6, dsilu: 7 } as const;
-const bw = (r: number): number => r * BW_CHUNK * 8;
+const bw = (r: number): number => KERNEL_ARENA_DATA_BYTES + r * BW_CHUNK * 8;
 
 /**
- * swiglu(n): dsilu = 0 + u·up, dup = 0 + u·silu, dgate = 0 + dsilu·(σ·(1 + x·(1 − σ))) per lane, for the
- * pairs covering 0 … n−1 (returns 0).
+ * swiglu(n, dgate, dup, dsilu, dprod, gate, sigma, silu, up), byte pointers: dsilu = 0 + u·up, dup = 0 + u·silu,
+ * dgate = 0 + dsilu·(σ·(1 + x·(1 − σ))) per lane, for the pairs covering 0 … n−1 (returns 0).
  */
 function backwardModuleBytes(): Uint8Array {
-  const n = 0, i = 1, p = 2;
-  const u = 0 + 3, ds = u + 1, sg = u + 2, zero = u + 3, one = u + 4;
+  const n = 0, pdgate = 1, pdup = 2, pdsilu = 3, pdprod = 4, pgate = 5, psigma = 6, psilu = 7, pup = 8;
+  const i = 9, o = 10;
+  const u = 11, ds = u + 1, sg = u + 2, zero = u + 3, one = u + 4;
   const e = new Code();
   e.v128Zero().set(zero);
   // f64.const 1.0, splatted
   e.op(0x44, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f).splat().set(one);
   e.i32(0).set(i);
-  e.i32(0).set(p);
+  e.i32(0).set(o);
   e.block().loop();
   {
     e.get(i).get(n).geS().brIf(1);
-    e.get(p).v128Load(bw(BW.dprod)).set(u);
-    e.get(p).get(zero).get(u).get(p).v128Load(bw(BW.up)).vMul().vAdd().tee(ds).v128Store(bw(BW.dsilu));
-    e.get(p).get(zero).get(u).get(p).v128Load(bw(BW.silu)).vMul().vAdd().v128Store(bw(BW.dup));
-    e.get(p).v128Load(bw(BW.sigma)).set(sg);
+    e.get(pdprod).get(o).add().v128Load().set(u);
+    e.get(pdsilu).get(o).add().get(zero).get(u).get(pup).get(o).add().v128Load().vMul().vAdd().tee(ds).v128Store();
+    e.get(pdup).get(o).add().get(zero).get(u).get(psilu).get(o).add().v128Load().vMul().vAdd().v128Store();
+    e.get(psigma).get(o).add().v128Load().set(sg);
     // local = σ·(1 + x·(1 − σ)); dgate = 0 + ds·local
-    e.get(p).get(zero).get(ds);
-    e.get(sg).get(one).get(p).v128Load(bw(BW.gate)).get(one).get(sg).vSub().vMul().vAdd().vMul();
-    e.vMul().vAdd().v128Store(bw(BW.dgate));
+    e.get(pdgate).get(o).add().get(zero).get(ds);
+    e.get(sg).get(one).get(pgate).get(o).add().v128Load().get(one).get(sg).vSub().vMul().vAdd().vMul();
+    e.vMul().vAdd().v128Store();
     e.get(i).i32(2).add().set(i);
-    e.get(p).i32(16).add().set(p);
+    e.get(o).i32(16).add().set(o);
     e.br(0);
   }
   e.end().end();
   e.i32(0);
   e.end();
-  return moduleBytes('swiglu', 2, 5, e);
+  return moduleBytes('swiglu', 9, 2, 5, e);
 }
 
-interface SwigluKernel {
-  readonly run: (n: number) => number;
+type ForwardExport = (n: number, prod: number, silu: number, sigma: number, gate: number, up: number) => number;
+type BackwardExport = (n: number, dgate: number, dup: number, dsilu: number, dprod: number, gate: number, sigma: number, silu: number, up: number) => number;
+
+/** Both kernels instantiated on one memory (a private one or an arena's), with views of that memory. */
+interface Binding {
+  readonly forward: ForwardExport;
+  readonly backward: BackwardExport;
   readonly f64: Float64Array;
   readonly i32: Int32Array;
 }
 
-/** This thread's instances: undefined before the first use, null when unavailable. */
-let kernel: SwigluKernel | null | undefined;
-let backward: SwigluKernel | null | undefined;
+type Api = WasmApi & { Memory: new (descriptor: { initial: number }) => WasmMemory };
 
-function instantiate(bytes: Uint8Array, init: (f64: Float64Array) => void): SwigluKernel | null {
+/** This thread's compiled modules: undefined before the first use, null when unavailable. */
+let modules: { readonly api: Api; readonly forward: object; readonly backward: object } | null | undefined;
+/** This thread's kernels on their private memory (the copy path): undefined before the first use, null when unavailable. */
+let own: Binding | null | undefined;
+/** The kernels on each kernel arena's memory, by its buffer (null: not an arena, or unavailable). */
+const arenas = new WeakMap<ArrayBufferLike, Binding | null>();
+
+/** Instantiates both kernels on `memory` and writes their reserved data there, or returns null without WebAssembly SIMD. */
+function bind(memory: WasmMemory | null): Binding | null {
   try {
-    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    if (api === undefined || !api.validate(bytes)) return null;
-    const instance = new api.Instance(new api.Module(bytes), {});
-    const buffer = (instance.exports['memory'] as WasmMemory).buffer;
-    const f64 = new Float64Array(buffer);
-    init(f64);
-    return { run: instance.exports['swiglu'] as (n: number) => number, f64, i32: new Int32Array(buffer) };
+    if (modules === undefined) {
+      const api = (globalThis as { WebAssembly?: Api }).WebAssembly;
+      const f = forwardModuleBytes(), b = backwardModuleBytes();
+      modules = api === undefined || !api.validate(f) || !api.validate(b) ? null : { api, forward: new api.Module(f), backward: new api.Module(b) };
+    }
+    if (modules === null) return null;
+    const mem = memory ?? new modules.api.Memory({ initial: 1 });
+    const imports = { env: { memory: mem } };
+    const forward = new modules.api.Instance(modules.forward, imports).exports['swiglu'] as ForwardExport;
+    const backward = new modules.api.Instance(modules.backward, imports).exports['swiglu'] as BackwardExport;
+    const f64 = new Float64Array(mem.buffer);
+    initExpData(f64, TABLE, CONST);
+    f64[ONE_OFF / 8] = 1.0;
+    return { forward, backward, f64, i32: new Int32Array(mem.buffer) };
   } catch {
     return null;
   }
 }
 
-function getKernel(): SwigluKernel | null {
-  if (kernel === undefined) {
-    kernel = instantiate(swigluModuleBytes(), (f64) => {
-      initExpData(f64, TABLE, CONST);
-      f64[ONE_OFF / 8] = 1.0;
-    });
+function privateBinding(): Binding | null {
+  if (own === undefined) own = bind(null);
+  return own;
+}
+
+/** The kernels on the kernel arena whose memory `a` is a view of, or null (not an arena view, or unavailable). */
+function arenaBinding(a: Float64Array): Binding | null {
+  const buffer = a.buffer;
+  let b = arenas.get(buffer);
+  if (b === undefined) {
+    const kernel = residentKernel(a);
+    b = kernel === undefined ? null : bind(kernel.memory);
+    arenas.set(buffer, b);
   }
-  return kernel;
+  return b;
 }
 
 /** Below this many elements a chunk is copied element by element (no subarray views). */
@@ -176,8 +227,10 @@ function copyOut(a: Float64Array, b: number, f64: Float64Array, at: number, m: n
 
 /**
  * swiglu.ts's forward on elements 0 … n−1 through the kernel, except the indices written ascending to
- * `undecided` (room for n; their exp was undecided and their outputs are not written meaningfully: the caller
- * computes them). Returns their count, or −1 without WebAssembly SIMD (nothing written).
+ * `undecided` (room for n; their exp was undecided, or, in place in a kernel arena, the last of an odd n: their
+ * outputs are not written meaningfully and the caller computes them). Returns their count, or −1 without
+ * WebAssembly SIMD (nothing written). The arrays must not share elements; when all five are views of one kernel
+ * arena, nothing is copied.
  *
  * @param prod - (n) output `silu · up`.
  * @param silu - (n) output.
@@ -197,18 +250,36 @@ export function wasmSwigluForward(
   n: number,
   undecided: Int32Array,
 ): number {
-  const k = getKernel();
+  const buffer = prod.buffer;
+  const arena = silu.buffer === buffer && sigma.buffer === buffer && gate.buffer === buffer && up.buffer === buffer ? arenaBinding(prod) : null;
+  const k = arena ?? privateBinding();
   if (k === null) return -1;
-  const { f64, i32 } = k;
+  const i32 = k.i32;
   let count = 0;
+  if (arena !== null) {
+    // In place, whole pairs only.
+    const even = n - (n & 1);
+    const pp = prod.byteOffset, pl = silu.byteOffset, ps = sigma.byteOffset, pg = gate.byteOffset, pu = up.byteOffset;
+    for (let base = 0; base < even; base += WASM_SWIGLU_CHUNK) {
+      const m = Math.min(WASM_SWIGLU_CHUNK, even - base);
+      const o = base * 8;
+      const c = arena.forward(m, pp + o, pl + o, ps + o, pg + o, pu + o);
+      for (let t = 0; t < c; t++) undecided[count++] = base + (i32[UND / 4 + t] as number);
+    }
+    if (even < n) undecided[count++] = even;
+    gemmCounters.elementwiseInPlace += even;
+    return count;
+  }
+  const f64 = k.f64;
   for (let base = 0; base < n; base += WASM_SWIGLU_CHUNK) {
     const m = Math.min(WASM_SWIGLU_CHUNK, n - base);
     copyIn(f64, GATE / 8, gate, base, m);
     copyIn(f64, UP / 8, up, base, m);
-    const c = k.run(m);
+    const c = k.forward(m, PROD, SILU, SIGMA, GATE, UP);
     copyOut(sigma, base, f64, SIGMA / 8, m);
     copyOut(silu, base, f64, SILU / 8, m);
     copyOut(prod, base, f64, PROD / 8, m);
+    gemmCounters.elementwiseValues += 5 * m;
     for (let t = 0; t < c; t++) undecided[count++] = base + (i32[UND / 4 + t] as number);
   }
   return count;
@@ -216,7 +287,8 @@ export function wasmSwigluForward(
 
 /**
  * swiglu.ts's backward on elements 0 … n−1 through the kernel (the same operations per element, in f64x2
- * lanes). Returns false without WebAssembly SIMD (nothing written).
+ * lanes), or on 0 … n−2 in place in a kernel arena when n is odd (the caller computes the last element). The
+ * arrays must not share elements; when all eight are views of one kernel arena, nothing is copied.
  *
  * @param dgate - (n) adjoint of the gate projection (written).
  * @param dup - (n) adjoint of the up projection (written).
@@ -227,7 +299,7 @@ export function wasmSwigluForward(
  * @param silu - (n) saved silu.
  * @param up - (n) saved up projection.
  * @param n - number of elements.
- * @returns whether the kernel ran.
+ * @returns how many leading elements were computed (n, or n − 1), or −1 without WebAssembly SIMD (nothing written).
  */
 export function wasmSwigluBackward(
   dgate: Float64Array,
@@ -239,12 +311,21 @@ export function wasmSwigluBackward(
   silu: Float64Array,
   up: Float64Array,
   n: number,
-): boolean {
-  if (backward === undefined) backward = instantiate(backwardModuleBytes(), () => undefined);
-  const k = backward;
-  if (k === null) return false;
+): number {
+  const b = dgate.buffer;
+  const same = dup.buffer === b && dsilu.buffer === b && dprod.buffer === b && gate.buffer === b && sigma.buffer === b && silu.buffer === b && up.buffer === b;
+  const arena = same ? arenaBinding(dgate) : null;
+  if (arena !== null) {
+    // In place, whole pairs only.
+    const even = n - (n & 1);
+    gemmCounters.elementwiseInPlace += even;
+    if (even > 0) arena.backward(even, dgate.byteOffset, dup.byteOffset, dsilu.byteOffset, dprod.byteOffset, gate.byteOffset, sigma.byteOffset, silu.byteOffset, up.byteOffset);
+    return even;
+  }
+  const k = privateBinding();
+  if (k === null) return -1;
   const f64 = k.f64;
-  const at = (r: number): number => r * BW_CHUNK;
+  const at = (r: number): number => bw(r) / 8;
   for (let base = 0; base < n; base += BW_CHUNK) {
     const m = Math.min(BW_CHUNK, n - base);
     copyIn(f64, at(BW.dprod), dprod, base, m);
@@ -252,10 +333,11 @@ export function wasmSwigluBackward(
     copyIn(f64, at(BW.sigma), sigma, base, m);
     copyIn(f64, at(BW.silu), silu, base, m);
     copyIn(f64, at(BW.up), up, base, m);
-    k.run(m);
+    k.backward(m, bw(BW.dgate), bw(BW.dup), bw(BW.dsilu), bw(BW.dprod), bw(BW.gate), bw(BW.sigma), bw(BW.silu), bw(BW.up));
     copyOut(dgate, base, f64, at(BW.dgate), m);
     copyOut(dup, base, f64, at(BW.dup), m);
     copyOut(dsilu, base, f64, at(BW.dsilu), m);
+    gemmCounters.elementwiseValues += 8 * m;
   }
-  return true;
+  return n;
 }
