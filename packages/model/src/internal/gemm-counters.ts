@@ -23,9 +23,12 @@ export interface GemmCounters {
   parameterValues: number;
   /** Bytes of the kernel arena memories opened on this thread. */
   arenaBytes: number;
-  /** Values copied into or out of the WebAssembly SwiGLU kernels' own memory (arrays outside a kernel arena). */
+  /**
+   * Values copied into or out of the WebAssembly element-wise kernels' own memory (SwiGLU, the cross-entropy
+   * forward: arrays outside a kernel arena; the attention softmax's batched exp when its kernel declines).
+   */
   elementwiseValues: number;
-  /** Elements the WebAssembly SwiGLU kernels computed in place in a kernel arena (nothing copied). */
+  /** Elements the WebAssembly SwiGLU, cross-entropy and attention softmax kernels computed in place in a kernel arena (nothing copied). */
   elementwiseInPlace: number;
 }
 

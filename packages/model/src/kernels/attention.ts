@@ -6,10 +6,12 @@
  * column slice h·d … h·d+d−1, which is exactly the reference's split
  * `[B,T,D] → [B,H,T,d]` read in place (and the merge is its inverse).
  */
+import { gemmCounters } from '../internal/gemm-counters.ts';
 import { exp } from '../math/index.ts';
 import { expConstants, expInto } from './exp-batch.ts';
 import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmTransA, transpose } from './gemm.ts';
 import { activeNativeKernels } from './native.ts';
+import { wasmAttentionSoftmax } from './wasm-softmax.ts';
 
 /** Undecided exps of the native softmax (grown as needed). */
 let rowScratch = new Int32Array(256);
@@ -111,6 +113,12 @@ export function attentionForward(
         continue;
       }
     }
+    if (trace === null && native === null && wasmAttentionSoftmax(prob, pOff, S, T, scale)) {
+      // The same loops as WebAssembly SIMD kernels in place on a kernel arena's views (wasm-softmax.ts), the
+      // undecided exps finished there with exp().
+      gemm(merged, hd, D, prob, pOff, T, v, hd, D, T, d, T, GEMM_LOWER_K);
+      continue;
+    }
     // Pass 1, every row: scaled scores, row maximum, shifts s − m packed by rows (row i at i·(i+1)/2).
     const E = scratch.shifted;
     const M = scratch.rowMax;
@@ -134,8 +142,10 @@ export function attentionForward(
       const q = (i * (i + 1)) / 2;
       for (let j = 0; j <= i; j++) E[q + j] = (S[row + j] as number) - m;
     }
-    // exp of the whole triangle in one batch (bit for bit exp(), see exp-batch.ts).
+    // exp of the whole triangle in one batch (bit for bit exp(), see exp-batch.ts); on the WebAssembly path
+    // (the kernel above declined) its values are copied through exp's memory.
     expInto(E, 0, E, 0, (T * (T + 1)) / 2);
+    if (trace === null && native === null) gemmCounters.elementwiseValues += T * (T + 1);
     for (let i = 0; i < T; i++) {
       const row = i * T;
       const m = M[i] as number;

@@ -173,13 +173,13 @@ async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ b
 }
 
 describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
-  it('copies nothing around its products and SwiGLU kernels; one thread writes the weight gradients once per batch', async () => {
+  it('copies nothing around its products, SwiGLU, cross-entropy and attention softmax kernels; one thread writes the weight gradients once per batch', async () => {
     setKernels('wasm');
     const { counters, weights } = await run(1);
     expect(counters.operandsIn).toBe(0);
     expect(counters.resultsOut).toBe(0);
     expect(counters.scalarFallbacks).toBe(0);
-    // SwiGLU forward and backward ran in place on the arena's activations (T·F elements per layer and sequence).
+    // SwiGLU forward and backward, the cross-entropy forward and the attention softmax ran in place on the arena's activations.
     expect(counters.elementwiseValues).toBe(0);
     expect(counters.elementwiseInPlace).toBeGreaterThan(0);
     // Five sequences accumulate into the resident accumulator; the slot is written once.

@@ -13,8 +13,9 @@
  *
  * The first {@link KERNEL_ARENA_DATA_BYTES} bytes of every arena's memory
  * belong to the element-wise kernels that run on its views in place
- * (wasm-swiglu.ts: exp's table and constants, undecided indices, at fixed
- * addresses); the views start after them, the copy scratch after the views.
+ * (arena-kernels.ts lays them out: exp's table and constants, 1.0, a per-call
+ * output region for undecided indices and row statistics); the views start
+ * after them, the copy scratch after the views.
  *
  * Row strides: the kernel's register tile walks its B rows (and, for a
  * weight gradient, its stored-transposed A rows) one stride apart along k.
@@ -45,7 +46,7 @@ export function residentStride(width: number): number {
 
 /**
  * Bytes at the start of an arena's memory reserved for the element-wise
- * kernels' data (laid out by wasm-swiglu.ts); a multiple of 4 KiB, so the
+ * kernels' data (laid out by arena-kernels.ts); a multiple of 4 KiB, so the
  * views keep the page alignment they would have from byte 0.
  */
 export const KERNEL_ARENA_DATA_BYTES = 12288;

@@ -16,25 +16,26 @@
  * - a private one-page memory, for any other arrays: chunks of {@link WASM_SWIGLU_CHUNK} (backward 512)
  *   elements are copied into its regions, computed and copied out (counted in internal/gemm-counters.ts).
  *
- * Memory layout, bytes: exp's table and constants, 1.0 and the undecided indices of one chunk at fixed
- * addresses below {@link KERNEL_ARENA_DATA_BYTES} (the region every arena reserves at its start), then, in the
- * private memory only, the copy regions (gate, up, σ, silu, prod; backward dprod, gate, σ, silu, up, dgate, dup,
- * dsilu).
+ * Memory layout, bytes: the reserved data below {@link KERNEL_ARENA_DATA_BYTES} (arena-kernels.ts: exp's table
+ * and constants, 1.0; the undecided indices of one chunk in its per-call output region), then, in the private
+ * memory only, the copy regions (gate, up, σ, silu, prod; backward dprod, gate, σ, silu, up, dgate, dup, dsilu).
+ * The binding to memories is arena-kernels.ts's.
  */
 import { gemmCounters } from '../internal/gemm-counters.ts';
-import { KERNEL_ARENA_DATA_BYTES, residentKernel } from './kernel-arena.ts';
-import { Code, I32, V128, name, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
-import { EXP_CONSTANT_BYTES, EXP_PAIR_V128_LOCALS, EXP_TABLE_BYTES, emitExpConstants, emitExpPair, expPairLocals, initExpData } from './wasm-exp.ts';
+import { ARENA_EXP_CONST, ARENA_EXP_TABLE, ARENA_ONE, ARENA_SCRATCH, ArenaKernels, pointerModuleBytes } from './arena-kernels.ts';
+import { KERNEL_ARENA_DATA_BYTES } from './kernel-arena.ts';
+import { Code, I32, V128 } from './wasm-assembler.ts';
+import { EXP_PAIR_V128_LOCALS, emitExpConstants, emitExpPair, expPairLocals } from './wasm-exp.ts';
 
 /** Elements per forward kernel call (the undecided indices of one call fit the reserved data). */
 export const WASM_SWIGLU_CHUNK = 1024;
-/** The reserved data: undecided indices (one chunk), exp's table (16-byte aligned), its constants, 1.0. */
-const UND = 0;
-const TABLE = UND + WASM_SWIGLU_CHUNK * 4;
-const CONST = TABLE + EXP_TABLE_BYTES;
-const ONE_OFF = CONST + EXP_CONSTANT_BYTES;
-/** End of the reserved data (at most {@link KERNEL_ARENA_DATA_BYTES}: see the tests). */
-export const WASM_SWIGLU_DATA_END: number = ONE_OFF + 8;
+/** The reserved data (arena-kernels.ts): exp's table and constants, 1.0, the undecided indices of one chunk. */
+const TABLE = ARENA_EXP_TABLE;
+const CONST = ARENA_EXP_CONST;
+const ONE_OFF = ARENA_ONE;
+const UND = ARENA_SCRATCH;
+/** End of the reserved data used (at most {@link KERNEL_ARENA_DATA_BYTES}: see the tests). */
+export const WASM_SWIGLU_DATA_END: number = UND + WASM_SWIGLU_CHUNK * 4;
 /** The forward's copy regions of the private memory, after the reserved data. */
 const CH = WASM_SWIGLU_CHUNK * 8;
 const GATE = KERNEL_ARENA_DATA_BYTES;
@@ -93,24 +94,12 @@ function forwardModuleBytes(): Uint8Array {
   e.end().end();
   e.get(cnt);
   e.end();
-  return moduleBytes('swiglu', 6, I32_LOCALS, V128_LOCALS, e);
+  return moduleBytes('forward', 6, I32_LOCALS, V128_LOCALS, e);
 }
 
-/**
- * A module of one exported function `fn` (`params` i32 → i32) on an imported memory ("env" "memory", at least
- * one page, no maximum: a private memory or any kernel arena's).
- */
+/** A module of one exported function `fn` with `params` i32 pointers, i32 and v128 locals (arena-kernels.ts). */
 function moduleBytes(fn: string, params: number, i32Locals: number, v128Locals: number, e: Code): Uint8Array {
-  const locals = [...uleb(2), ...uleb(i32Locals), I32, ...uleb(v128Locals), V128];
-  const body = [...locals, ...e.bytes];
-  return Uint8Array.from([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, [1, 0x60, ...uleb(params), ...new Array<number>(params).fill(I32), 1, I32]),
-    ...section(2, [1, ...name('env'), ...name('memory'), 0x02, 0x00, 1]),
-    ...section(3, [1, 0]),
-    ...section(7, [1, ...name(fn), 0x00, 0]),
-    ...section(10, [1, ...uleb(body.length), ...body]),
-  ]);
+  return pointerModuleBytes(fn, params, [[i32Locals, I32], [v128Locals, V128]], e.bytes);
 }
 
 /** Backward: elements per copied chunk, and the copy regions (dprod, gate, sigma, silu, up in; dgate, dup, dsilu out). */
@@ -150,67 +139,14 @@ function backwardModuleBytes(): Uint8Array {
   e.end().end();
   e.i32(0);
   e.end();
-  return moduleBytes('swiglu', 9, 2, 5, e);
+  return moduleBytes('backward', 9, 2, 5, e);
 }
 
 type ForwardExport = (n: number, prod: number, silu: number, sigma: number, gate: number, up: number) => number;
 type BackwardExport = (n: number, dgate: number, dup: number, dsilu: number, dprod: number, gate: number, sigma: number, silu: number, up: number) => number;
 
-/** Both kernels instantiated on one memory (a private one or an arena's), with views of that memory. */
-interface Binding {
-  readonly forward: ForwardExport;
-  readonly backward: BackwardExport;
-  readonly f64: Float64Array;
-  readonly i32: Int32Array;
-}
-
-type Api = WasmApi & { Memory: new (descriptor: { initial: number }) => WasmMemory };
-
-/** This thread's compiled modules: undefined before the first use, null when unavailable. */
-let modules: { readonly api: Api; readonly forward: object; readonly backward: object } | null | undefined;
-/** This thread's kernels on their private memory (the copy path): undefined before the first use, null when unavailable. */
-let own: Binding | null | undefined;
-/** The kernels on each kernel arena's memory, by its buffer (null: not an arena, or unavailable). */
-const arenas = new WeakMap<ArrayBufferLike, Binding | null>();
-
-/** Instantiates both kernels on `memory` and writes their reserved data there, or returns null without WebAssembly SIMD. */
-function bind(memory: WasmMemory | null): Binding | null {
-  try {
-    if (modules === undefined) {
-      const api = (globalThis as { WebAssembly?: Api }).WebAssembly;
-      const f = forwardModuleBytes(), b = backwardModuleBytes();
-      modules = api === undefined || !api.validate(f) || !api.validate(b) ? null : { api, forward: new api.Module(f), backward: new api.Module(b) };
-    }
-    if (modules === null) return null;
-    const mem = memory ?? new modules.api.Memory({ initial: 1 });
-    const imports = { env: { memory: mem } };
-    const forward = new modules.api.Instance(modules.forward, imports).exports['swiglu'] as ForwardExport;
-    const backward = new modules.api.Instance(modules.backward, imports).exports['swiglu'] as BackwardExport;
-    const f64 = new Float64Array(mem.buffer);
-    initExpData(f64, TABLE, CONST);
-    f64[ONE_OFF / 8] = 1.0;
-    return { forward, backward, f64, i32: new Int32Array(mem.buffer) };
-  } catch {
-    return null;
-  }
-}
-
-function privateBinding(): Binding | null {
-  if (own === undefined) own = bind(null);
-  return own;
-}
-
-/** The kernels on the kernel arena whose memory `a` is a view of, or null (not an arena view, or unavailable). */
-function arenaBinding(a: Float64Array): Binding | null {
-  const buffer = a.buffer;
-  let b = arenas.get(buffer);
-  if (b === undefined) {
-    const kernel = residentKernel(a);
-    b = kernel === undefined ? null : bind(kernel.memory);
-    arenas.set(buffer, b);
-  }
-  return b;
-}
+/** Both kernels, compiled once, on the private memory and on each arena's (arena-kernels.ts). */
+const kernels = new ArenaKernels<{ forward: ForwardExport; backward: BackwardExport }>(() => ({ forward: forwardModuleBytes(), backward: backwardModuleBytes() }), 1);
 
 /** Below this many elements a chunk is copied element by element (no subarray views). */
 const SMALL = 32;
@@ -250,9 +186,8 @@ export function wasmSwigluForward(
   n: number,
   undecided: Int32Array,
 ): number {
-  const buffer = prod.buffer;
-  const arena = silu.buffer === buffer && sigma.buffer === buffer && gate.buffer === buffer && up.buffer === buffer ? arenaBinding(prod) : null;
-  const k = arena ?? privateBinding();
+  const arena = kernels.arenaOf([prod, silu, sigma, gate, up]);
+  const k = arena ?? kernels.own();
   if (k === null) return -1;
   const i32 = k.i32;
   let count = 0;
@@ -263,7 +198,7 @@ export function wasmSwigluForward(
     for (let base = 0; base < even; base += WASM_SWIGLU_CHUNK) {
       const m = Math.min(WASM_SWIGLU_CHUNK, even - base);
       const o = base * 8;
-      const c = arena.forward(m, pp + o, pl + o, ps + o, pg + o, pu + o);
+      const c = arena.exports.forward(m, pp + o, pl + o, ps + o, pg + o, pu + o);
       for (let t = 0; t < c; t++) undecided[count++] = base + (i32[UND / 4 + t] as number);
     }
     if (even < n) undecided[count++] = even;
@@ -275,7 +210,7 @@ export function wasmSwigluForward(
     const m = Math.min(WASM_SWIGLU_CHUNK, n - base);
     copyIn(f64, GATE / 8, gate, base, m);
     copyIn(f64, UP / 8, up, base, m);
-    const c = k.forward(m, PROD, SILU, SIGMA, GATE, UP);
+    const c = k.exports.forward(m, PROD, SILU, SIGMA, GATE, UP);
     copyOut(sigma, base, f64, SIGMA / 8, m);
     copyOut(silu, base, f64, SILU / 8, m);
     copyOut(prod, base, f64, PROD / 8, m);
@@ -312,17 +247,15 @@ export function wasmSwigluBackward(
   up: Float64Array,
   n: number,
 ): number {
-  const b = dgate.buffer;
-  const same = dup.buffer === b && dsilu.buffer === b && dprod.buffer === b && gate.buffer === b && sigma.buffer === b && silu.buffer === b && up.buffer === b;
-  const arena = same ? arenaBinding(dgate) : null;
+  const arena = kernels.arenaOf([dgate, dup, dsilu, dprod, gate, sigma, silu, up]);
   if (arena !== null) {
     // In place, whole pairs only.
     const even = n - (n & 1);
     gemmCounters.elementwiseInPlace += even;
-    if (even > 0) arena.backward(even, dgate.byteOffset, dup.byteOffset, dsilu.byteOffset, dprod.byteOffset, gate.byteOffset, sigma.byteOffset, silu.byteOffset, up.byteOffset);
+    if (even > 0) arena.exports.backward(even, dgate.byteOffset, dup.byteOffset, dsilu.byteOffset, dprod.byteOffset, gate.byteOffset, sigma.byteOffset, silu.byteOffset, up.byteOffset);
     return even;
   }
-  const k = privateBinding();
+  const k = kernels.own();
   if (k === null) return -1;
   const f64 = k.f64;
   const at = (r: number): number => bw(r) / 8;
@@ -333,7 +266,7 @@ export function wasmSwigluBackward(
     copyIn(f64, at(BW.sigma), sigma, base, m);
     copyIn(f64, at(BW.silu), silu, base, m);
     copyIn(f64, at(BW.up), up, base, m);
-    k.backward(m, bw(BW.dgate), bw(BW.dup), bw(BW.dsilu), bw(BW.dprod), bw(BW.gate), bw(BW.sigma), bw(BW.silu), bw(BW.up));
+    k.exports.backward(m, bw(BW.dgate), bw(BW.dup), bw(BW.dsilu), bw(BW.dprod), bw(BW.gate), bw(BW.sigma), bw(BW.silu), bw(BW.up));
     copyOut(dgate, base, f64, at(BW.dgate), m);
     copyOut(dup, base, f64, at(BW.dup), m);
     copyOut(dsilu, base, f64, at(BW.dsilu), m);
