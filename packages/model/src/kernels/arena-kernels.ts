@@ -14,7 +14,7 @@
  * kernels of one thread never run at the same time, and the caller reads it before the next call.
  */
 import { KERNEL_ARENA_DATA_BYTES, residentKernel } from './kernel-arena.ts';
-import { I32, name, section, uleb, type Code, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
+import { I32, importedMemoryModuleBytes, type Code, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
 import { EXP_CONSTANT_BYTES, EXP_TABLE_BYTES, initExpData } from './wasm-exp.ts';
 
 /** Byte address of exp's table in the reserved data (wasm-exp.ts `initExpData`). */
@@ -29,8 +29,8 @@ export const ARENA_SCRATCH: number = (ARENA_ONE + 8 + 15) & ~15;
 export const ARENA_SCRATCH_BYTES: number = KERNEL_ARENA_DATA_BYTES - ARENA_SCRATCH;
 
 /**
- * A module of one exported function `fn` (`params` i32 → i32) on an imported memory ("env" "memory", at least
- * one page, no maximum: a private memory or any kernel arena's).
+ * A module of one exported function `fn` (`params` i32 → i32) on an imported memory (wasm-assembler.ts
+ * {@link importedMemoryModuleBytes}: a private memory or any kernel arena's).
  *
  * @param fn - export name.
  * @param params - number of i32 parameters.
@@ -39,16 +39,7 @@ export const ARENA_SCRATCH_BYTES: number = KERNEL_ARENA_DATA_BYTES - ARENA_SCRAT
  * @returns the module bytes.
  */
 export function pointerModuleBytes(fn: string, params: number, locals: readonly (readonly [number, number])[], code: readonly number[]): Uint8Array {
-  const decl = [...uleb(locals.length), ...locals.flatMap(([n, t]) => [...uleb(n), t])];
-  const body = [...decl, ...code];
-  return Uint8Array.from([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, [1, 0x60, ...uleb(params), ...new Array<number>(params).fill(I32), 1, I32]),
-    ...section(2, [1, ...name('env'), ...name('memory'), 0x02, 0x00, 1]),
-    ...section(3, [1, 0]),
-    ...section(7, [1, ...name(fn), 0x00, 0]),
-    ...section(10, [1, ...uleb(body.length), ...body]),
-  ]);
+  return importedMemoryModuleBytes([{ name: fn, params: new Array<number>(params).fill(I32), results: [I32], locals, body: code }]);
 }
 
 /** A family's functions instantiated on one memory, with views of that memory. */

@@ -417,6 +417,48 @@ export function elementwiseModuleBytes(fn: string, i32Locals: number, v128Locals
   ]);
 }
 
+/** One exported function of {@link importedMemoryModuleBytes}. */
+export interface WasmFunctionSpec {
+  /** Export name. */
+  readonly name: string;
+  /** Parameter value types. */
+  readonly params: readonly number[];
+  /** Result value types. */
+  readonly results: readonly number[];
+  /** Local declarations after the parameters: (count, value type) groups. */
+  readonly locals: readonly (readonly [number, number])[];
+  /** The body's instructions, ending with `end`. */
+  readonly body: readonly number[];
+}
+
+/**
+ * The module bytes of kernels on an imported memory ("env" "memory", at least
+ * one page, no maximum: the caller's memory, e.g. a kernel arena's): the given
+ * functions, each exported under its name, function i of type i.
+ *
+ * @param fns - the functions.
+ * @returns the module bytes.
+ */
+export function importedMemoryModuleBytes(fns: readonly WasmFunctionSpec[]): Uint8Array {
+  const types: number[] = [...uleb(fns.length)];
+  for (const f of fns) types.push(0x60, ...uleb(f.params.length), ...f.params, ...uleb(f.results.length), ...f.results);
+  const exports: number[] = [...uleb(fns.length)];
+  fns.forEach((f, i) => exports.push(...name(f.name), 0x00, ...uleb(i)));
+  const bodies: number[] = [...uleb(fns.length)];
+  for (const f of fns) {
+    const body = [...uleb(f.locals.length), ...f.locals.flatMap(([n, t]) => [...uleb(n), t]), ...f.body];
+    bodies.push(...uleb(body.length), ...body);
+  }
+  return Uint8Array.from([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, types),
+    ...section(2, [1, ...name('env'), ...name('memory'), 0x02, 0x00, 1]),
+    ...section(3, [...uleb(fns.length), ...fns.flatMap((_, i) => uleb(i))]),
+    ...section(7, exports),
+    ...section(10, bodies),
+  ]);
+}
+
 /** One thread's instance of an element-wise kernel: the function and views of its memory. */
 export interface ElementwiseKernel {
   readonly run: (n: number) => number;

@@ -14,7 +14,7 @@
  * 3n new values; they are copied out only when every one is finite.
  */
 
-import { Code, I32, V128, name as wasmName, section, uleb } from '@llmcp/model/wasm-assembler';
+import { Code, I32, V128, importedMemoryModuleBytes, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
 
 /** Emits `block loop (exit when k >= end) body; k += step; br loop end end`. */
 function pairLoop(e: Code, k: number, end: number, step: number, body: () => void): void {
@@ -23,40 +23,6 @@ function pairLoop(e: Code, k: number, end: number, step: number, body: () => voi
   body();
   e.get(k).i32(step).add().set(k);
   e.br(0).end().end();
-}
-
-interface FunctionSpec {
-  readonly name: string;
-  readonly params: readonly number[];
-  readonly results: readonly number[];
-  /** Local declarations after the parameters: [count, type] groups. */
-  readonly locals: readonly (readonly [number, number])[];
-  readonly code: Code;
-}
-
-/** A module with one memory (imported as `env.memory`) and the given exported functions. */
-function moduleBytes(fns: readonly FunctionSpec[]): Uint8Array {
-  const types: number[] = [fns.length];
-  for (const f of fns) types.push(0x60, f.params.length, ...f.params, f.results.length, ...f.results);
-  const imports = [1, ...wasmName('env'), ...wasmName('memory'), 0x02, 0x00, 1];
-  const funcs = [fns.length, ...fns.map((_, i) => i)];
-  const exports: number[] = [fns.length];
-  fns.forEach((f, i) => exports.push(...wasmName(f.name), 0x00, i));
-  const bodies: number[] = [fns.length];
-  for (const f of fns) {
-    const locals: number[] = [f.locals.length];
-    for (const [count, type] of f.locals) locals.push(...uleb(count), type);
-    const body = [...locals, ...f.code.bytes, 0x0b];
-    bodies.push(...uleb(body.length), ...body);
-  }
-  return Uint8Array.from([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, types),
-    ...section(2, imports),
-    ...section(3, funcs),
-    ...section(7, exports),
-    ...section(10, bodies),
-  ]);
 }
 
 // ── Memory layout ───────────────────────────────────────────────────────────
@@ -105,7 +71,7 @@ const C_FAC = 11;
  * iteration (an odd count computes one more lane, whose results land on the
  * next element, rewritten later, or on the pad).
  */
-function adamwFunction(mode: TransformMode): FunctionSpec {
+function adamwFunction(mode: TransformMode): WasmFunctionSpec {
   // params: 0 end, 1 m, 2 v (in), 3 w2, 4 m2, 5 v2 (out); locals: 6 k (i32); v128 from 7.
   const [END, PMI, PVI, PW, PM, PV, K] = [0, 1, 2, 3, 4, 5, 6];
   const [B1, OMB1, B2, OMB2, C1, C2, EPS, LR, LRWD, MUL, DIV, FAC] = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18];
@@ -153,7 +119,7 @@ function adamwFunction(mode: TransformMode): FunctionSpec {
   });
   // result: any lane of acc is NaN (acc != acc)
   e.get(ACC).get(ACC).simd(0x48).simd(0x53);
-  return { name: `adamw${mode}`, params: [I32, I32, I32, I32, I32, I32], results: [I32], locals: [[1, I32], [19, V128]], code: e };
+  return { name: `adamw${mode}`, params: [I32, I32, I32, I32, I32, I32], results: [I32], locals: [[1, I32], [19, V128]], body: [...e.bytes, 0x0b] };
 }
 
 // ── The same update in JavaScript (no WebAssembly SIMD, and naming the element that is not finite) ──
@@ -236,7 +202,7 @@ function compiledModule(): object | null {
   compiled = null;
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    const bytes = moduleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)]);
+    const bytes = importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)]);
     if (api !== undefined && api.validate(bytes)) compiled = new api.Module(bytes);
   } catch {
     compiled = null;
