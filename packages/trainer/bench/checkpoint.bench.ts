@@ -22,8 +22,9 @@
  *   outside a cadence step (step 0 in both; steps 100, 200, … in (b) only);
  *   they are not cadence work and cannot be switched off.
  *
- * Runs are interleaved a, b, a, b, … each in its own child process (so one
- * run's heap and GC never bias the next). Per pair it reports the wall time
+ * Runs are interleaved a b, b a, a b, … (the order alternates, so a drift of
+ * the machine's speed cancels) each in its own child process (so one run's
+ * heap and GC never bias the next). Per pair it reports the wall time
  * of the training loop (the `start` event to the `completed` event, so the
  * final save's flush is included in both), the difference, the overhead
  * (a − b) / b, the time the training thread was blocked by checkpoints, the
@@ -38,7 +39,8 @@
  * and the diagnostics `[--cpu-prof DIR]` (V8 CPU profiles of every thread of every run, in DIR/<config>-<variant>-<pair>/;
  * profiling slows the runs, so overheads measured with it are not the real ones; the save worker is terminated at the
  * end of a run and writes no profile — save-cost.ts times a save's pieces on the main thread instead) and
- * `[--nice-save-worker 0…19]` (an experiment, Linux: the save worker's thread at that nice value, see nice-save-worker.ts).
+ * `[--save-priority idle|low|normal]` (the save thread's priority, passed as `LLMCP_SAVE_PRIORITY`; default: the trainer's, `idle`;
+ * save-priority-contention.ts measures what each costs a step, within one run).
  * Defaults: both configurations, 300 steps (medium) / 200 steps (large), 2 pairs, threads = the trainer default
  * (this machine's cores), background (worker) saves.
  */
@@ -71,8 +73,8 @@ interface ChildSpec {
   readonly steps: number;
   readonly threads: number;
   readonly saveMode: SaveMode;
-  /** Experiment: nice value of the save worker's thread (Linux), or null for the trainer as it is. */
-  readonly niceSaveWorker: number | null;
+  /** `LLMCP_SAVE_PRIORITY` for the run, or null for the trainer's default. */
+  readonly savePriority: string | null;
 }
 
 /** What a child measured. */
@@ -92,6 +94,8 @@ interface Measured {
   readonly blocked: readonly { readonly step: number; readonly reason: string; readonly ms: number }[];
   readonly saveMs: readonly number[];
   readonly kernels: string;
+  /** Where the saves ran, as the `checkpoint-saved` events say (`idle`, `low`, `normal`, `inline`). */
+  readonly saveThreads: readonly string[];
   readonly vocabularySize: number;
   readonly parameterCount: number;
   readonly finalLoss: number;
@@ -147,6 +151,7 @@ async function measure(spec: ChildSpec): Promise<Measured> {
   );
   const blocked: { step: number; reason: string; ms: number }[] = [];
   const saveMs: number[] = [];
+  const saveThreads = new Set<string>();
   let started = 0;
   let ended = 0;
   let cpuStart: NodeJS.CpuUsage | null = null;
@@ -189,6 +194,7 @@ async function measure(spec: ChildSpec): Promise<Measured> {
         break;
       case 'checkpoint-saved':
         saveMs.push(e.saveMs);
+        saveThreads.add(e.saveThread);
         if (spec.saveMode === 'worker') inFlight -= 1;
         break;
       case 'completed': {
@@ -221,6 +227,7 @@ async function measure(spec: ChildSpec): Promise<Measured> {
     blocked,
     saveMs,
     kernels,
+    saveThreads: [...saveThreads],
     vocabularySize,
     parameterCount,
     finalLoss,
@@ -273,7 +280,7 @@ function describeRun(m: Measured): string {
   const blockedMs = sum(m.blocked.map((b) => b.ms));
   return [
     `    ${m.spec.variant.padEnd(10)} wall ${sec(m.wallMs)} s (setup before it ${sec(m.setupMs)} s), cpu ${sec(m.cpuMs)} s; updates ${sec(m.stepSumMs)} s, validation ${sec(m.evalSumMs)} s, blocked ${blockedMs.toFixed(1)} ms`,
-    `               checkpoints: ${reasons} (blocked ${m.blocked.map((b) => `${b.step}:${b.ms.toFixed(1)}`).join(' ')} ms; save work ${m.saveMs.map((s) => s.toFixed(0)).join(' ')} ms)`,
+    `               checkpoints: ${reasons} (blocked ${m.blocked.map((b) => `${b.step}:${b.ms.toFixed(1)}`).join(' ')} ms; save work ${m.saveMs.map((s) => s.toFixed(0)).join(' ')} ms; save thread ${m.saveThreads.join('/') || 'n/a'})`,
     `               step mean ${m.freeStepMeanMs.toFixed(2)} ms, while a save is in flight ${m.overlappedStepMeanMs.toFixed(2)} ms (${m.overlappedSteps} steps, ${sec(m.overlapLossMs)} s lost); load ${loads(m.loadBefore)} → ${loads(m.loadAfter)}`,
   ].join('\n');
 }
@@ -334,7 +341,7 @@ async function main(): Promise<void> {
   const childSpec = option('--child');
   if (childSpec !== undefined) {
     const spec = JSON.parse(childSpec) as ChildSpec;
-    if (spec.niceSaveWorker !== null) (await import('./nice-save-worker.ts')).niceSaveWorkers(spec.niceSaveWorker);
+    if (spec.savePriority !== null) process.env.LLMCP_SAVE_PRIORITY = spec.savePriority;
     const m = await measure(spec);
     console.log(`${RESULT_MARK}${JSON.stringify(m)}`);
     return;
@@ -348,26 +355,29 @@ async function main(): Promise<void> {
   const saveMode = option('--save-mode') ?? 'worker';
   if (saveMode !== 'worker' && saveMode !== 'inline') throw new Error(`--save-mode: expected worker or inline, found ${saveMode}`);
   const profileRoot = option('--cpu-prof');
-  const niceRaw = option('--nice-save-worker');
-  const niceSaveWorker = niceRaw === undefined ? null : Number(niceRaw);
-  if (niceSaveWorker !== null && !(Number.isInteger(niceSaveWorker) && niceSaveWorker >= 0 && niceSaveWorker <= 19)) throw new Error(`--nice-save-worker: expected 0 … 19, found ${String(niceRaw)}`);
+  const savePriority = option('--save-priority') ?? null;
+  if (savePriority !== null && !['idle', 'low', 'normal'].includes(savePriority)) throw new Error(`--save-priority: expected idle, low or normal, found ${savePriority}`);
   const corpusDir = mkdtempSync(path.join(tmpdir(), 'llmcp-trainer-bench-corpus-'));
   const pairs: Pair[] = [];
   try {
     console.log(`trainer checkpoint bench: cadence (checkpoint every ${CADENCE_EVERY}) vs final-only (every = ${FINAL_ONLY_EVERY}), validation every ${VALIDATE_EVERY} in both`);
     console.log(`  (a) cadence: every ${CADENCE_EVERY} steps latest/ + step_N/ snapshot (keepSteps 3, retention) + sample audit (1 × 32 tokens), best/ in the same save when validation improved`);
     console.log('  (b) final-only: only the final cadence-type checkpoint; both still write a best-only checkpoint whenever validation improves off a cadence step (step 0; in (b) also 100, 200, …)');
-    console.log(`  ${repeats} pair(s) per config, interleaved a/b, one child process per run; threads ${threads}, ${saveMode} saves${niceSaveWorker === null ? '' : ` (experiment: save worker at nice ${niceSaveWorker})`}; load average ${loads(loadavg())}`);
+    console.log(`  ${repeats} pair(s) per config, interleaved a b, b a, …, one child process per run; threads ${threads}, ${saveMode} saves${savePriority === null ? '' : ` (LLMCP_SAVE_PRIORITY=${savePriority})`}; load average ${loads(loadavg())}`);
     for (const config of configs) {
       const shape = SHAPES[config];
       const steps = stepsOverride ?? shape.defaultSteps;
       const corpus = writeCorpus(corpusDir, shape.corpus);
       console.log(`\n${shape.label}, ${steps} steps, corpus ${(readFileSync(corpus).length / 1e6).toFixed(2)} MB`);
       for (let i = 0; i < repeats; i += 1) {
-        const base = { config, corpus, steps, threads, saveMode, niceSaveWorker } as const;
+        const base = { config, corpus, steps, threads, saveMode, savePriority } as const;
         const profile = (variant: Variant): string | null => (profileRoot === undefined ? null : path.join(path.resolve(profileRoot), `${config}-${variant}-${i + 1}`));
-        const a = runChild({ ...base, variant: 'cadence' }, profile('cadence'));
-        const b = runChild({ ...base, variant: 'final-only' }, profile('final-only'));
+        // The order alternates (a b, b a, a b, …), so a drift of the machine's speed over the pairs cancels instead of favouring one variant.
+        const first: Variant = i % 2 === 0 ? 'cadence' : 'final-only';
+        const runs = new Map<Variant, Measured>();
+        for (const variant of [first, first === 'cadence' ? 'final-only' : 'cadence'] as const) runs.set(variant, runChild({ ...base, variant }, profile(variant)));
+        const a = runs.get('cadence') as Measured;
+        const b = runs.get('final-only') as Measured;
         if (i === 0) console.log(`  vocabulary ${a.vocabularySize}, ${a.parameterCount} parameters, state.llmcp ${(a.stateBytes / 1e6).toFixed(2)} MB, kernels ${a.kernels}`);
         const pair: Pair = { config, index: i, a, b };
         pairs.push(pair);

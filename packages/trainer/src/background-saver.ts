@@ -11,7 +11,8 @@ import { Worker } from 'node:worker_threads';
 import type { CheckpointState } from '@llmcp/format';
 import { TrainerError } from './errors.ts';
 import { performSave, type SaveRequest, type SaveResult } from './save.ts';
-import type { SaveWorkerRequest, SaveWorkerResponse } from './save-worker.ts';
+import type { SaveWorkerData, SaveWorkerRequest, SaveWorkerResponse } from './save-worker.ts';
+import { savePriorityFromEnv, type SavePriority } from './save-priority.ts';
 import type { PublishHook } from './run-directory.ts';
 
 /** How saves run. */
@@ -27,17 +28,18 @@ function transferables(state: CheckpointState): ArrayBuffer[] {
   return [...buffers];
 }
 
-function startSaveWorker(): Worker {
+function startSaveWorker(priority: SavePriority): Worker {
   const here = import.meta.url;
+  const workerData: SaveWorkerData = { priority };
   if (here.endsWith('.ts')) {
     // Running from sources (tests, `node --import tsx`): register the TypeScript loader inside the
     // worker, and resolve workspace packages to their sources like the parent does.
     const tsx = import.meta.resolve('tsx/esm/api');
     const entry = new URL('./save-worker.ts', here).href;
     const bootstrap = `const api = await import(${JSON.stringify(tsx)}); api.register(); await import(${JSON.stringify(entry)});`;
-    return new Worker(bootstrap, { eval: true, execArgv: ['--conditions=@llmcp/source'] });
+    return new Worker(bootstrap, { eval: true, execArgv: ['--conditions=@llmcp/source'], workerData });
   }
-  return new Worker(new URL('./save-worker.js', here), { execArgv: [] });
+  return new Worker(new URL('./save-worker.js', here), { execArgv: [], workerData });
 }
 
 /** Options of a {@link CheckpointSaver}. */
@@ -48,7 +50,12 @@ export interface CheckpointSaverOptions {
   readonly hook?: PublishHook;
   /** Whether the run had a checkpoint before this saver's first save (default true). */
   readonly hadCheckpoint?: boolean;
+  /** The save thread's priority (worker mode; default: `LLMCP_SAVE_PRIORITY`, else `idle` — see save-priority.ts). */
+  readonly priority?: SavePriority;
 }
+
+/** How saves ran: on the calling thread (`inline`), or on the save thread at the priority it reached. */
+export type SaveThread = SavePriority | 'inline';
 
 /** Runs checkpoint saves, in a worker thread or inline. */
 export class CheckpointSaver {
@@ -62,23 +69,39 @@ export class CheckpointSaver {
   #last: SaveResult | null = null;
   #onSaved: ((result: SaveResult) => void) | null;
   readonly #hadCheckpoint: boolean;
+  readonly #priority: SavePriority;
+  #thread: SaveThread | null;
 
   /**
    * @param mode - `worker` (default for runs) or `inline` (on the calling thread).
    * @param options - `onSaved`: called with each finished save; `hook`: publication crash-injection hook (inline mode only; tests);
-   *   `hadCheckpoint` (default true): whether the run had a checkpoint before this saver's first save (a resumed run), so that a failure says truthfully what is left to resume from.
+   *   `hadCheckpoint` (default true): whether the run had a checkpoint before this saver's first save (a resumed run), so that a failure says truthfully what is left to resume from;
+   *   `priority`: the save thread's priority (default from `LLMCP_SAVE_PRIORITY`).
+   * @throws TrainerError `TRAINER_CONFIG_INVALID` when `LLMCP_SAVE_PRIORITY` holds an unknown value (worker mode).
    */
   constructor(mode: SaveMode, options: CheckpointSaverOptions = {}) {
     this.mode = mode;
     this.#onSaved = options.onSaved ?? null;
     this.#hook = options.hook;
     this.#hadCheckpoint = options.hadCheckpoint ?? true;
+    this.#priority = options.priority ?? (mode === 'worker' ? savePriorityFromEnv() : 'normal');
+    this.#thread = mode === 'inline' ? 'inline' : null;
+  }
+
+  /**
+   * How saves run: `inline`, or the priority the save thread reached (`idle`,
+   * `low`, `normal`; below the one asked for where the platform refuses it).
+   * @returns it, or null before the save worker's first answer.
+   */
+  get thread(): SaveThread | null {
+    return this.#thread;
   }
 
   #startWorker(): Worker {
     if (this.#worker !== null) return this.#worker;
-    const worker = startSaveWorker();
+    const worker = startSaveWorker(this.#priority);
     worker.on('message', (message: SaveWorkerResponse) => {
+      this.#thread = message.priority;
       const entry = this.#pending.get(message.id);
       if (entry === undefined) return;
       this.#pending.delete(message.id);

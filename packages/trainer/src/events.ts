@@ -2,6 +2,7 @@
  * Events a training job reports while it runs (for progress displays, logs and
  * tests). Reporting never affects the training result.
  */
+import type { SaveThread } from './background-saver.ts';
 
 /** Why a checkpoint was written. */
 export type CheckpointReason = 'cadence' | 'best' | 'signal' | 'stop' | 'final' | 'pivot' | 'fork';
@@ -61,6 +62,8 @@ export type TrainerEvent =
       readonly slots: readonly string[];
       /** Milliseconds of the save itself (encode, audit, writes), off the training path when background. */
       readonly saveMs: number;
+      /** Where the save ran: `inline` (the training thread) or the save thread's priority (`idle`, `low`, `normal`; see `LLMCP_SAVE_PRIORITY`). */
+      readonly saveThread: SaveThread;
       /** Texts of the sample audit, when one ran. */
       readonly samples: readonly string[] | null;
     }

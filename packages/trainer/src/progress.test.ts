@@ -38,7 +38,7 @@ const events = (): TrainerEvent[] => [
   { type: 'evaluation', step: 0, validationLoss: 5.5, trainingLoss: null, bestStep: 0, bestValidationLoss: 5.5, improved: true },
   ...steps(0, 50),
   { type: 'checkpoint', step: 50, reason: 'cadence', blockedMs: 1 },
-  { type: 'checkpoint-saved', step: 50, slots: ['latest', 'step_000050'], saveMs: 20, samples: ['Once upon a time'] },
+  { type: 'checkpoint-saved', step: 50, slots: ['latest', 'step_000050'], saveMs: 20, saveThread: 'idle', samples: ['Once upon a time'] },
 ];
 
 /** The text a terminal would show last on the status line (after the last carriage return). */
@@ -111,10 +111,10 @@ describe('createProgressRenderer', () => {
     const r = createProgressRenderer({ stream: tty.stream, env: {}, now: () => 0, redrawMs: 0 });
     for (const e of [start(), ...steps(0, 20), { type: 'checkpoint', step: 20, reason: 'cadence', blockedMs: 1 } as const, ...steps(20, 22)]) r.onEvent(e);
     expect(lastStatus(tty.text())).toContain('ckpt --');
-    r.onEvent({ type: 'checkpoint-saved', step: 20, slots: ['latest', 'step_000020'], saveMs: 5, samples: null });
+    r.onEvent({ type: 'checkpoint-saved', step: 20, slots: ['latest', 'step_000020'], saveMs: 5, saveThread: 'idle', samples: null });
     expect(lastStatus(tty.text())).toContain('ckpt @20');
     // A best-only save is a complete checkpoint too.
-    r.onEvent({ type: 'checkpoint-saved', step: 22, slots: ['best'], saveMs: 5, samples: null });
+    r.onEvent({ type: 'checkpoint-saved', step: 22, slots: ['best'], saveMs: 5, saveThread: 'idle', samples: null });
     expect(lastStatus(tty.text())).toContain('ckpt @22');
   });
 
@@ -134,7 +134,7 @@ describe('createProgressRenderer', () => {
     for (const columns of [20, 40, 60, 80, 120]) {
       const tty = sink(true, columns);
       const r = createProgressRenderer({ stream: tty.stream, env: {}, now: () => 0, redrawMs: 0 });
-      for (const e of [...events(), { type: 'checkpoint-saved', step: 50, slots: ['latest'], saveMs: 1, samples: ['x'.repeat(300)] } as const]) r.onEvent(e);
+      for (const e of [...events(), { type: 'checkpoint-saved', step: 50, slots: ['latest'], saveMs: 1, saveThread: 'idle', samples: ['x'.repeat(300)] } as const]) r.onEvent(e);
       for (const piece of tty.text().split('\r\x1b[2K').flatMap((p) => p.split('\n'))) {
         const text = visible(piece);
         if (text.startsWith('training ') || text.startsWith('step 0:')) continue; // messages are printed whole

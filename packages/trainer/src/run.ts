@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
 import { kernelInfo } from '@llmcp/model';
 import { CheckpointSaver, type SaveMode } from './background-saver.ts';
+import { savePriorityFromEnv } from './save-priority.ts';
 import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
 import { parseConfig, type TrainerConfig } from './config.ts';
 import { diffConfig, isPolicyField, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS } from './config-diff.ts';
@@ -398,6 +399,11 @@ function lastValidationOf(evaluations: readonly EvaluationRecord[]): { step: num
   return last === undefined ? null : { step: last.step, validationLoss: last.validationLoss };
 }
 
+/** Refuses a bad `LLMCP_SAVE_PRIORITY` for background saves before anything touches the disk (the saver reads it again). */
+function checkSaveSettings(options: TrainingOptions): void {
+  if ((options.saveMode ?? 'worker') === 'worker') savePriorityFromEnv();
+}
+
 async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLock): Promise<RunResult> {
   const emit = emitter(options.onEvent);
   const control = new RunControl();
@@ -423,7 +429,14 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     saver: new CheckpointSaver(options.saveMode ?? 'worker', {
       onSaved: (result) => {
         if (lastSaved === null || result.step >= lastSaved.step) lastSaved = { slot: result.slots.includes('latest') ? 'latest' : (result.slots[0] ?? 'latest'), step: result.step };
-        emit({ type: 'checkpoint-saved', step: result.step, slots: result.slots, saveMs: result.durationMs, samples: result.audit?.samples.map((s) => s.text ?? '') ?? null });
+        emit({
+          type: 'checkpoint-saved',
+          step: result.step,
+          slots: result.slots,
+          saveMs: result.durationMs,
+          saveThread: ctx.saver.thread ?? 'normal',
+          samples: result.audit?.samples.map((s) => s.text ?? '') ?? null,
+        });
       },
       hadCheckpoint: setup.resumedFrom !== null,
     }),
@@ -555,6 +568,7 @@ async function slotVerifies(runDir: string, slot: string): Promise<boolean> {
 export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
   return publicErrors(async () => {
     const { runDir, config } = options;
+    checkSaveSettings(options);
     const occupied = (): boolean => existsSync(path.join(runDir, RUN_FILES.manifest)) || listSlots(runDir).length > 0;
     assertUsableRunDirectory(runDir);
     if (occupied()) {
@@ -776,6 +790,7 @@ export async function resumeRunWithFaults(runDir: string, options: ResumeRunOpti
 }
 
 async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, faults: ResumeFaults): Promise<RunResult> {
+  checkSaveSettings(options);
   if (!existsSync(path.join(runDir, RUN_FILES.manifest))) {
     throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} is not a run directory (no run.json)`, { path: runDir });
   }

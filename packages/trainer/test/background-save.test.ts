@@ -1,24 +1,27 @@
 /**
  * Background persistence: the saved checkpoint is the step-boundary state
  * even while training continues; worker saves are byte-identical to inline
- * saves; a failed background save surfaces as TRAINER_SAVE_FAILED and the
- * previous checkpoint stays intact.
+ * saves and report where they ran (LLMCP_SAVE_PRIORITY, refused when unknown
+ * before anything is created); a failed background save surfaces as
+ * TRAINER_SAVE_FAILED and the previous checkpoint stays intact.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { hasChrt } from './helpers/platform.ts';
 import { encodeCheckpoint } from '@llmcp/format';
 import { CheckpointSaver } from '../src/background-saver.ts';
 import { isTrainerError } from '../src/errors.ts';
 import { prepareInputs } from '../src/inputs.ts';
 import { createEngine } from '../src/llmcp-engine.ts';
-import { trainRun } from '../src/run.ts';
+import { resumeRun, trainRun } from '../src/run.ts';
+import { SAVE_PRIORITY_ENV } from '../src/save-priority.ts';
 import { chooseCheckpoint } from '../src/run-directory.ts';
 import type { JobDraft } from '../src/save.ts';
 import { canonicalDigest } from '../src/internal/canonical-json.ts';
 import { smallBpe } from './helpers/configs.ts';
 import { tempDir } from './helpers/run-fixture.ts';
-import { finalBytes, sameBytes } from './helpers/run-files.ts';
+import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 
 const config = smallBpe();
 
@@ -58,13 +61,62 @@ describe('CheckpointSaver (worker)', () => {
     expect((await chooseCheckpoint(runDir)).chosen.job.step).toBe(3);
   });
 
-  it('writes the same bytes as inline saves', async () => {
+  it('writes the same bytes as inline saves, and says where each save ran', async () => {
     const a = path.join(tempDir(), 'worker');
     const b = path.join(tempDir(), 'inline');
-    await trainRun({ runDir: a, config, saveMode: 'worker' });
-    await trainRun({ runDir: b, config, saveMode: 'inline' });
+    const threads = { worker: new Set<string>(), inline: new Set<string>() };
+    await trainRun({ runDir: a, config, saveMode: 'worker', onEvent: (e) => e.type === 'checkpoint-saved' && threads.worker.add(e.saveThread) });
+    await trainRun({ runDir: b, config, saveMode: 'inline', onEvent: (e) => e.type === 'checkpoint-saved' && threads.inline.add(e.saveThread) });
     expect(sameBytes(finalBytes(b), finalBytes(a))).toBeNull();
     expect(readFileSync(path.join(a, 'samples.json'))).toEqual(readFileSync(path.join(b, 'samples.json')));
+    expect([...threads.inline]).toEqual(['inline']);
+    expect([...threads.worker]).toEqual([process.platform !== 'linux' ? 'normal' : hasChrt ? 'idle' : 'low']);
+  });
+
+  it(`${SAVE_PRIORITY_ENV}=low runs the save thread niced only, with the same bytes`, async () => {
+    const a = path.join(tempDir(), 'low');
+    const b = path.join(tempDir(), 'inline');
+    const threads = new Set<string>();
+    const saved = process.env[SAVE_PRIORITY_ENV];
+    process.env[SAVE_PRIORITY_ENV] = 'low';
+    try {
+      await trainRun({ runDir: a, config, saveMode: 'worker', onEvent: (e) => e.type === 'checkpoint-saved' && threads.add(e.saveThread) });
+    } finally {
+      if (saved === undefined) delete process.env[SAVE_PRIORITY_ENV];
+      else process.env[SAVE_PRIORITY_ENV] = saved;
+    }
+    await trainRun({ runDir: b, config, saveMode: 'inline' });
+    expect(sameBytes(finalBytes(b), finalBytes(a))).toBeNull();
+    expect([...threads]).toEqual([process.platform === 'linux' ? 'low' : 'normal']);
+  });
+
+  it(`refuses an unknown ${SAVE_PRIORITY_ENV} before it touches anything (train and resume)`, async () => {
+    const parent = tempDir();
+    const fresh = path.join(parent, 'fresh');
+    const existing = path.join(parent, 'existing');
+    await trainRun({ runDir: existing, config: { ...config, steps: 10 }, saveMode: 'inline' });
+    const before = snapshotTree(existing);
+    const saved = process.env[SAVE_PRIORITY_ENV];
+    const codes: unknown[] = [];
+    process.env[SAVE_PRIORITY_ENV] = 'lowest';
+    try {
+      for (const start of [() => trainRun({ runDir: fresh, config, saveMode: 'worker' }), () => resumeRun(existing, { steps: 20 })]) {
+        try {
+          await start();
+          codes.push('started');
+        } catch (e) {
+          codes.push(isTrainerError(e) && e.message.includes(SAVE_PRIORITY_ENV) && e.message.includes('"lowest"') ? e.code : e);
+        }
+      }
+      // Inline saves do not read it.
+      await trainRun({ runDir: path.join(parent, 'inline'), config: { ...config, steps: 10 }, saveMode: 'inline' });
+    } finally {
+      if (saved === undefined) delete process.env[SAVE_PRIORITY_ENV];
+      else process.env[SAVE_PRIORITY_ENV] = saved;
+    }
+    expect(codes).toEqual(['TRAINER_CONFIG_INVALID', 'TRAINER_CONFIG_INVALID']);
+    expect(existsSync(fresh)).toBe(false);
+    expect(snapshotTree(existing)).toEqual(before);
   });
 
   it('surfaces a failed background save as TRAINER_SAVE_FAILED and keeps the previous checkpoint', async () => {
