@@ -39,7 +39,7 @@
  * and the diagnostics `[--cpu-prof DIR]` (V8 CPU profiles of every thread of every run, in DIR/<config>-<variant>-<pair>/;
  * profiling slows the runs, so overheads measured with it are not the real ones; the save worker is terminated at the
  * end of a run and writes no profile — save-cost.ts times a save's pieces on the main thread instead) and
- * `[--save-priority idle|low|normal]` (the save thread's priority, passed as `LLMCP_SAVE_PRIORITY`; default: the trainer's, `idle`;
+ * `[--save-priority idle|low|normal]` (the save thread's priority, passed as `LLMCP_SAVE_PRIORITY`; default: the trainer's;
  * save-priority-contention.ts measures what each costs a step, within one run).
  * Defaults: both configurations, 300 steps (medium) / 200 steps (large), 2 pairs, threads = the trainer default
  * (this machine's cores), background (worker) saves.

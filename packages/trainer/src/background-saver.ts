@@ -11,8 +11,8 @@ import { Worker } from 'node:worker_threads';
 import type { CheckpointState } from '@llmcp/format';
 import { TrainerError } from './errors.ts';
 import { performSave, type SaveRequest, type SaveResult } from './save.ts';
-import type { SaveWorkerData, SaveWorkerRequest, SaveWorkerResponse } from './save-worker.ts';
-import { savePriorityFromEnv, type SavePriority } from './save-priority.ts';
+import type { SaveWorkerData, SaveWorkerReady, SaveWorkerRequest, SaveWorkerResponse } from './save-worker.ts';
+import { canRestorePriority, restoreThreadPriority, savePriorityFromEnv, type SavePriority } from './save-priority.ts';
 import type { PublishHook } from './run-directory.ts';
 
 /** How saves run. */
@@ -50,8 +50,12 @@ export interface CheckpointSaverOptions {
   readonly hook?: PublishHook;
   /** Whether the run had a checkpoint before this saver's first save (default true). */
   readonly hadCheckpoint?: boolean;
-  /** The save thread's priority (worker mode; default: `LLMCP_SAVE_PRIORITY`, else `idle` — see save-priority.ts). */
+  /** The save thread's priority (worker mode; default: `LLMCP_SAVE_PRIORITY`, else `idle` where priorities can be restored, else `low` — see save-priority.ts). */
   readonly priority?: SavePriority;
+  /** Gives the save thread the training threads' priority back while a save is waited for (default: save-priority.ts's, where permitted). */
+  readonly restorePriority?: ((tid: number) => boolean) | null;
+  /** Steps ({@link CheckpointSaver.stepDone}) after which a save still in flight is treated as waited for (default: never; a starved idle save then finishes before the next one is due). */
+  readonly hurryAfterSteps?: number | null;
 }
 
 /** How saves ran: on the calling thread (`inline`), or on the save thread at the priority it reached. */
@@ -71,10 +75,18 @@ export class CheckpointSaver {
   readonly #hadCheckpoint: boolean;
   readonly #priority: SavePriority;
   #thread: SaveThread | null;
+  readonly #restore: ((tid: number) => boolean) | null;
+  #tid: number | null = null;
+  /** Whether the save in flight is urgent: waited for, or in flight for {@link CheckpointSaverOptions.hurryAfterSteps} steps (its priority is restored as soon as the worker's thread id is known). */
+  #urgent = false;
+  #restored = false;
+  #restores = 0;
+  readonly #hurryAfterSteps: number | null;
+  #inflightSteps = 0;
 
   /**
    * @param mode - `worker` (default for runs) or `inline` (on the calling thread).
-   * @param options - `onSaved`: called with each finished save; `hook`: publication crash-injection hook (inline mode only; tests);
+   * @param options - `onSaved`: called with each finished save; `hook`: publication crash-injection hook (inline mode only; tests); `restorePriority`: see {@link CheckpointSaverOptions};
    *   `hadCheckpoint` (default true): whether the run had a checkpoint before this saver's first save (a resumed run), so that a failure says truthfully what is left to resume from;
    *   `priority`: the save thread's priority (default from `LLMCP_SAVE_PRIORITY`).
    * @throws TrainerError `TRAINER_CONFIG_INVALID` when `LLMCP_SAVE_PRIORITY` holds an unknown value (worker mode).
@@ -86,6 +98,38 @@ export class CheckpointSaver {
     this.#hadCheckpoint = options.hadCheckpoint ?? true;
     this.#priority = options.priority ?? (mode === 'worker' ? savePriorityFromEnv() : 'normal');
     this.#thread = mode === 'inline' ? 'inline' : null;
+    this.#hurryAfterSteps = options.hurryAfterSteps ?? null;
+    this.#restore = options.restorePriority !== undefined ? options.restorePriority : mode === 'worker' && canRestorePriority() ? restoreThreadPriority : null;
+  }
+
+  /**
+   * How many urgent saves (waited for, or in flight too long) got the training threads' priority back (diagnostics, tests).
+   * @returns the count.
+   */
+  get restoredSaves(): number {
+    return this.#restores;
+  }
+
+  /**
+   * Tells the saver that a training step finished: a save in flight for
+   * `hurryAfterSteps` steps gets the training threads' priority back (on a
+   * machine whose cores are all busy with other work, an idle-policy save
+   * would otherwise wait until the training waits for it).
+   */
+  stepDone(): void {
+    if (this.#inflight === null || this.#hurryAfterSteps === null) return;
+    this.#inflightSteps += 1;
+    if (this.#inflightSteps >= this.#hurryAfterSteps && !this.#urgent) {
+      this.#urgent = true;
+      this.#hurry();
+    }
+  }
+
+  /** The save in flight is urgent: an idle-policy save thread gets the training threads' priority back (once per save). */
+  #hurry(): void {
+    if (!this.#urgent || this.#restored || this.#thread !== 'idle' || this.#tid === null || this.#restore === null) return;
+    this.#restored = true;
+    if (this.#restore(this.#tid)) this.#restores += 1;
   }
 
   /**
@@ -100,8 +144,13 @@ export class CheckpointSaver {
   #startWorker(): Worker {
     if (this.#worker !== null) return this.#worker;
     const worker = startSaveWorker(this.#priority);
-    worker.on('message', (message: SaveWorkerResponse) => {
+    worker.on('message', (message: SaveWorkerResponse | SaveWorkerReady) => {
       this.#thread = message.priority;
+      if ('ready' in message) {
+        this.#tid = message.tid;
+        this.#hurry();
+        return;
+      }
       const entry = this.#pending.get(message.id);
       if (entry === undefined) return;
       this.#pending.delete(message.id);
@@ -168,6 +217,8 @@ export class CheckpointSaver {
    */
   async flush(): Promise<SaveResult | null> {
     if (this.#inflight !== null) {
+      this.#urgent = true;
+      this.#hurry();
       try {
         await this.#inflight;
       } catch {
@@ -191,6 +242,9 @@ export class CheckpointSaver {
       if (this.mode === 'inline') return performSave(request, this.#hook);
       const worker = this.#startWorker();
       const id = this.#nextId++;
+      this.#urgent = false;
+      this.#restored = false;
+      this.#inflightSteps = 0;
       return new Promise<SaveResult>((resolve, reject) => {
         this.#pending.set(id, { resolve, reject });
         worker.ref();

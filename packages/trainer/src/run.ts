@@ -353,6 +353,7 @@ async function runLoop(ctx: JobContext): Promise<{ status: 'completed' | 'stoppe
     }
     const stepMs = performance.now() - started;
     state.step = step;
+    ctx.saver.stepDone();
     state.validated = !isValidationStep(config, step);
     state.cadenceCheckpointDone = !isCheckpointStep(config, step);
     const record = { step, loss: update.loss, learningRate, gradientNorm: update.gradientNorm, clipped: update.clipped, tokens: update.tokens };
@@ -439,6 +440,8 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
         });
       },
       hadCheckpoint: setup.resumedFrom !== null,
+      // Half a validation interval: a save starved by other work finishes before the next one can be due.
+      hurryAfterSteps: Math.max(1, Math.floor(setup.config.evaluation.validateEvery / 2)),
     }),
     lock,
     control,

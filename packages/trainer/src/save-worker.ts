@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { performSave, type SaveRequest, type SaveResult } from './save.ts';
-import { isSavePriority, lowerThreadPriority, type SavePriority } from './save-priority.ts';
+import { currentThreadId, isSavePriority, lowerThreadPriority, SCHED_IDLE, threadSchedule, type SavePriority } from './save-priority.ts';
 
 /** Message from the training thread. */
 export interface SaveWorkerRequest {
@@ -23,6 +23,13 @@ export type SaveWorkerResponse =
       readonly error: { readonly name: string; readonly message: string; readonly code: string | null; readonly stack: string | null };
     };
 
+/** The worker's first message: its thread id (null off Linux) and the priority it reached. */
+export interface SaveWorkerReady {
+  readonly ready: true;
+  readonly tid: number | null;
+  readonly priority: SavePriority;
+}
+
 /** What the training thread passes when it starts the worker. */
 export interface SaveWorkerData {
   readonly priority: SavePriority;
@@ -30,16 +37,28 @@ export interface SaveWorkerData {
 
 if (parentPort !== null) {
   const requested = (workerData as Partial<SaveWorkerData> | null)?.priority;
-  const priority = lowerThreadPriority(isSavePriority(requested) ? requested : 'idle');
+  const priority = lowerThreadPriority(isSavePriority(requested) ? requested : 'low');
   const port = parentPort;
+  port.postMessage({ ready: true, tid: currentThreadId(), priority } satisfies SaveWorkerReady);
+  // The training thread gives a save it waits for the training threads' priority back (save-priority.ts). The
+  // thread drops to idle again before it answers: the next save cannot be posted, and so not restored, before that.
+  const idleAgain = (): void => {
+    try {
+      if (priority === 'idle' && threadSchedule().policy !== SCHED_IDLE) lowerThreadPriority('idle');
+    } catch {
+      // no /proc: nothing was restored either
+    }
+  };
   let queue: Promise<void> = Promise.resolve();
   port.on('message', (message: SaveWorkerRequest) => {
     queue = queue.then(async () => {
       try {
         const result = await performSave(message.request);
+        idleAgain();
         port.postMessage({ id: message.id, priority, ok: true, result } satisfies SaveWorkerResponse);
       } catch (e) {
         const err = e as { name?: string; message?: string; code?: unknown; stack?: string };
+        idleAgain();
         port.postMessage({
           id: message.id,
           priority,

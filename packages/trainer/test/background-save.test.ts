@@ -15,9 +15,10 @@ import { isTrainerError } from '../src/errors.ts';
 import { prepareInputs } from '../src/inputs.ts';
 import { createEngine } from '../src/llmcp-engine.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
-import { SAVE_PRIORITY_ENV } from '../src/save-priority.ts';
+import { canRestorePriority, restoreThreadPriority, SAVE_PRIORITY_ENV, SCHED_IDLE, scheduleOfStat } from '../src/save-priority.ts';
 import { chooseCheckpoint } from '../src/run-directory.ts';
-import type { JobDraft } from '../src/save.ts';
+import type { JobDraft, SaveRequest } from '../src/save.ts';
+import type { TrainingEngine } from '../src/engine.ts';
 import { canonicalDigest } from '../src/internal/canonical-json.ts';
 import { smallBpe } from './helpers/configs.ts';
 import { tempDir } from './helpers/run-fixture.ts';
@@ -25,31 +26,43 @@ import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 
 const config = smallBpe();
 
+/** A save request of the state after `steps` updates, with the job fields a save needs. */
+async function saveRequest(steps: number): Promise<{ request: SaveRequest; engine: TrainingEngine; expected: Uint8Array }> {
+  const inputs = await prepareInputs(config, {});
+  const engine = await createEngine(config, inputs);
+  for (let i = 0; i < steps; i += 1) engine.update(0.04);
+  const snapshot = engine.snapshot(steps, 7n);
+  const expected = encodeCheckpoint(snapshot);
+  const job: JobDraft = {
+    step: steps,
+    phase: { validated: true, audited: true },
+    config,
+    configDigest: canonicalDigest(config),
+    inputs: inputs.identity,
+    data: engine.dataState(),
+    schedule: { step: steps, nextLearningRate: 0.04 },
+    evaluations: [],
+    best: null,
+    sampling: { checkpointState: '0x0000000000000007', nextState: '0x0000000000000007', lastAuditStep: null },
+    lossLog: { records: 0, bytes: 0, sha256: `sha256:${'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}` },
+    nextBatch: engine.nextBatchFingerprint(),
+    run: { id: 'test', pivots: 0 },
+  };
+  const request: SaveRequest = { runDir: tempDir(), state: snapshot, job, slots: { latest: true, best: false, step: false }, audit: null, keepSteps: 0, latestIsValid: true, bestIsValid: true };
+  return { request, engine, expected };
+}
+
+/** Scheduling policy and nice value of thread `tid` of this process. */
+function scheduleOf(tid: number): { policy: number; nice: number } {
+  return scheduleOfStat(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'));
+}
+
 describe('CheckpointSaver (worker)', () => {
   it('saves the state copied at the step boundary while the engine keeps updating', async () => {
-    const inputs = await prepareInputs(config, {});
-    const engine = await createEngine(config, inputs);
-    for (let i = 0; i < 3; i += 1) engine.update(0.04);
-    const snapshot = engine.snapshot(3, 7n);
-    const expected = encodeCheckpoint(snapshot);
-    const runDir = tempDir();
-    const job: JobDraft = {
-      step: 3,
-      phase: { validated: true, audited: true },
-      config,
-      configDigest: canonicalDigest(config),
-      inputs: inputs.identity,
-      data: engine.dataState(),
-      schedule: { step: 3, nextLearningRate: 0.04 },
-      evaluations: [],
-      best: null,
-      sampling: { checkpointState: '0x0000000000000007', nextState: '0x0000000000000007', lastAuditStep: null },
-      lossLog: { records: 0, bytes: 0, sha256: `sha256:${'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}` },
-      nextBatch: engine.nextBatchFingerprint(),
-      run: { id: 'test', pivots: 0 },
-    };
+    const { request, engine, expected } = await saveRequest(3);
+    const { runDir, state: snapshot } = request;
     const saver = new CheckpointSaver('worker');
-    await saver.submit({ runDir, state: snapshot, job, slots: { latest: true, best: false, step: false }, audit: null, keepSteps: 0, latestIsValid: true, bestIsValid: true });
+    await saver.submit(request);
     // The request is in the worker now; training goes on and rewrites every parameter and moment.
     expect(snapshot.parameters[0]?.data.length).toBe(0); // transferred, not shared
     for (let i = 0; i < 5; i += 1) engine.update(0.04);
@@ -61,6 +74,82 @@ describe('CheckpointSaver (worker)', () => {
     expect((await chooseCheckpoint(runDir)).chosen.job.step).toBe(3);
   });
 
+  it.skipIf(!hasChrt || !canRestorePriority())('gives an idle save thread the training threads’ priority back while a save is waited for, and idles it again before it answers', async () => {
+    const restored: number[] = [];
+    const whileWaited: { policy: number; nice: number }[] = [];
+    const saved = new Set<string>();
+    const saver = new CheckpointSaver('worker', {
+      priority: 'idle',
+      restorePriority: (tid) => {
+        restored.push(tid);
+        const ok = restoreThreadPriority(tid);
+        whileWaited.push(scheduleOf(tid));
+        return ok;
+      },
+    });
+    try {
+      const first = await saveRequest(2);
+      await saver.submit(first.request);
+      // Waited for at once: the worker is still starting (its answer is a macrotask, flush runs before it).
+      const result = await saver.flush();
+      await first.engine.dispose();
+      expect(result?.step).toBe(2);
+      expect(new Uint8Array(readFileSync(path.join(first.request.runDir, 'checkpoints', 'latest', 'state.llmcp')))).toEqual(first.expected);
+      expect(restored.length).toBe(1);
+      expect(saver.restoredSaves).toBe(1);
+      const tid = restored[0] as number;
+      expect(whileWaited).toEqual([{ policy: 0, nice: 0 }]);
+      // Before it answered, the save thread dropped to idle again for the next save.
+      expect(scheduleOf(tid)).toEqual({ policy: SCHED_IDLE, nice: 10 });
+      // The next save, not waited for, runs idle.
+      const second = await saveRequest(3);
+      await saver.submit(second.request);
+      expect(saver.busy).toBe(true);
+      await new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (!saver.busy) resolve();
+          else setImmediate(check);
+        };
+        check();
+      });
+      await second.engine.dispose();
+      saved.add(String(saver.thread));
+      expect(scheduleOf(tid)).toEqual({ policy: SCHED_IDLE, nice: 10 });
+      expect(restored.length).toBe(1);
+      expect([...saved]).toEqual(['idle']);
+      expect(new Uint8Array(readFileSync(path.join(second.request.runDir, 'checkpoints', 'latest', 'state.llmcp')))).toEqual(second.expected);
+    } finally {
+      await saver.close();
+    }
+  });
+
+  it.skipIf(!hasChrt)('makes an idle save urgent after hurryAfterSteps steps in flight, before anyone waits for it', async () => {
+    for (const steps of [1, 2]) {
+      const restored: number[] = [];
+      const saver = new CheckpointSaver('worker', { priority: 'idle', hurryAfterSteps: 2, restorePriority: (tid) => restored.push(tid) > 0 });
+      try {
+        const { request, engine } = await saveRequest(1);
+        await saver.submit(request);
+        for (let i = 0; i < steps; i += 1) saver.stepDone();
+        // The worker's first message (its thread id) comes before its answer: once it is in, an urgent save has been restored.
+        await new Promise<void>((resolve) => {
+          const check = (): void => {
+            if (saver.thread !== null) resolve();
+            else setImmediate(check);
+          };
+          check();
+        });
+        expect(restored.length).toBe(steps === 2 ? 1 : 0);
+        await saver.flush();
+        await engine.dispose();
+        // Waiting makes it urgent too, once per save.
+        expect(restored.length).toBe(1);
+      } finally {
+        await saver.close();
+      }
+    }
+  });
+
   it('writes the same bytes as inline saves, and says where each save ran', async () => {
     const a = path.join(tempDir(), 'worker');
     const b = path.join(tempDir(), 'inline');
@@ -70,7 +159,7 @@ describe('CheckpointSaver (worker)', () => {
     expect(sameBytes(finalBytes(b), finalBytes(a))).toBeNull();
     expect(readFileSync(path.join(a, 'samples.json'))).toEqual(readFileSync(path.join(b, 'samples.json')));
     expect([...threads.inline]).toEqual(['inline']);
-    expect([...threads.worker]).toEqual([process.platform !== 'linux' ? 'normal' : hasChrt ? 'idle' : 'low']);
+    expect([...threads.worker]).toEqual([process.platform !== 'linux' ? 'normal' : hasChrt && canRestorePriority() ? 'idle' : 'low']);
   });
 
   it(`${SAVE_PRIORITY_ENV}=low runs the save thread niced only, with the same bytes`, async () => {

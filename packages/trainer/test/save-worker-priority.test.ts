@@ -3,7 +3,8 @@
  * save-worker.ts): on Linux `idle` puts its own thread under SCHED_IDLE (when
  * util-linux's `chrt` exists) at nice SAVE_THREAD_NICE, `low` sets the nice
  * value only, `normal` changes nothing — and the training thread is never
- * touched. `LLMCP_SAVE_PRIORITY` selects it; an unknown value is refused.
+ * touched. `LLMCP_SAVE_PRIORITY` selects it (default idle where priorities can
+ * be restored, else low); an unknown value is refused.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
@@ -11,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { hasChrt } from './helpers/platform.ts';
 import { isTrainerError } from '../src/errors.ts';
 import { SAVE_PRIORITY_ENV, SAVE_THREAD_NICE, SCHED_IDLE, savePriorityFromEnv, scheduleOfStat, type SavePriority } from '../src/save-priority.ts';
-import type { SaveWorkerResponse } from '../src/save-worker.ts';
+import type { SaveWorkerReady, SaveWorkerResponse } from '../src/save-worker.ts';
 
 /** Linux's SCHED_OTHER policy number. */
 const SCHED_OTHER = 0;
@@ -30,9 +31,13 @@ function threadSchedules(): Map<number, { nice: number; policy: number }> {
 }
 
 
-/** Starts a save worker asking for `priority`, and returns its answer to a malformed request with the threads it added. */
-async function startedWorker(priority: SavePriority): Promise<{ reply: SaveWorkerResponse; added: { nice: number; policy: number }[]; main: { nice: number; policy: number } | undefined }> {
-  const before = threadSchedules();
+/** Starts a save worker asking for `priority`; returns its ready message, its answer to a malformed request, and the schedules of its thread and the training thread. */
+async function startedWorker(priority: SavePriority): Promise<{
+  ready: SaveWorkerReady;
+  reply: SaveWorkerResponse;
+  saveThread: { nice: number; policy: number } | undefined;
+  main: { nice: number; policy: number } | undefined;
+}> {
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('../src/save-worker.ts', import.meta.url).href;
   const worker = new Worker(`const api = await import(${JSON.stringify(tsx)}); api.register(); await import(${JSON.stringify(entry)});`, {
@@ -41,14 +46,19 @@ async function startedWorker(priority: SavePriority): Promise<{ reply: SaveWorke
     workerData: { priority },
   });
   try {
-    // A malformed request is answered with an error, which proves the worker is past its start-up.
-    const reply = await new Promise<SaveWorkerResponse>((resolve, reject) => {
-      worker.once('message', resolve);
+    const messages: unknown[] = [];
+    // The ready message, then the answer to a malformed request (an error), which proves the worker is past its start-up.
+    await new Promise<void>((resolve, reject) => {
+      worker.on('message', (m) => {
+        messages.push(m);
+        if (messages.length === 2) resolve();
+      });
       worker.once('error', reject);
       worker.postMessage({ id: 1, request: null });
     });
-    const after = threadSchedules();
-    return { reply, added: [...after].filter(([tid]) => !before.has(tid)).map(([, s]) => s), main: after.get(process.pid) };
+    const ready = messages[0] as SaveWorkerReady;
+    const schedules = threadSchedules();
+    return { ready, reply: messages[1] as SaveWorkerResponse, saveThread: ready.tid === null ? undefined : schedules.get(ready.tid), main: schedules.get(process.pid) };
   } finally {
     await worker.terminate();
   }
@@ -58,33 +68,35 @@ describe.skipIf(process.platform !== 'linux')('save thread priority (Linux)', ()
   const main = threadSchedules().get(process.pid);
 
   it.skipIf(!hasChrt)('idle: the save thread runs under SCHED_IDLE at the lowered nice value; the training thread is untouched', async () => {
-    const { reply, added, main: mainAfter } = await startedWorker('idle');
-    expect(reply.ok).toBe(false);
-    expect(reply.priority).toBe('idle');
-    expect(added.filter((s) => s.policy === SCHED_IDLE && s.nice === SAVE_THREAD_NICE).length).toBeGreaterThanOrEqual(1);
+    const { ready, reply, saveThread, main: mainAfter } = await startedWorker('idle');
+    expect(ready).toMatchObject({ ready: true, priority: 'idle' });
+    expect(reply).toMatchObject({ id: 1, ok: false, priority: 'idle' });
+    expect(saveThread).toEqual({ policy: SCHED_IDLE, nice: SAVE_THREAD_NICE });
     expect(mainAfter).toEqual(main);
     expect(main?.policy).toBe(SCHED_OTHER);
   });
 
   it('low: the nice value only, no idle policy', async () => {
-    const { reply, added, main: mainAfter } = await startedWorker('low');
-    expect(reply.priority).toBe('low');
-    expect(added.filter((s) => s.nice === SAVE_THREAD_NICE).length).toBeGreaterThanOrEqual(1);
-    expect(added.some((s) => s.policy === SCHED_IDLE)).toBe(false);
+    const { ready, saveThread, main: mainAfter } = await startedWorker('low');
+    expect(ready.priority).toBe('low');
+    expect(saveThread).toEqual({ policy: SCHED_OTHER, nice: SAVE_THREAD_NICE });
     expect(mainAfter).toEqual(main);
   });
 
   it('normal: the save thread keeps the training threads’ priority', async () => {
-    const { reply, added } = await startedWorker('normal');
-    expect(reply.priority).toBe('normal');
-    expect(added.some((s) => s.policy === SCHED_IDLE || s.nice === SAVE_THREAD_NICE)).toBe(false);
+    const { ready, saveThread } = await startedWorker('normal');
+    expect(ready.priority).toBe('normal');
+    expect(saveThread).toEqual(main);
   });
 });
 
 describe(SAVE_PRIORITY_ENV, () => {
   it('selects the priority, defaults to idle, and refuses anything else by name', () => {
-    expect(savePriorityFromEnv({})).toBe('idle');
-    expect(savePriorityFromEnv({ [SAVE_PRIORITY_ENV]: '' })).toBe('idle');
+    // Unset or empty: idle where a waited-for save's priority can be restored, else low.
+    expect(savePriorityFromEnv({}, () => true)).toBe('idle');
+    expect(savePriorityFromEnv({ [SAVE_PRIORITY_ENV]: '' }, () => true)).toBe('idle');
+    expect(savePriorityFromEnv({}, () => false)).toBe('low');
+    expect(savePriorityFromEnv({ [SAVE_PRIORITY_ENV]: 'idle' }, () => false)).toBe('idle');
     for (const p of ['idle', 'low', 'normal'] as const) expect(savePriorityFromEnv({ [SAVE_PRIORITY_ENV]: p })).toBe(p);
     for (const bad of ['IDLE', 'nice', ' idle', '10']) {
       let thrown: unknown = null;
