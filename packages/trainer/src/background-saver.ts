@@ -135,7 +135,7 @@ export class CheckpointSaver {
   /**
    * How saves run: `inline`, or the priority the save thread reached (`idle`,
    * `low`, `normal`; below the one asked for where the platform refuses it).
-   * @returns it, or null before the save worker's first answer.
+   * @returns it, or null before the save worker's first message.
    */
   get thread(): SaveThread | null {
     return this.#thread;
@@ -164,11 +164,14 @@ export class CheckpointSaver {
       for (const entry of this.#pending.values()) entry.reject(error);
       this.#pending.clear();
       this.#worker = null;
+      this.#tid = null;
     };
     worker.on('error', failAll);
     worker.on('exit', (code) => {
       if (this.#pending.size > 0) failAll(new Error(`the save worker exited with code ${code}`));
       this.#worker = null;
+      // A thread id names nothing once its thread is gone (and may be reused): the next worker reports its own.
+      this.#tid = null;
     });
     worker.unref();
     this.#worker = worker;
