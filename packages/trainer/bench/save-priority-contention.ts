@@ -16,7 +16,8 @@
  * [--rounds 3] [--seconds 8] [--busy 300] [--gap 300] [--threads N]` (Linux; elsewhere the priorities do nothing).
  */
 import { availableParallelism, loadavg } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../src/internal/module-worker.ts';
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import { Decoder, kernelInfo } from '@llmcp/model';
 import { AdamW, clipByGlobalNorm } from '@llmcp/optim';
@@ -43,13 +44,7 @@ const T = 64;
 
 /** Starts a burst worker at `priority`; resolves with the priority it reached. */
 async function startHog(priority: SavePriority, flags: Int32Array): Promise<{ worker: Worker; reached: string }> {
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./priority-hog.ts', import.meta.url).href;
-  const worker = new Worker(`const api = await import(${JSON.stringify(tsx)}); api.register(); await import(${JSON.stringify(entry)});`, {
-    eval: true,
-    execArgv: ['--conditions=@llmcp/source'],
-    workerData: { priority, flags, busyMs, gapMs },
-  });
+  const worker = startModuleWorker(new URL('./priority-hog.ts', import.meta.url), { priority, flags, busyMs, gapMs });
   const reached = await new Promise<string>((resolve, reject) => {
     worker.once('message', (m: { reached: string }) => resolve(m.reached));
     worker.once('error', reject);

@@ -7,7 +7,8 @@
  * in flight: a new one waits for the previous. A failed save is reported as a
  * `TRAINER_SAVE_FAILED` error at the next interaction, never dropped.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from './internal/module-worker.ts';
 import type { CheckpointState } from '@llmcp/format';
 import { TrainerError } from './errors.ts';
 import { performSave, type SaveRequest, type SaveResult } from './save.ts';
@@ -31,15 +32,7 @@ function transferables(state: CheckpointState): ArrayBuffer[] {
 function startSaveWorker(priority: SavePriority): Worker {
   const here = import.meta.url;
   const workerData: SaveWorkerData = { priority };
-  if (here.endsWith('.ts')) {
-    // Running from sources (tests, `node --import tsx`): register the TypeScript loader inside the
-    // worker, and resolve workspace packages to their sources like the parent does.
-    const tsx = import.meta.resolve('tsx/esm/api');
-    const entry = new URL('./save-worker.ts', here).href;
-    const bootstrap = `const api = await import(${JSON.stringify(tsx)}); api.register(); await import(${JSON.stringify(entry)});`;
-    return new Worker(bootstrap, { eval: true, execArgv: ['--conditions=@llmcp/source'], workerData });
-  }
-  return new Worker(new URL('./save-worker.js', here), { execArgv: [], workerData });
+  return startModuleWorker(new URL(here.endsWith('.ts') ? './save-worker.ts' : './save-worker.js', here), workerData);
 }
 
 /** Options of a {@link CheckpointSaver}. */

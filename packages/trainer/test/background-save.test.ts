@@ -8,14 +8,14 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { hasChrt } from './helpers/platform.ts';
+import { hasChrt, scheduleOf } from './helpers/platform.ts';
 import { encodeCheckpoint } from '@llmcp/format';
 import { CheckpointSaver } from '../src/background-saver.ts';
 import { isTrainerError } from '../src/errors.ts';
 import { prepareInputs } from '../src/inputs.ts';
 import { createEngine } from '../src/llmcp-engine.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
-import { canRestorePriority, restoreThreadPriority, SAVE_PRIORITY_ENV, SCHED_IDLE, scheduleOfStat } from '../src/save-priority.ts';
+import { canRestorePriority, restoreThreadPriority, SAVE_PRIORITY_ENV, SCHED_IDLE } from '../src/save-priority.ts';
 import { chooseCheckpoint } from '../src/run-directory.ts';
 import type { JobDraft, SaveRequest } from '../src/save.ts';
 import type { TrainingEngine } from '../src/engine.ts';
@@ -50,11 +50,6 @@ async function saveRequest(steps: number): Promise<{ request: SaveRequest; engin
   };
   const request: SaveRequest = { runDir: tempDir(), state: snapshot, job, slots: { latest: true, best: false, step: false }, audit: null, keepSteps: 0, latestIsValid: true, bestIsValid: true };
   return { request, engine, expected };
-}
-
-/** Scheduling policy and nice value of thread `tid` of this process. */
-function scheduleOf(tid: number): { policy: number; nice: number } {
-  return scheduleOfStat(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8'));
 }
 
 describe('CheckpointSaver (worker)', () => {

@@ -6,12 +6,12 @@
  * touched. `LLMCP_SAVE_PRIORITY` selects it (default idle where priorities can
  * be restored, else low); an unknown value is refused.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { readdirSync } from 'node:fs';
+import { startModuleWorker } from '../src/internal/module-worker.ts';
 import { describe, expect, it } from 'vitest';
-import { hasChrt } from './helpers/platform.ts';
+import { hasChrt, scheduleOf } from './helpers/platform.ts';
 import { isTrainerError } from '../src/errors.ts';
-import { SAVE_PRIORITY_ENV, SAVE_THREAD_NICE, SCHED_IDLE, savePriorityFromEnv, scheduleOfStat, type SavePriority } from '../src/save-priority.ts';
+import { SAVE_PRIORITY_ENV, SAVE_THREAD_NICE, SCHED_IDLE, savePriorityFromEnv, type SavePriority } from '../src/save-priority.ts';
 import type { SaveWorkerReady, SaveWorkerResponse } from '../src/save-worker.ts';
 
 /** Linux's SCHED_OTHER policy number. */
@@ -22,7 +22,7 @@ function threadSchedules(): Map<number, { nice: number; policy: number }> {
   const out = new Map<number, { nice: number; policy: number }>();
   for (const tid of readdirSync('/proc/self/task')) {
     try {
-      out.set(Number(tid), scheduleOfStat(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')));
+      out.set(Number(tid), scheduleOf(Number(tid)));
     } catch {
       // a thread that ended meanwhile
     }
@@ -38,13 +38,7 @@ async function startedWorker(priority: SavePriority): Promise<{
   saveThread: { nice: number; policy: number } | undefined;
   main: { nice: number; policy: number } | undefined;
 }> {
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('../src/save-worker.ts', import.meta.url).href;
-  const worker = new Worker(`const api = await import(${JSON.stringify(tsx)}); api.register(); await import(${JSON.stringify(entry)});`, {
-    eval: true,
-    execArgv: ['--conditions=@llmcp/source'],
-    workerData: { priority },
-  });
+  const worker = startModuleWorker(new URL('../src/save-worker.ts', import.meta.url), { priority });
   try {
     const messages: unknown[] = [];
     // The ready message, then the answer to a malformed request (an error), which proves the worker is past its start-up.
