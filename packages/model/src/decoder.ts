@@ -11,7 +11,7 @@ import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuni
 import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
-import { CallingThread, runPhase, type PhaseContext, type PhaseRunner } from './parallel/batch-pass.ts';
+import { CallingThread, claimPlan, runPhase, type PhaseContext, type PhaseRunner } from './parallel/batch-pass.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { COMMAND, CTRL } from './parallel/protocol.ts';
 
@@ -339,12 +339,16 @@ export class Decoder {
     return { B, T };
   }
 
-  /** Runs a TRAIN or EVALUATE phase over sequences [start, end). */
+  /** Runs a TRAIN or EVALUATE phase over sequences [start, end) (a wave, or all of the batch). */
   #phase(command: number, start: number, end: number): void {
     const c = this.#ctx.control;
+    const plan = this.#threaded ? claimPlan.frontShare : null;
+    // Waves start at multiples of the slot count (an evaluation is one wave).
+    const share = plan === null ? -1 : Math.max(0, Math.min(end - start, Math.floor(plan(start / this.#ctx.buffers.slots, end - start))));
+    Atomics.store(c, CTRL.FRONT_SHARE, share + 1);
     Atomics.store(c, CTRL.NEXT, start);
     Atomics.store(c, CTRL.BACK, end);
-    Atomics.store(c, CTRL.REMAINING, end - start);
+    Atomics.store(c, CTRL.REMAINING, share < 0 ? end - start : end - start - share);
     Atomics.store(c, CTRL.END, end);
     Atomics.store(c, CTRL.WAVE_START, start);
     this.#runner.run(this.#ctx, command);

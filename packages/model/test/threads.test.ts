@@ -2,12 +2,17 @@
  * The threaded batch pass: the calling thread's in-order prefix, the reduction
  * of the workers' partials and the sliced finishing of the adjoint give the
  * bits of one thread for every generated shape, thread count, wave size and
- * reduction path.
+ * reduction path — and, with the claims fixed (claimPlan), for every split of
+ * every wave between the calling thread and the workers, on repeated shapes
+ * (the buffers a step reuses hold what the last one left).
  */
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
 import { allocateBatchBuffers, finishSlice, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
+import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
+import { claimPlan } from '../src/parallel/batch-pass.ts';
+import { bits, firstMismatch } from './helpers/bits.ts';
 
 const bitsOf = (a: Float64Array): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
 
@@ -119,11 +124,27 @@ describe('batch reduction pieces', () => {
   });
 });
 
+/** One single-thread decoder and threaded ones (2 and 3 threads; the default wave, and waves of 2 and 3 sequences: slots = max(threads, budget / P)), all initialized from `seed`. */
+async function decoders(config: DecoderConfig, seed: bigint): Promise<{ one: Decoder; many: Decoder[] }> {
+  const P = parameterLayout(config).size;
+  const one = new Decoder(config);
+  const many = [
+    await Decoder.create(config, { threads: 2 }),
+    await Decoder.create(config, { threads: 3 }),
+    await Decoder.create(config, { threads: 2, partialMemoryBytes: 0 }),
+    await Decoder.create(config, { threads: 3, partialMemoryBytes: 3 * 8 * P }),
+  ];
+  for (const m of [one, ...many]) m.initialize(seed);
+  return { one, many };
+}
+
 describe('threaded training', () => {
   const opened: Decoder[] = [];
   const tuning = reduceTuning.localElements;
   afterEach(() => {
     reduceTuning.localElements = tuning;
+    claimPlan.frontShare = null;
+    setKernels('auto');
   });
   afterAll(async () => {
     await Promise.all(opened.map((m) => m.close()));
@@ -133,16 +154,7 @@ describe('threaded training', () => {
     const rng = new SplitMix64(43n);
     for (let c = 0; c < 2; c++) {
       const config = generatedConfig(rng);
-      const P = parameterLayout(config).size;
-      const one = new Decoder(config);
-      const many = [
-        await Decoder.create(config, { threads: 2 }),
-        await Decoder.create(config, { threads: 3 }),
-        // Waves of 2 and 3 sequences (slots = max(threads, budget / P)).
-        await Decoder.create(config, { threads: 2, partialMemoryBytes: 0 }),
-        await Decoder.create(config, { threads: 3, partialMemoryBytes: 3 * 8 * P }),
-      ];
-      for (const m of [one, ...many]) m.initialize(BigInt(7 + c));
+      const { one, many } = await decoders(config, BigInt(7 + c));
       try {
         for (let step = 0; step < 4; step++) {
           // Every reduction by the calling thread alone, or every one split over the threads.
@@ -157,6 +169,52 @@ describe('threaded training', () => {
           }
           const evaluation = one.evaluateLoss(batch);
           for (const m of many) expect(m.evaluateLoss(batch)).toBe(evaluation);
+        }
+      } finally {
+        await Promise.all(many.map((m) => m.close()));
+      }
+    }
+  });
+
+  // Which thread runs which sequence is timing otherwise (on these shapes the calling thread often runs all before a worker wakes).
+  const kinds: KernelChoice[] = loadNativeKernels().addon === null ? ['wasm'] : ['wasm', 'native'];
+  it.each(kinds)('gives the bits of one thread for every split of every wave between the calling thread and the workers (%s kernels)', async (kind) => {
+    setKernels(kind);
+    const rng = new SplitMix64(kind === 'wasm' ? 45n : 46n);
+    for (let c = 0; c < 2; c++) {
+      const config = generatedConfig(rng);
+      const { one, many } = await decoders(config, BigInt(11 + c));
+      try {
+        // The extremes first (the workers run everything; the calling thread does), then generated splits per wave.
+        const plans: ((wave: number, n: number) => number)[] = [() => 0, (_w, n) => n, (w, n) => (w % 2 === 0 ? 0 : n), (w, n) => (w % 2 === 0 ? n : 0)];
+        let shape = [0, 0] as [number, number];
+        for (let step = 0; step < 10; step++) {
+          const picks = Array.from({ length: 16 }, () => rng.nextBelow(1 << 16));
+          const plan = plans[step] ?? ((w: number, n: number) => (picks[w % 16] as number) % (n + 1));
+          reduceTuning.localElements = step % 3 === 0 ? Infinity : 0;
+          // One shape for five steps (as in training: the buffers, and what the last step left in them, are reused), then another.
+          if (step % 5 === 0) shape = [2 + rng.nextBelow(8), 1 + rng.nextBelow(7)];
+          const batch = randomBatch(rng, config.vocabularySize, shape[0], shape[1]);
+          const accumulate = step % 4 === 3;
+          claimPlan.frontShare = null;
+          const loss = one.trainStep(batch, { accumulate });
+          const expected = Array.from(one.gradients, bits);
+          const evaluation = one.evaluateLoss(batch);
+          claimPlan.frontShare = plan;
+          for (const m of many) {
+            const before = m.parallelStats().workerSequences;
+            expect(m.trainStep(batch, { accumulate })).toBe(loss);
+            expect(firstMismatch(`step ${step}, ${m.threads} threads, gradients`, m.gradients, expected)).toBeNull();
+            // The plan was followed: the workers ran exactly the sequences it left them (waves of the decoder's slot count).
+            const slots = m.parallelStats().waveSize;
+            let workers = 0;
+            for (let start = 0, w = 0; start < batch.rows; start += slots, w++) {
+              const n = Math.min(batch.rows, start + slots) - start;
+              workers += n - Math.max(0, Math.min(n, plan(w, n)));
+            }
+            expect(m.parallelStats().workerSequences - before).toBe(workers);
+            expect(m.evaluateLoss(batch)).toBe(evaluation);
+          }
         }
       } finally {
         await Promise.all(many.map((m) => m.close()));

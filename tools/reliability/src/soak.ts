@@ -8,7 +8,7 @@
  * Options:
  *   --quick            a few minutes: 100k fuzz cases, 60 kills, sampled faults and tampering
  *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, ≥ 1,000 SIGKILLs)
- *   --only <parts>     comma-separated subset of fuzz,kill,faults,tamper,large
+ *   --only <parts>     comma-separated subset of fuzz,kill,faults,tamper,large,splits
  *   --jobs <n>         parallel children for the fuzzer and the kill loop (default 2)
  *   --seed <n>         campaign seed
  */
@@ -29,7 +29,7 @@ const quick = process.argv.includes('--quick');
 const size = Number(flag('--size') ?? (quick ? 0.1 : 1));
 const jobs = Number(flag('--jobs') ?? 2);
 const seed = BigInt(flag('--seed') ?? 0x50a4);
-const only = new Set((flag('--only') ?? 'fuzz,kill,faults,tamper,large').split(','));
+const only = new Set((flag('--only') ?? 'fuzz,kill,faults,tamper,large,splits').split(','));
 const progress = (label: string) => (done: number, total?: number): void => {
   process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
 };
@@ -107,6 +107,25 @@ if (only.has('large') && !quick) {
   if (!ok) bad += 1;
   sections.push(`large state: ${ok ? 'a 2.4 GB state.llmcp saved, published and verified, and a 2 GiB + 4 KiB loss.jsonl scanned and planned, through the streaming paths' : `FAILED\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
   summary.push(`>2 GiB state: ${ok ? 'ok' : 'FAILED'}`);
+}
+
+if (only.has('splits')) {
+  // Thread splits: the medium training shape with fixed and free splits of every wave, against one thread, bit for bit (packages/model/test/thread-splits.test.ts).
+  const steps = Math.max(8, Math.round(400 * size));
+  process.stderr.write(`splits: ${steps} training steps per kernel set and thread count, against one thread\n`);
+  const t = performance.now();
+  const r = spawnSync('pnpm', ['exec', 'vitest', 'run', '--project', 'model', 'test/thread-splits.test.ts'], {
+    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+    env: { ...process.env, LLMCP_SOAK: '1', LLMCP_SOAK_SIZE: String(size) },
+    encoding: 'utf8',
+  });
+  // eslint-disable-next-line no-control-regex -- ESC (0x1b) starts every ANSI colour code
+  const out = r.stdout.replace(/\x1b\[[0-9;]*m/g, '');
+  const passed = /Tests\s+(\d+) passed/.exec(out)?.[1];
+  const ok = r.status === 0 && passed !== undefined && !/failed/.test(out.split('Tests')[1] ?? '');
+  if (!ok) bad += 1;
+  sections.push(`thread splits: ${ok ? `${passed} kernel × thread-count combinations, ${steps} steps each, every loss and gradient bit equal to one thread's` : `FAILED\n${out.slice(-3000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+  summary.push(`thread splits: ${ok ? 'ok' : 'FAILED'}`);
 }
 
 console.log(sections.join('\n\n'));

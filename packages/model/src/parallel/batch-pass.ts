@@ -13,6 +13,16 @@ import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
 import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batch-reduce.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 
+/**
+ * A fixed split of the sequences between the calling thread and the workers,
+ * for tests (timing decides it otherwise, and on small shapes the calling
+ * thread often runs every sequence before a worker wakes): `frontShare(wave,
+ * sequences)` gives how many sequences at the front of wave `wave` (0, 1, …)
+ * of `sequences` the calling thread runs; the workers run the others. Null
+ * (the default): free claims. Read on the calling thread, when a phase starts.
+ */
+export const claimPlan: { frontShare: ((wave: number, sequences: number) => number) | null } = { frontShare: null };
+
 /** Everything a thread needs to run phases. */
 export interface PhaseContext {
   readonly config: DecoderConfig;
@@ -114,7 +124,9 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       dx0Off: 0,
     };
     // A claim first takes one of the REMAINING sequences, then its index from its end of the wave: the two ends never meet.
-    while (Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0) {
+    // With a fixed split (FRONT_SHARE ≥ 0) the calling thread runs its share without claiming, the workers claim the rest.
+    const share = front ? Atomics.load(ctrl, CTRL.FRONT_SHARE) - 1 : -1;
+    for (let taken = 0; share < 0 ? Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0 : taken < share; taken++) {
       const b = front ? Atomics.add(ctrl, CTRL.NEXT, 1) : Atomics.sub(ctrl, CTRL.BACK, 1) - 1;
       const off = b * T;
       if (threadIndex > 0) Atomics.add(ctrl, CTRL.WORKER_SEQUENCES, 1);

@@ -51,6 +51,13 @@ export const CTRL = {
   PARTIAL_SEQUENCES: 18,
   /** REDUCE: the parameter slices (threads taking part; 1 when the calling thread reduces alone). */
   SLICES: 19,
+  /**
+   * TRAIN / EVALUATE: 0 (claims are free), or 1 + the number of sequences at
+   * the front of the wave the calling thread runs, leaving exactly the rest to
+   * the workers (REMAINING then counts only those): a fixed split, for tests
+   * (claimPlan in batch-pass.ts).
+   */
+  FRONT_SHARE: 20,
 } as const;
 
 /** Size of the control block in Int32 elements. */
