@@ -17,8 +17,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import * as model from '@llmcp/model';
-import type { TokenBatch } from '@llmcp/model';
-import { AdamW, clipByGlobalNorm } from '../src/index.ts';
+import { median, randomBatch, trainingStep } from './training-step.ts';
 
 interface PeerSpec {
   readonly config: DecoderConfig;
@@ -29,22 +28,6 @@ interface PeerSpec {
   readonly minSteps: number;
   readonly budgetMs: number;
   readonly dump: string | null;
-}
-
-function randomBatch(rng: SplitMix64, V: number, B: number, T: number): TokenBatch {
-  const inputs = new Int32Array(B * T);
-  const targets = new Int32Array(B * T);
-  for (let i = 0; i < B * T; i++) {
-    inputs[i] = rng.nextBelow(V);
-    targets[i] = rng.nextBelow(V);
-  }
-  return { inputs, targets, rows: B, columns: T };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 }
 
 async function main(): Promise<void> {
@@ -61,12 +44,10 @@ async function main(): Promise<void> {
       writeFileSync(`${spec.dump}.inputs.i32`, new Uint8Array((batch.inputs as Int32Array).buffer));
       writeFileSync(`${spec.dump}.targets.i32`, new Uint8Array((batch.targets as Int32Array).buffer));
     }
-    const opt = new AdamW(decoder, { config: { learningRate: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 } });
+    const train = trainingStep(decoder);
     const losses: number[] = [];
     const step = (): void => {
-      losses.push(decoder.trainStep(batch));
-      opt.step({ clip: clipByGlobalNorm(decoder.gradients, 1.0) });
-      decoder.zeroGradients();
+      losses.push(train(batch).loss);
     };
     for (let w = 0; w < spec.warmup; w++) step();
     const times: number[] = [];

@@ -12,7 +12,7 @@ import { Session } from 'node:inspector';
 import { availableParallelism } from 'node:os';
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import { Decoder, FIXTURE_DECODER_CONFIG, type TokenBatch } from '@llmcp/model';
-import { AdamW, clipByGlobalNorm } from '../src/index.ts';
+import { median, randomBatch, trainingStep } from './training-step.ts';
 
 interface BenchConfig {
   readonly name: string;
@@ -40,27 +40,11 @@ const CONFIGS: BenchConfig[] = [
 const quick = process.env.LLMCP_BENCH_QUICK === '1';
 const only = process.env.LLMCP_BENCH_CONFIGS?.split(',');
 
-function randomBatch(rng: SplitMix64, V: number, B: number, T: number): TokenBatch {
-  const inputs = new Uint32Array(B * T);
-  const targets = new Uint32Array(B * T);
-  for (let i = 0; i < B * T; i++) {
-    inputs[i] = rng.nextBelow(V);
-    targets[i] = rng.nextBelow(V);
-  }
-  return { inputs, targets, rows: B, columns: T };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-}
-
 async function measure(c: BenchConfig, threads: number): Promise<{ tokensPerSecond: number; msPerUpdate: number; bestMs: number; updates: number; cpuMsPerUpdate: number; adamwMs: number }> {
   const model = await Decoder.create(c.config, { threads });
   try {
     model.initialize(1n);
-    const opt = new AdamW(model, { config: { learningRate: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 } });
+    const step = trainingStep(model);
     const rng = new SplitMix64(7n);
     const batches = Array.from({ length: 8 }, () => randomBatch(rng, c.config.vocabularySize, c.batch, c.context));
     const tokens = c.batch * c.context;
@@ -71,13 +55,7 @@ async function measure(c: BenchConfig, threads: number): Promise<{ tokensPerSeco
     const adamw: number[] = [];
     let i = 0;
     const update = (): void => {
-      const b = batches[i++ % batches.length] as TokenBatch;
-      model.trainStep(b);
-      const clip = clipByGlobalNorm(model.gradients, 1.0);
-      const t = performance.now();
-      opt.step({ clip });
-      adamw.push(performance.now() - t);
-      model.zeroGradients();
+      adamw.push(step(batches[i++ % batches.length] as TokenBatch).adamwMs);
     };
     for (let w = 0; w < warm; w++) update();
     adamw.length = 0;
@@ -109,13 +87,11 @@ interface ProfileNode {
 async function profile(c: BenchConfig, updates: number): Promise<[string, number][]> {
   const model = new Decoder(c.config);
   model.initialize(1n);
-  const opt = new AdamW(model, { config: { learningRate: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 } });
+  const train = trainingStep(model);
   const rng = new SplitMix64(7n);
   const batch = randomBatch(rng, c.config.vocabularySize, c.batch, c.context);
   const step = (): void => {
-    model.trainStep(batch);
-    opt.step({ clip: clipByGlobalNorm(model.gradients, 1.0) });
-    model.zeroGradients();
+    train(batch);
   };
   for (let w = 0; w < 3; w++) step();
   const session = new Session();
