@@ -343,8 +343,13 @@ export class Decoder {
   #phase(command: number, start: number, end: number): void {
     const c = this.#ctx.control;
     const plan = this.#threaded ? claimPlan.frontShare : null;
-    // Waves start at multiples of the slot count (an evaluation is one wave).
-    const share = plan === null ? -1 : Math.max(0, Math.min(end - start, Math.floor(plan(start / this.#ctx.buffers.slots, end - start))));
+    let share = -1;
+    if (plan !== null) {
+      // Waves start at multiples of the slot count (an evaluation is one wave).
+      const wanted = plan(start / this.#ctx.buffers.slots, end - start);
+      if (!Number.isFinite(wanted)) throw new RangeError(`claimPlan.frontShare must return a finite number, returned ${String(wanted)}`);
+      share = Math.max(0, Math.min(end - start, Math.floor(wanted)));
+    }
     Atomics.store(c, CTRL.FRONT_SHARE, share + 1);
     Atomics.store(c, CTRL.NEXT, start);
     Atomics.store(c, CTRL.BACK, end);

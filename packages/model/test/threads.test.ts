@@ -222,6 +222,25 @@ describe('threaded training', () => {
     }
   });
 
+  it('refuses a claim plan that gives no number, and trains as before afterwards', async () => {
+    const config = generatedConfig(new SplitMix64(47n));
+    const { one, many } = await decoders(config, 5n);
+    try {
+      const batch = randomBatch(new SplitMix64(48n), config.vocabularySize, 4, 5);
+      const loss = one.trainStep(batch);
+      const expected = Array.from(one.gradients, bits);
+      for (const m of many) {
+        claimPlan.frontShare = () => Number.NaN;
+        expect(() => m.trainStep(batch)).toThrow(RangeError);
+        claimPlan.frontShare = null;
+        expect(m.trainStep(batch)).toBe(loss);
+        expect(firstMismatch(`${m.threads} threads after a refused plan`, m.gradients, expected)).toBeNull();
+      }
+    } finally {
+      await Promise.all(many.map((m) => m.close()));
+    }
+  });
+
   it('writes and reduces partials only for the sequences the worker threads ran', async () => {
     const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
     const one = new Decoder(config);
