@@ -124,7 +124,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       dx0Off: 0,
     };
     // A claim first takes one of the REMAINING sequences, then its index from its end of the wave: the two ends never meet.
-    // With a fixed split (FRONT_SHARE ≥ 0) the calling thread runs its share without claiming, the workers claim the rest.
+    // With a fixed split (FRONT_SHARE = 1 + share) the calling thread runs its share without claiming, the workers claim the rest.
     const share = front ? Atomics.load(ctrl, CTRL.FRONT_SHARE) - 1 : -1;
     for (let taken = 0; share < 0 ? Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0 : taken < share; taken++) {
       const b = front ? Atomics.add(ctrl, CTRL.NEXT, 1) : Atomics.sub(ctrl, CTRL.BACK, 1) - 1;
