@@ -34,6 +34,20 @@ const progress = (label: string) => (done: number, total?: number): void => {
   process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
 };
 
+/**
+ * Runs one soak-gated test file (LLMCP_SOAK=1) of a vitest project from the repository root.
+ * @returns its exit status, its stdout with vitest's colour codes stripped (so its summary can be read) and its stderr.
+ */
+function runSoakTests(project: string, file: string, env: Record<string, string>): { status: number | null; out: string; stderr: string } {
+  const r = spawnSync('pnpm', ['exec', 'vitest', 'run', '--project', project, file], {
+    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+    env: { ...process.env, LLMCP_SOAK: '1', ...env },
+    encoding: 'utf8',
+  });
+  // eslint-disable-next-line no-control-regex -- ESC (0x1b) starts every ANSI colour code
+  return { status: r.status, out: r.stdout.replace(/\x1b\[[0-9;]*m/g, ''), stderr: r.stderr };
+}
+
 const started = performance.now();
 const sections: string[] = [];
 const summary: string[] = [];
@@ -96,16 +110,10 @@ if (only.has('large') && !quick) {
   // Files beyond 2 GiB: the trainer's streamed save and load of a 2.4 GB state, and a loss.jsonl past 2 GiB (packages/trainer/test/large-state.test.ts).
   process.stderr.write('large: a state.llmcp over 2 GiB through the trainer\n');
   const t = performance.now();
-  const r = spawnSync('pnpm', ['exec', 'vitest', 'run', '--project', 'trainer', 'test/large-state.test.ts'], {
-    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-    env: { ...process.env, LLMCP_SOAK: '1' },
-    encoding: 'utf8',
-  });
-  // The escape character is the point: vitest's colour codes are stripped before its summary is read.
-  // eslint-disable-next-line no-control-regex -- ESC (0x1b) starts every ANSI colour code
-  const ok = r.status === 0 && /Tests\s+\S*\s*2 passed/.test(r.stdout.replace(/\x1b\[[0-9;]*m/g, ''));
+  const r = runSoakTests('trainer', 'test/large-state.test.ts', {});
+  const ok = r.status === 0 && /Tests\s+\S*\s*2 passed/.test(r.out);
   if (!ok) bad += 1;
-  sections.push(`large state: ${ok ? 'a 2.4 GB state.llmcp saved, published and verified, and a 2 GiB + 4 KiB loss.jsonl scanned and planned, through the streaming paths' : `FAILED\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+  sections.push(`large state: ${ok ? 'a 2.4 GB state.llmcp saved, published and verified, and a 2 GiB + 4 KiB loss.jsonl scanned and planned, through the streaming paths' : `FAILED\n${r.out.slice(-2000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
   summary.push(`>2 GiB state: ${ok ? 'ok' : 'FAILED'}`);
 }
 
@@ -114,17 +122,11 @@ if (only.has('splits')) {
   const steps = Math.max(8, Math.round(400 * size));
   process.stderr.write(`splits: ${steps} training steps per kernel set and thread count, against one thread\n`);
   const t = performance.now();
-  const r = spawnSync('pnpm', ['exec', 'vitest', 'run', '--project', 'model', 'test/thread-splits.test.ts'], {
-    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-    env: { ...process.env, LLMCP_SOAK: '1', LLMCP_SOAK_SIZE: String(size) },
-    encoding: 'utf8',
-  });
-  // eslint-disable-next-line no-control-regex -- ESC (0x1b) starts every ANSI colour code
-  const out = r.stdout.replace(/\x1b\[[0-9;]*m/g, '');
-  const passed = /Tests\s+(\d+) passed/.exec(out)?.[1];
-  const ok = r.status === 0 && passed !== undefined && !/failed/.test(out.split('Tests')[1] ?? '');
+  const r = runSoakTests('model', 'test/thread-splits.test.ts', { LLMCP_SOAK_SIZE: String(size) });
+  const passed = /Tests\s+(\d+) passed/.exec(r.out)?.[1];
+  const ok = r.status === 0 && passed !== undefined && !/failed/.test(r.out.split('Tests')[1] ?? '');
   if (!ok) bad += 1;
-  sections.push(`thread splits: ${ok ? `${passed} kernel × thread-count combinations, ${steps} steps each, every loss and gradient bit equal to one thread's` : `FAILED\n${out.slice(-3000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+  sections.push(`thread splits: ${ok ? `${passed} kernel × thread-count combinations, ${steps} steps each, every loss and gradient bit equal to one thread's` : `FAILED\n${r.out.slice(-3000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
   summary.push(`thread splits: ${ok ? 'ok' : 'FAILED'}`);
 }
 
