@@ -66,14 +66,19 @@ describe('batch reduction pieces', () => {
   it('reducePartials adds the slots in slot order, like one reducePartial per slot', () => {
     const rng = new SplitMix64(41n);
     const P = 5000;
+    // runs of 4, 2 and 1 slots per pass, after a copied first slot or not
     for (const [fromSlot, toSlot, first] of [
       [0, 5, true],
       [2, 5, false],
       [1, 2, false],
       [0, 1, true],
       [3, 3, false],
+      [0, 9, true],
+      [1, 8, false],
+      [0, 7, false],
+      [2, 6, true],
     ] as const) {
-      const partials = mixedValues(rng, 5 * P);
+      const partials = mixedValues(rng, 9 * P);
       const start = mixedValues(rng, P);
       const expected = start.slice();
       for (let s = fromSlot; s < toSlot; s++) reducePartial(expected, partials, s * P, first && s === fromSlot, 0, P);
@@ -86,8 +91,9 @@ describe('batch reduction pieces', () => {
 
   it('finishSlice over D-aligned slices gives the bits of the whole finishing and the first non-finite element', () => {
     const rng = new SplitMix64(42n);
-    for (let trial = 0; trial < 6; trial++) {
-      const config = generatedConfig(rng);
+    for (let trial = 0; trial < 12; trial++) {
+      // from trial 6 on, even widths of 8 to 26 (eight gain columns at a time in registers, then the rest one by one)
+      const config = trial < 6 ? generatedConfig(rng) : { ...generatedConfig(rng), heads: 1, modelWidth: 8 + 2 * rng.nextBelow(10) };
       const { modelWidth: D, vocabularySize: V, layers } = config;
       const layout = parameterLayout(config);
       const B = 1 + rng.nextBelow(4);

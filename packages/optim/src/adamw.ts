@@ -111,17 +111,17 @@ export class AdamW {
   readonly groups: ParameterGroups | null;
   /** Layout of the model's parameters. */
   readonly layout: ParameterLayout;
-  /** First moments, model order (with WebAssembly SIMD a view of the update kernel's fixed memory). */
-  readonly first: Float64Array;
-  /** Second moments, model order (like {@link first}). */
-  readonly second: Float64Array;
+
   readonly #parameters: Float64Array;
   readonly #gradients: Float64Array;
   /** Per-entry weight decay (0 for the no-decay group). */
   readonly #decay: Float64Array;
   readonly #noDecay: ReadonlySet<string>;
-  /** The WebAssembly SIMD update (its memory holds the 3n new values), or null. */
+  /** The WebAssembly SIMD update (its memory holds the moments and the new values), or null. */
   readonly #kernel: AdamWKernel | null;
+  /** Without the kernel: the moments. */
+  readonly #first: Float64Array | null;
+  readonly #second: Float64Array | null;
   /**
    * Without the kernel: the new parameters, first and second moments (3n),
    * committed together; with it, 3 × BLOCK for checking a block element by element.
@@ -153,8 +153,8 @@ export class AdamW {
     this.#gradients = model.gradients;
     const kernel = AdamWKernel.create({ G: model.gradients, W: model.parameters, tensors: model.layout.entries });
     this.#kernel = kernel;
-    this.first = kernel === null ? new Float64Array(n) : kernel.first;
-    this.second = kernel === null ? new Float64Array(n) : kernel.second;
+    this.#first = kernel === null ? new Float64Array(n) : null;
+    this.#second = kernel === null ? new Float64Array(n) : null;
     this.#scratch = kernel === null ? new Float64Array(3 * n) : null;
     this.#lrwd = new Float64Array(model.layout.entries.length);
   }
@@ -171,6 +171,25 @@ export class AdamW {
     const opt = new AdamW(model, { config: state.config, groups: state.groups });
     opt.#load(state);
     return opt;
+  }
+
+  /**
+   * First moments, model order: with WebAssembly SIMD a view of the update
+   * kernel's fixed memory, which alternates between two arrays (every step
+   * writes the new moments beside the current ones and then switches to
+   * them), so read it afresh after a step rather than keeping the array.
+   * @returns the current first moments.
+   */
+  get first(): Float64Array {
+    return this.#kernel?.first ?? (this.#first as Float64Array);
+  }
+
+  /**
+   * Second moments, model order (like {@link first}).
+   * @returns the current second moments.
+   */
+  get second(): Float64Array {
+    return this.#kernel?.second ?? (this.#second as Float64Array);
   }
 
   /**

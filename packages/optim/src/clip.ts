@@ -3,6 +3,8 @@
  */
 import { tensorAt, type ParameterLayout } from '@llmcp/model';
 import { OptimError } from './errors.ts';
+import { scaledSumWasm } from './internal/scaled-sum.ts';
+import { optimSimdActive } from './internal/simd.ts';
 
 /**
  * How the optimizer reads each gradient element: unchanged, times one
@@ -96,7 +98,7 @@ export function clipByGlobalNorm(gradients: Float64Array, maxNorm: number, layou
   }
   // acc = [scale, ssq]: the running state of the scaled sum
   const acc = Float64Array.of(0.0, 1.0);
-  const bad = scaledSum(gradients, acc);
+  const bad = (optimSimdActive() ? scaledSumWasm(gradients, acc) : null) ?? scaledSum(gradients, acc);
   if (bad >= 0) {
     const g = gradients[bad] as number;
     const at = locate(layout, bad);

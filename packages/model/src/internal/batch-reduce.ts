@@ -117,12 +117,78 @@ export function reducePartials(adjoint: Float64Array, partials: Float64Array, P:
       reducePartial(adjoint, partials, s * P, true, lo, hi);
       s++;
     }
+    // Four slots per pass over the block, then two, then one: the additions of each element stay in slot order.
+    for (; s + 3 < toSlot; s += 4) {
+      const o1 = s * P;
+      const o2 = o1 + P;
+      const o3 = o2 + P;
+      const o4 = o3 + P;
+      for (let i = lo; i < hi; i++) {
+        adjoint[i] = (adjoint[i] as number) + (partials[o1 + i] as number) + (partials[o2 + i] as number) + (partials[o3 + i] as number) + (partials[o4 + i] as number);
+      }
+    }
     for (; s + 1 < toSlot; s += 2) {
       const o1 = s * P;
       const o2 = o1 + P;
       for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (partials[o1 + i] as number) + (partials[o2 + i] as number);
     }
     if (s < toSlot) reducePartial(adjoint, partials, s * P, false, lo, hi);
+  }
+}
+
+/**
+ * Column sums of a (rows, width) block: `dst[off + c] = (…((+0 + src[t0 + c])
+ * + src[t0 + width + c]) + …)` over the rows in order — one flat sum per
+ * column, eight columns at a time in registers (reading the block once, a
+ * cache line per row and band), then the remaining columns one by one.
+ *
+ * @param dst - destination.
+ * @param off - offset of the `width` sums in dst.
+ * @param src - the rows.
+ * @param t0 - offset of the first row in src.
+ * @param rows - rows to sum.
+ * @param width - columns (and the row stride).
+ */
+export function columnSums(dst: Float64Array, off: number, src: Float64Array, t0: number, rows: number, width: number): void {
+  let c = 0;
+  for (; c + 7 < width; c += 8) {
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    let s4 = 0;
+    let s5 = 0;
+    let s6 = 0;
+    let s7 = 0;
+    let t = t0 + c;
+    for (let r = 0; r < rows; r++) {
+      s0 += src[t] as number;
+      s1 += src[t + 1] as number;
+      s2 += src[t + 2] as number;
+      s3 += src[t + 3] as number;
+      s4 += src[t + 4] as number;
+      s5 += src[t + 5] as number;
+      s6 += src[t + 6] as number;
+      s7 += src[t + 7] as number;
+      t += width;
+    }
+    dst[off + c] = s0;
+    dst[off + c + 1] = s1;
+    dst[off + c + 2] = s2;
+    dst[off + c + 3] = s3;
+    dst[off + c + 4] = s4;
+    dst[off + c + 5] = s5;
+    dst[off + c + 6] = s6;
+    dst[off + c + 7] = s7;
+  }
+  for (; c < width; c++) {
+    let s = 0;
+    let t = t0 + c;
+    for (let r = 0; r < rows; r++) {
+      s += src[t] as number;
+      t += width;
+    }
+    dst[off + c] = s;
   }
 }
 
@@ -158,14 +224,7 @@ export function finishSlice(
   const terms = buffers.gainTerms;
   let g = 0;
   const gain = (off: number): void => {
-    if (off >= from && off < to) {
-      for (let c = 0; c < D; c++) adjoint[off + c] = 0;
-      let t = g * stride;
-      for (let r = 0; r < n; r++) {
-        for (let c = 0; c < D; c++) (adjoint[off + c] as number) += terms[t + c] as number;
-        t += D;
-      }
-    }
+    if (off >= from && off < to) columnSums(adjoint, off, terms, g * stride, n, D);
     g++;
   };
   for (const b of layout.blocks) {

@@ -147,6 +147,29 @@ describe('transpose', () => {
     transpose(dst, 0, 3, src, 0, 4, 3, 4);
     expect(Array.from(dst)).toEqual([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
   });
+
+  it('writes exactly dst[s, r] = src[r, s] for generated shapes, strides and offsets (bands of 8 rows and the rest), nothing else', () => {
+    fc.assert(
+      fc.property(
+        fc.record({ R: fc.integer({ min: 0, max: 40 }), S: fc.integer({ min: 0, max: 40 }), padS: fc.integer({ min: 0, max: 5 }), padD: fc.integer({ min: 0, max: 5 }), sOff: fc.integer({ min: 0, max: 9 }), dOff: fc.integer({ min: 0, max: 9 }) }),
+        ({ R, S, padS, padD, sOff, dOff }) => {
+          const lds = S + padS;
+          const ldd = R + padD;
+          const src = Float64Array.from({ length: sOff + R * lds + 3 }, (_, i) => i + 0.5);
+          const dst = new Float64Array(dOff + S * ldd + 3).fill(-1);
+          transpose(dst, dOff, ldd, src, sOff, lds, R, S);
+          for (let i = 0; i < dst.length; i++) {
+            const k = i - dOff;
+            const s = Math.floor(k / ldd);
+            const r = k - s * ldd;
+            const inside = k >= 0 && s < S && r < R;
+            if (dst[i] !== (inside ? src[sOff + r * lds + s] : -1)) return false;
+          }
+          return true;
+        },
+      ),
+    );
+  });
 });
 
 describe('gemmTransA', () => {

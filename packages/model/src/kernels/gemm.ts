@@ -391,6 +391,12 @@ export function gemmScalar(
 /**
  * Transposes an R × S block: `dst[dOff + s·ldd + r] = src[sOff + r·lds + s]`.
  *
+ * Eight source rows at a time: each column `s` of such a band is read from
+ * the eight rows and written as eight adjacent values of one destination row,
+ * so every cache line written is filled at once (a row at a time, each store
+ * would land on another line; about 4× slower on the decoder's weights).
+ * Values are moved, never computed: the bits are those of any order.
+ *
  * @param dst - destination.
  * @param dOff - offset of dst[0, 0].
  * @param ldd - row stride of dst (≥ R).
@@ -401,7 +407,31 @@ export function gemmScalar(
  * @param S - columns of src.
  */
 export function transpose(dst: Float64Array, dOff: number, ldd: number, src: Float64Array, sOff: number, lds: number, R: number, S: number): void {
-  for (let r = 0; r < R; r++) {
+  let r = 0;
+  for (; r + 7 < R; r += 8) {
+    const s0 = sOff + r * lds;
+    let d = dOff + r;
+    for (let s = 0; s < S; s++) {
+      let i = s0 + s;
+      dst[d] = src[i] as number;
+      i += lds;
+      dst[d + 1] = src[i] as number;
+      i += lds;
+      dst[d + 2] = src[i] as number;
+      i += lds;
+      dst[d + 3] = src[i] as number;
+      i += lds;
+      dst[d + 4] = src[i] as number;
+      i += lds;
+      dst[d + 5] = src[i] as number;
+      i += lds;
+      dst[d + 6] = src[i] as number;
+      i += lds;
+      dst[d + 7] = src[i] as number;
+      d += ldd;
+    }
+  }
+  for (; r < R; r++) {
     const s0 = sOff + r * lds;
     let d = dOff + r;
     for (let s = 0; s < S; s++) {

@@ -36,8 +36,11 @@ const IN_OFF = 16;
 const IN_STRIDE = BLOCK + 2;
 /**
  * f64 slot of the resident arrays, each n + 2 long (the pad takes the odd
- * lane of a tensor's last pair): first and second moments (the optimizer's
- * `first`/`second`), then the new parameters, first and second moments.
+ * lane of a tensor's last pair): two pairs of first and second moments and
+ * the new parameters. One pair holds the current moments (the optimizer's
+ * `first`/`second`), the other receives the new ones; a step whose values
+ * are all finite makes the new pair current (nothing is copied), a refused
+ * one leaves the current pair as it was.
  */
 const STATE_OFF: number = IN_OFF + 2 * IN_STRIDE;
 const PAGE = 65536;
@@ -269,10 +272,10 @@ export interface KernelArrays {
  * made once.
  */
 export class AdamWKernel {
-  /** The first moments, resident in the kernel's memory. */
-  readonly first: Float64Array;
-  /** The second moments, resident in the kernel's memory. */
-  readonly second: Float64Array;
+  /** The two pairs of moment arrays (first, second), resident in the kernel's memory. */
+  readonly #moments: readonly [readonly [Float64Array, Float64Array], readonly [Float64Array, Float64Array]];
+  /** Which pair holds the current moments. */
+  #current = 0;
   /** Number of blocks. */
   readonly blocks: number;
   readonly #f64: Float64Array;
@@ -293,11 +296,14 @@ export class AdamWKernel {
     this.#fns = [0, 1, 2].map((m) => inst.exports[`adamw${m}`] as UpdateFunction);
     const seg = n + 2;
     const at = (k: number): Float64Array => f.subarray(STATE_OFF + k * seg, STATE_OFF + k * seg + n);
-    this.first = at(0);
-    this.second = at(1);
+    this.#moments = [
+      [at(0), at(1)],
+      [at(3), at(4)],
+    ];
     this.#newW = at(2);
     // the pads (the odd lane of the last pair): a finite update whatever the constants
     f[STATE_OFF + seg + n] = 1;
+    f[STATE_OFF + 4 * seg + n] = 1;
     const start: number[] = [];
     const tensor: number[] = [];
     tensors.forEach((t, i) => {
@@ -384,19 +390,27 @@ export class AdamWKernel {
         f[iw + len] = 0;
       }
       f[CONST_OFF + C_LRWD] = lrwd[tensors[k] as number] as number;
-      const m = (STATE_OFF + (starts[k] as number)) * 8;
-      if (fn(((len + 1) >> 1) << 4, m, m + seg, m + 2 * seg, m + 3 * seg, m + 4 * seg) !== 0) return k;
+      const at = (STATE_OFF + (starts[k] as number)) * 8;
+      const m = this.#current === 0 ? at : at + 3 * seg;
+      const m2 = this.#current === 0 ? at + 3 * seg : at;
+      if (fn(((len + 1) >> 1) << 4, m, m + seg, at + 2 * seg, m2, m2 + seg) !== 0) return k;
     }
     return -1;
   }
 
-  /** Copies the results into the parameters and the resident moments. */
+  /** The current first moments, resident in the kernel's memory (the array changes with every committed step). */
+  get first(): Float64Array {
+    return (this.#moments[this.#current] as readonly [Float64Array, Float64Array])[0];
+  }
+
+  /** The current second moments, like {@link first}. */
+  get second(): Float64Array {
+    return (this.#moments[this.#current] as readonly [Float64Array, Float64Array])[1];
+  }
+
+  /** Copies the new parameters into the model's and makes the new moments current. */
   commit(): void {
-    const n = this.#W.length;
-    const seg = n + 2;
     this.#W.set(this.#newW);
-    // within the kernel's memory (a memmove)
-    this.#f64.copyWithin(STATE_OFF, STATE_OFF + 3 * seg, STATE_OFF + 3 * seg + n);
-    this.#f64.copyWithin(STATE_OFF + seg, STATE_OFF + 4 * seg, STATE_OFF + 4 * seg + n);
+    this.#current ^= 1;
   }
 }
