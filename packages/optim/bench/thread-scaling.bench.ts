@@ -14,11 +14,15 @@
  *   give at most 2 ÷ (together ÷ alone), the ceiling of any split of the
  *   work, whatever the shared caches, memory and clock let through.
  *
- * Read several runs: on the 2-core development VM the 1-thread step time of
- * one process can differ from the next by a quarter (medium, WebAssembly:
- * 56 to 73 ms for the same code, while the 2-thread step stays within
- * 37–43 ms), and the scaling moves with it; the ceiling compares one
- * decoder with itself and does not.
+ * Read several runs: on the 2-core development VM (a Firecracker microVM) a
+ * process, or one of its threads, runs the same WebAssembly code about 1.3×
+ * slower for its whole life in roughly a third of starts (medium,
+ * WebAssembly, 1 thread: 34–37 ms or 45–52 ms). It is the host, not the code:
+ * six separately compiled copies of the matrix kernel in one process are all
+ * fast or all slow together, and neither huge pages for the kernel arenas nor
+ * pinning to either core changes it. A slow calling thread or worker drags
+ * the 2-thread step with it, so the scaling moves from run to run; the
+ * ceiling compares one decoder with itself and does not.
  *
  * Options (env): LLMCP_BENCH_CONFIGS=medium,large; LLMCP_BENCH_QUICK=1 → fewer pairs;
  * LLMCP_BENCH_KERNELS=wasm,native.

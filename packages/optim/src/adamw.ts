@@ -111,7 +111,6 @@ export class AdamW {
   readonly groups: ParameterGroups | null;
   /** Layout of the model's parameters. */
   readonly layout: ParameterLayout;
-
   readonly #parameters: Float64Array;
   readonly #gradients: Float64Array;
   /** Per-entry weight decay (0 for the no-decay group). */
