@@ -49,7 +49,6 @@ export interface ArenaBinding<E> {
   readonly i32: Int32Array;
 }
 
-type Api = WasmApi & { Memory: new (descriptor: { initial: number }) => WasmMemory };
 
 /** Memories whose reserved data is written (by any family). */
 const initialised = new WeakSet<ArrayBufferLike>();
@@ -59,7 +58,7 @@ export class ArenaKernels<E> {
   readonly #modules: () => Record<keyof E, Uint8Array>;
   readonly #pages: number;
   /** Compiled modules: undefined before the first use, null when unavailable. */
-  #compiled: { readonly api: Api; readonly modules: Record<keyof E, object> } | null | undefined;
+  #compiled: { readonly api: WasmApi; readonly modules: Record<keyof E, object> } | null | undefined;
   /** The private binding: undefined before the first use, null when unavailable. */
   #own: ArenaBinding<E> | null | undefined;
   readonly #arenas = new WeakMap<ArrayBufferLike, ArenaBinding<E> | null>();
@@ -102,7 +101,7 @@ export class ArenaKernels<E> {
     try {
       if (this.#compiled === undefined) {
         this.#compiled = null;
-        const api = (globalThis as { WebAssembly?: Api }).WebAssembly;
+        const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
         if (api === undefined) return null;
         const bytes = this.#modules();
         const modules = {} as Record<keyof E, object>;

@@ -285,6 +285,42 @@ export class Code {
   f64Gt(): this {
     return this.op(0x64);
   }
+  /** `f64.lt` */
+  f64Lt(): this {
+    return this.op(0x63);
+  }
+  /** `f64.abs` */
+  f64Abs(): this {
+    return this.op(0x99);
+  }
+  /** `f64.div` */
+  f64Div(): this {
+    return this.op(0xa3);
+  }
+  /** `i32.eqz` */
+  eqz(): this {
+    return this.op(0x45);
+  }
+  /** `i32.gt_u` */
+  gtU(): this {
+    return this.op(0x4b);
+  }
+  /** `i32.ge_u` */
+  geU(): this {
+    return this.op(0x4f);
+  }
+  /** `return` */
+  ret(): this {
+    return this.op(0x0f);
+  }
+  /** `f64x2.extract_lane` */
+  f64x2ExtractLane(lane: number): this {
+    return this.simd(0x21, lane);
+  }
+  /** `i64x2.all_true` */
+  i64x2AllTrue(): this {
+    return this.simd(0xc3);
+  }
   /** `i32.or` */
   or(): this {
     return this.op(0x72);
@@ -321,6 +357,7 @@ export interface WasmApi {
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
+  Memory: new (descriptor: { initial: number; maximum?: number }) => WasmMemory;
 }
 
 // ── Element-wise batch kernels (wasm-exp.ts, wasm-ln.ts) ────────────────────

@@ -23,22 +23,12 @@
  * Memory (fixed, two pages): `scale` at byte 0, `ssq` at 8, then a chunk of
  * {@link SUM_CHUNK} gradient values copied in by the caller.
  */
-import { Code, F64, I32, V128, importedMemoryModuleBytes, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
+import { Code, F64, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
 
-/** Values hashed per call (copied into the kernel's memory first). */
-export const SUM_CHUNK = 8192;
+/** Values summed per call (copied into the kernel's memory first). */
+const SUM_CHUNK = 8192;
 const DATA = 16;
 const PAGES = 2; // 16 + 8 · 8192 bytes ≤ 2 · 64 KiB
-
-const F64_ABS = 0x99;
-const F64_EQ = 0x61;
-const F64_LT = 0x63;
-const F64_DIV = 0xa3;
-const I32_EQZ = 0x45;
-const I32_GE_U = 0x4f;
-const RETURN = 0x0f;
-const SIMD_F64X2_EXTRACT = 0x21;
-const SIMD_I64X2_ALL_TRUE = 0xc3;
 
 /** `scaledsum(end) → index`: the chain over the values at DATA … end (bytes); −1, or the chunk index of the first non-finite value (state as before it). */
 function scaledSumFunction(): WasmFunctionSpec {
@@ -51,21 +41,21 @@ function scaledSumFunction(): WasmFunctionSpec {
   };
   /** One element at byte address k + offset, as clip.ts: returns its index when it is not finite. */
   const one = (offset: number): void => {
-    e.get(K).f64Load(offset).op(F64_ABS).set(A);
+    e.get(K).f64Load(offset).f64Abs().set(A);
     // !(a < ∞): store the state and return (k + offset − DATA) / 8
-    e.get(A).f64Const(Infinity).op(F64_LT).op(I32_EQZ).if();
+    e.get(A).f64Const(Infinity).f64Lt().eqz().if();
     save();
-    e.get(K).i32(offset - DATA).add().i32(3).shrS().op(RETURN);
+    e.get(K).i32(offset - DATA).add().i32(3).shrS().ret();
     e.end();
-    e.get(A).f64Zero().op(F64_EQ).op(I32_EQZ).if();
-    e.get(SCALE).get(A).op(F64_LT).if();
+    e.get(A).f64Zero().f64Eq().eqz().if();
+    e.get(SCALE).get(A).f64Lt().if();
     // ratio = scale / a; ssq = 1 + (ssq · ratio) · ratio; scale = a
-    e.get(SCALE).get(A).op(F64_DIV).set(RATIO);
+    e.get(SCALE).get(A).f64Div().set(RATIO);
     e.f64Const(1).get(SSQ).get(RATIO).f64Mul().get(RATIO).f64Mul().f64Add().set(SSQ);
     e.get(A).set(SCALE);
     e.else();
     // ratio = a / scale; ssq = ssq + ratio · ratio
-    e.get(A).get(SCALE).op(F64_DIV).set(RATIO);
+    e.get(A).get(SCALE).f64Div().set(RATIO);
     e.get(SSQ).get(RATIO).get(RATIO).f64Mul().f64Add().set(SSQ);
     e.end();
     e.end();
@@ -75,12 +65,12 @@ function scaledSumFunction(): WasmFunctionSpec {
   e.i32(DATA).set(K);
   // pairs: k + 16 ≤ end
   e.block().loop();
-  e.get(K).i32(16).add().get(END).op(0x4b).brIf(1); // i32.gt_u: k + 16 > end → done
+  e.get(K).i32(16).add().get(END).gtU().brIf(1); // k + 16 > end: done
   e.get(K).v128Load(0).vAbs().set(PAIR);
   // both ≤ scale (false for NaN, for ∞ and for a new largest value) and scale > 0
-  e.get(PAIR).get(SCALE).splat().vLe().simd(SIMD_I64X2_ALL_TRUE).get(SCALE).f64Zero().op(0x64).op(0x71).if(); // f64.gt, i32.and
+  e.get(PAIR).get(SCALE).splat().vLe().i64x2AllTrue().get(SCALE).f64Zero().f64Gt().and().if();
   e.get(PAIR).get(SCALE).splat().vDiv().tee(SQ).get(SQ).vMul().set(SQ);
-  e.get(SSQ).get(SQ).simd(SIMD_F64X2_EXTRACT, 0).f64Add().get(SQ).simd(SIMD_F64X2_EXTRACT, 1).f64Add().set(SSQ);
+  e.get(SSQ).get(SQ).f64x2ExtractLane(0).f64Add().get(SQ).f64x2ExtractLane(1).f64Add().set(SSQ);
   e.else();
   one(0);
   one(8);
@@ -88,19 +78,12 @@ function scaledSumFunction(): WasmFunctionSpec {
   e.get(K).i32(16).add().set(K);
   e.br(0).end().end();
   // an odd last value
-  e.get(K).get(END).op(I32_GE_U).op(I32_EQZ).if();
+  e.get(K).get(END).geU().eqz().if();
   one(0);
   e.end();
   save();
   e.i32(-1);
   return { name: 'scaledsum', params: [I32], results: [I32], locals: [[1, I32], [4, F64], [2, V128]], body: [...e.bytes, 0x0b] };
-}
-
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
-  Memory: new (descriptor: { initial: number; maximum?: number }) => { readonly buffer: ArrayBuffer };
 }
 
 interface SumKernel {

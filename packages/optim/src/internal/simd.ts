@@ -14,7 +14,7 @@
  * 3n new values; they are copied out only when every one is finite.
  */
 
-import { Code, I32, V128, importedMemoryModuleBytes, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
+import { Code, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
 
 /** Emits `block loop (exit when k >= end) body; k += step; br loop end end`. */
 function pairLoop(e: Code, k: number, end: number, step: number, body: () => void): void {
@@ -186,17 +186,6 @@ export function scalarUpdate(
 
 // ── Instantiation ───────────────────────────────────────────────────────────
 
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-}
-
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
-  Memory: new (descriptor: { initial: number; maximum?: number }) => WasmMemory;
-}
-
 let compiled: object | null | undefined;
 let enabled = true;
 
@@ -272,10 +261,12 @@ export interface KernelArrays {
  * made once.
  */
 export class AdamWKernel {
-  /** The two pairs of moment arrays (first, second), resident in the kernel's memory. */
-  readonly #moments: readonly [readonly [Float64Array, Float64Array], readonly [Float64Array, Float64Array]];
-  /** Which pair holds the current moments. */
-  #current = 0;
+  /** The current first and second moments, resident in the kernel's memory (the optimizer's `first`/`second`). */
+  #first: Float64Array;
+  #second: Float64Array;
+  /** The other pair, which a step writes and {@link commit} makes current. */
+  #nextFirst: Float64Array;
+  #nextSecond: Float64Array;
   /** Number of blocks. */
   readonly blocks: number;
   readonly #f64: Float64Array;
@@ -296,10 +287,10 @@ export class AdamWKernel {
     this.#fns = [0, 1, 2].map((m) => inst.exports[`adamw${m}`] as UpdateFunction);
     const seg = n + 2;
     const at = (k: number): Float64Array => f.subarray(STATE_OFF + k * seg, STATE_OFF + k * seg + n);
-    this.#moments = [
-      [at(0), at(1)],
-      [at(3), at(4)],
-    ];
+    this.#first = at(0);
+    this.#second = at(1);
+    this.#nextFirst = at(3);
+    this.#nextSecond = at(4);
     this.#newW = at(2);
     // the pads (the odd lane of the last pair): a finite update whatever the constants
     f[STATE_OFF + seg + n] = 1;
@@ -372,7 +363,8 @@ export class AdamWKernel {
   run(mode: TransformMode, lrwd: Float64Array, from: number): number {
     const f = this.#f64;
     const fn = this.#fns[mode] as UpdateFunction;
-    const seg = (this.#W.length + 2) * 8;
+    const w2 = this.#newW.byteOffset;
+    const [m, v, m2, v2] = [this.#first.byteOffset, this.#second.byteOffset, this.#nextFirst.byteOffset, this.#nextSecond.byteOffset];
     const ig = IN_OFF;
     const iw = ig + IN_STRIDE;
     const gs = this.#g;
@@ -390,27 +382,26 @@ export class AdamWKernel {
         f[iw + len] = 0;
       }
       f[CONST_OFF + C_LRWD] = lrwd[tensors[k] as number] as number;
-      const at = (STATE_OFF + (starts[k] as number)) * 8;
-      const m = this.#current === 0 ? at : at + 3 * seg;
-      const m2 = this.#current === 0 ? at + 3 * seg : at;
-      if (fn(((len + 1) >> 1) << 4, m, m + seg, at + 2 * seg, m2, m2 + seg) !== 0) return k;
+      const at = (starts[k] as number) * 8;
+      if (fn(((len + 1) >> 1) << 4, m + at, v + at, w2 + at, m2 + at, v2 + at) !== 0) return k;
     }
     return -1;
   }
 
   /** The current first moments, resident in the kernel's memory (the array changes with every committed step). */
   get first(): Float64Array {
-    return (this.#moments[this.#current] as readonly [Float64Array, Float64Array])[0];
+    return this.#first;
   }
 
   /** The current second moments, like {@link first}. */
   get second(): Float64Array {
-    return (this.#moments[this.#current] as readonly [Float64Array, Float64Array])[1];
+    return this.#second;
   }
 
   /** Copies the new parameters into the model's and makes the new moments current. */
   commit(): void {
     this.#W.set(this.#newW);
-    this.#current ^= 1;
+    [this.#first, this.#nextFirst] = [this.#nextFirst, this.#first];
+    [this.#second, this.#nextSecond] = [this.#nextSecond, this.#second];
   }
 }
