@@ -47,6 +47,7 @@ import { crossEntropyBackward, crossEntropyForward } from './kernels/cross-entro
 import { gemmCounters } from './internal/gemm-counters.ts';
 import { gemmArena, pinGemmOperand, recordResidentCopy, transpose } from './kernels/gemm.ts';
 import { residentStride, type KernelArena } from './kernels/kernel-arena.ts';
+import type { WasmMemory } from './kernels/wasm-assembler.ts';
 import { ADD_DINP, ADD_DWEIGHT, DWEIGHT_TRANSPOSED, linearBackward, linearForward, linearWeight, residualForward, type LinearWeight } from './kernels/linear.ts';
 import { rmsNormBackward, rmsNormForward, type NormActivations } from './kernels/rmsnorm.ts';
 import { extendRopeTables, ropeBackward, ropeForward, ropeTables, type RopeTables } from './kernels/rope.ts';
@@ -281,6 +282,45 @@ function placement(layout: ParameterLayout, transposed: boolean, arena: boolean)
   return { offsets, strides, size };
 }
 
+/**
+ * Every activation, adjoint and scratch buffer of one sequence of `T`
+ * positions, taken from `take` in one fixed order (the arena's layout, and
+ * the count of {@link DecoderPass.arenaElements}).
+ *
+ * @param T - positions.
+ * @param pass - the configuration, head width and trace flag.
+ * @param from - `take` hands out each buffer; `ld`: row strides of the (T, F) buffers and of the logits' adjoint.
+ * @returns the buffers.
+ */
+function sequenceBuffers(T: number, pass: Pick<DecoderPass, 'config' | 'headWidth' | 'trace'>, from: { readonly take: Take; readonly ld: ActivationStrides }) {
+  const { take, ld } = from;
+  const L = pass.config.layers;
+  const sizes = sizeTable(T, pass.config, ld);
+  const hs: Float64Array[] = [];
+  const dhs: Float64Array[] = [];
+  for (let l = 0; l <= L; l++) {
+    hs.push(take(sizes.stream));
+    dhs.push(take(sizes.stream));
+  }
+  const blocks: BlockActivations[] = [];
+  const blockAdjoints: BlockAdjoints[] = [];
+  // A 0-layer model never uses F (which a valid checkpoint may set to any size): no (T, F) buffers then.
+  const shared = L === 0 || pass.trace ? null : allocate(sizes.blockAdjoints, take);
+  for (let l = 0; l < L; l++) {
+    blocks.push({
+      ...allocate(sizes.block, take),
+      attentionNorm: allocate(sizes.norm, take),
+      ffnNorm: allocate(sizes.norm, take),
+      trace: pass.trace ? allocate(sizes.attentionTrace, take) : null,
+    });
+    blockAdjoints.push(shared ?? allocate(sizes.blockAdjoints, take));
+  }
+  const finalNorm = allocate(sizes.norm, take);
+  const head = allocate(sizes.head, take);
+  const attention = take === ordinary ? attentionScratch(T, pass.headWidth) : retake(attentionScratch(T, pass.headWidth), take);
+  return { hs, dhs, blocks, blockAdjoints, finalNorm, head, attention };
+}
+
 /** Where the resident weight-gradient accumulator's values belong until they are flushed. */
 interface PendingSlot {
   readonly partial: Float64Array;
@@ -348,6 +388,12 @@ export class DecoderPass {
   #placeT: Placement;
   /** The kernel arena holding every buffer of the pass, or null (ordinary arrays: native or scalar kernels). */
   #arena: KernelArena | null = null;
+  /**
+   * A shared memory to open the arena on ({@link adoptArenaMemory}), the
+   * elements at its front the arena leaves to its owner, and the positions it
+   * was sized for; null: a memory of the arena's own.
+   */
+  #adopted: { readonly memory: WasmMemory; readonly reserved: number; readonly positions: number } | null = null;
   /** The resident snapshot of the parameters of the last {@link prepare} (arena only). */
   #paramsCopy: Float64Array | null = null;
   /** The resident weight-gradient accumulator, laid out like the parameters, and its views (arena only). */
@@ -418,27 +464,69 @@ export class DecoderPass {
     this.capacity = T;
   }
 
+  /**
+   * Elements of the kernel arena of sequences of up to `T` positions (the
+   * views it hands out): what a shared memory given to
+   * {@link adoptArenaMemory} holds after its reserved front.
+   *
+   * @param T - positions.
+   * @returns elements.
+   */
+  arenaElements(T: number): number {
+    let total = this.#resident.size + this.#residentT.size + this.layout.size;
+    const empty = new Float64Array(0);
+    const take: Take = (n) => {
+      total += n;
+      return empty;
+    };
+    sequenceBuffers(T, this, { take, ld: this.#paddedStrides() });
+    return total;
+  }
+
+  /**
+   * Opens this pass's kernel arena on `memory` from now on: a shared
+   * WebAssembly memory another thread made, of at least
+   * `kernelArenaPages(reserved + arenaElements(T))` pages, whose first
+   * `reserved` elements (after the reserved kernel data) the arena leaves to
+   * its owner — a worker's weight-gradient partial slots, which the backward
+   * pass then writes in place and other threads read. Reallocates the buffers
+   * for `T` positions; with the native or scalar kernels (no arena) nothing
+   * changes. If the arena cannot be opened there (the memory is too small)
+   * it opens on a memory of its own, as without this call.
+   *
+   * @param memory - the shared memory.
+   * @param reserved - elements at its front not to use.
+   * @param T - positions it was sized for (≥ every sequence run until the next call).
+   */
+  adoptArenaMemory(memory: WasmMemory, reserved: number, T: number): void {
+    this.#adopted = { memory, reserved, positions: T };
+    this.capacity = 0;
+    this.ensureCapacity(T);
+  }
+
+  /** Row strides of the activations in a kernel arena. */
+  #paddedStrides(): ActivationStrides {
+    return { ffn: residentStride(this.config.feedForwardWidth), dlogits: residentStride(this.config.vocabularySize) };
+  }
+
   #allocate(T: number): void {
     // The accumulator is about to be replaced: its values go to their slot first.
     this.#flush();
     // The buffers' total size (the arena is sized once: it never grows), then the arena, then the buffers.
     const P = this.layout.size;
-    let total = this.#resident.size + this.#residentT.size + P;
-    const empty = new Float64Array(0);
-    const { feedForwardWidth: F, vocabularySize: V } = this.config;
-    const padded = { ffn: residentStride(F), dlogits: residentStride(V) };
-    this.#buffers(T, (n) => {
-      total += n;
-      return empty;
-    }, padded);
-    const arena = gemmArena(total);
+    const total = this.arenaElements(T);
+    // On an adopted memory the arena leaves its front (the owner's partial slots) alone; a memory of its own when there is none, or it does not fit.
+    const adopted = this.#adopted !== null && T <= this.#adopted.positions ? this.#adopted : null;
+    const onAdopted = adopted === null ? null : gemmArena(adopted.reserved + total, adopted.memory);
+    if (onAdopted !== null && adopted !== null) onAdopted.take(adopted.reserved);
+    const arena = onAdopted ?? gemmArena(total);
     if (arena === null) {
-      this.#buffers(T, ordinary, { ffn: F, dlogits: V });
+      this.#buffers(T, ordinary, { ffn: this.config.feedForwardWidth, dlogits: this.config.vocabularySize });
       this.#leaveArena();
       return;
     }
     const take: Take = (n) => arena.take(n);
-    this.#buffers(T, take, padded);
+    this.#buffers(T, take, this.#paddedStrides());
     this.#wT = take(this.#residentT.size);
     this.#placeT = this.#residentT;
     this.#paramsCopy = take(this.#resident.size);
@@ -471,36 +559,19 @@ export class DecoderPass {
 
   /** Every activation, adjoint and scratch buffer of sequences of `T` positions, from `take`, with row strides `ld`. */
   #buffers(T: number, take: Take, ld: ActivationStrides): void {
-    const L = this.config.layers;
-    const sizes = sizeTable(T, this.config, ld);
+    const b = sequenceBuffers(T, this, { take, ld });
     this.strides = ld;
-    this.hs = [];
-    this.dhs = [];
-    for (let l = 0; l <= L; l++) {
-      this.hs.push(take(sizes.stream));
-      this.dhs.push(take(sizes.stream));
-    }
-    this.blocks = [];
-    this.blockAdjoints = [];
-    // A 0-layer model never uses F (which a valid checkpoint may set to any size): no (T, F) buffers then.
-    const shared = L === 0 || this.trace ? null : allocate(sizes.blockAdjoints, take);
-    for (let l = 0; l < L; l++) {
-      this.blocks.push({
-        ...allocate(sizes.block, take),
-        attentionNorm: allocate(sizes.norm, take),
-        ffnNorm: allocate(sizes.norm, take),
-        trace: this.trace ? allocate(sizes.attentionTrace, take) : null,
-      });
-      this.blockAdjoints.push(shared ?? allocate(sizes.blockAdjoints, take));
-    }
-    this.finalNorm = allocate(sizes.norm, take);
-    const head = allocate(sizes.head, take);
-    this.logits = head.logits;
-    this.prob = head.prob;
-    this.rowLoss = head.rowLoss;
-    this.dlogits = head.dlogits;
-    this.dnf = head.dnf;
-    this.#attention = take === ordinary ? attentionScratch(T, this.headWidth) : retake(attentionScratch(T, this.headWidth), take);
+    this.hs = b.hs;
+    this.dhs = b.dhs;
+    this.blocks = b.blocks;
+    this.blockAdjoints = b.blockAdjoints;
+    this.finalNorm = b.finalNorm;
+    this.logits = b.head.logits;
+    this.prob = b.head.prob;
+    this.rowLoss = b.head.rowLoss;
+    this.dlogits = b.head.dlogits;
+    this.dnf = b.head.dnf;
+    this.#attention = b.attention;
     this.rope = extendRopeTables(this.rope, T);
   }
 
@@ -579,6 +650,11 @@ export class DecoderPass {
   #gradientTarget(slots: SequenceSlots): ModelViews {
     const views = this.#accumulatorViews;
     if (views === null) return this.#gradients(slots.partial, slots.partialOff);
+    if (slots.partial.buffer === this.#arena?.kernel.memory.buffer) {
+      // A slot in this arena's own memory (adoptArenaMemory's reserved front): the products write it in place.
+      this.#flush();
+      return this.#gradients(slots.partial, slots.partialOff);
+    }
     const p = this.#pending;
     const same = p !== null && p.partial === slots.partial && p.partialOff === slots.partialOff;
     if (!(same && slots.accumulate)) this.#flush();

@@ -11,7 +11,9 @@ import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuni
 import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
-import { CallingThread, claimPlan, runPhase, type PhaseContext, type PhaseRunner } from './parallel/batch-pass.ts';
+import { kernelArenaPages } from './kernels/kernel-arena.ts';
+import type { WasmApi, WasmMemory } from './kernels/wasm-assembler.ts';
+import { CallingThread, claimPlan, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { COMMAND, CTRL } from './parallel/protocol.ts';
 
@@ -37,8 +39,10 @@ export interface DecoderOptions {
   readonly threads?: number;
   /**
    * Memory for the per-sequence weight-gradient partials of one wave of
-   * sequences with threads > 1 (bytes, default 256 MiB). A batch whose B
-   * partials do not fit runs in several waves; the bits do not change.
+   * sequences with threads > 1 (bytes, default 256 MiB), all workers
+   * together: each worker keeps a slot for every sequence of a wave (at least
+   * `threads` of them). A batch whose B partials do not fit runs in several
+   * waves; the bits do not change.
    */
   readonly partialMemoryBytes?: number;
 }
@@ -137,6 +141,10 @@ export class Decoder {
   readonly #ctx: PhaseContext;
   #version = 0;
   readonly #partialBudget: number;
+  /** The worker threads' arena memories (partial slots in front), or null (none yet, or they could not be made). */
+  #arenas: WorkerArenas | null = null;
+  /** Sets of worker arena memories made so far (their ids). */
+  #arenaSets = 0;
   #closed = false;
 
   /**
@@ -171,6 +179,8 @@ export class Decoder {
       inputs: new Int32Array(0),
       targets: new Int32Array(0),
       buffers: allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, 0, 0, 0, shared),
+      regions: [],
+      arenas: null,
     };
   }
 
@@ -320,9 +330,14 @@ export class Decoder {
       grown = true;
     }
     const old = ctx.buffers;
-    const slots = shared ? Math.max(1, Math.min(B, Math.max(this.threads, Math.floor(this.#partialBudget / (this.layout.size * 8))))) : 0;
+    // Every worker holds the slots of a whole wave (any of them may run any sequence of it): the budget is theirs together.
+    const P = this.layout.size;
+    const slots = shared ? Math.max(1, Math.min(B, Math.max(this.threads, Math.floor(this.#partialBudget / ((this.threads - 1) * P * 8))))) : 0;
     if (old.rows !== B || old.columns !== T || old.slots !== slots) {
-      ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared);
+      const arenas = shared ? this.#workerArenas(slots * P, T) : null;
+      ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared, arenas === null);
+      ctx.regions = arenas === null ? [] : partialRegions(arenas);
+      ctx.arenas = arenas;
       grown = true;
     }
     for (let i = 0; i < n; i++) {
@@ -337,6 +352,33 @@ export class Decoder {
     Atomics.store(c, CTRL.VERSION, this.#version);
     Atomics.store(c, CTRL.THREADS, this.threads);
     return { B, T };
+  }
+
+  /**
+   * The workers' arena memories for `reserved` partial elements each and
+   * sequences of `T` positions: the current ones when they are large enough,
+   * else new ones (at least as large as the old, so alternating batch shapes
+   * settle on one set). A worker opens its kernel arena after its slots; with
+   * the native or scalar kernels the arena part stays untouched (memory is
+   * committed when written). Null when they cannot be made (no shared
+   * WebAssembly memory here, or too large for one): the partials then go
+   * through {@link BatchBuffers.partials}, as the same bits.
+   */
+  #workerArenas(reserved: number, T: number): WorkerArenas | null {
+    const old = this.#arenas;
+    if (old !== null && old.reserved >= reserved && old.positions >= T) return old;
+    const want = { reserved: Math.max(reserved, old?.reserved ?? 0), positions: Math.max(T, old?.positions ?? 0) };
+    const pages = kernelArenaPages(want.reserved + this.#pass.arenaElements(want.positions));
+    try {
+      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+      if (api === undefined) return null;
+      const memories: (WasmMemory | null)[] = [null];
+      for (let w = 1; w < this.threads; w++) memories.push(new api.Memory({ initial: pages, maximum: pages, shared: true }));
+      this.#arenas = { id: ++this.#arenaSets, memories, ...want };
+    } catch {
+      this.#arenas = null;
+    }
+    return this.#arenas;
   }
 
   /** Runs a TRAIN or EVALUATE phase over sequences [start, end) (a wave, or all of the batch). */

@@ -83,8 +83,9 @@ describe('batch reduction pieces', () => {
       const expected = start.slice();
       for (let s = fromSlot; s < toSlot; s++) reducePartial(expected, partials, s * P, first && s === fromSlot, 0, P);
       const got = start.slice();
-      reducePartials(got, partials, P, fromSlot, toSlot, first, 0, 1234);
-      reducePartials(got, partials, P, fromSlot, toSlot, first, 1234, P);
+      const slots = Array.from({ length: toSlot - fromSlot }, (_, k) => partials.subarray((fromSlot + k) * P, (fromSlot + k + 1) * P));
+      reducePartials(got, slots, first, 0, 1234);
+      reducePartials(got, slots, first, 1234, P);
       expect(bitsOf(got)).toEqual(bitsOf(expected));
     }
   });
@@ -130,7 +131,7 @@ describe('batch reduction pieces', () => {
   });
 });
 
-/** One single-thread decoder and threaded ones (2 and 3 threads; the default wave, and waves of 2 and 3 sequences: slots = max(threads, budget / P)), all initialized from `seed`. */
+/** One single-thread decoder and threaded ones (2 and 3 threads; the default wave, and waves of 2 and 3 sequences: slots = max(threads, budget / (workers · P))), all initialized from `seed`. */
 async function decoders(config: DecoderConfig, seed: bigint): Promise<{ one: Decoder; many: Decoder[] }> {
   const P = parameterLayout(config).size;
   const one = new Decoder(config);
@@ -267,5 +268,42 @@ describe('threaded training', () => {
       expect(stats.partialSequences).toBeLessThanOrEqual(5 * 8);
     }
     expect(one.parallelStats().partialSequences).toBe(0);
+  });
+
+  it("gives the bits of one thread when the workers' shared arena memories cannot be made (the partials go through the batch buffers)", async () => {
+    const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+    const api = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; shared?: boolean }) => object } }).WebAssembly;
+    const Memory = api.Memory;
+    let refused = 0;
+    // This thread only: the decoder makes the workers' memories here, the workers use what they are given.
+    api.Memory = new Proxy(Memory, {
+      construct(target, args: [{ initial: number; shared?: boolean }]) {
+        if (args[0].shared === true) {
+          refused++;
+          throw new RangeError('out of memory (test)');
+        }
+        return Reflect.construct(target, args) as object;
+      },
+    });
+    try {
+      const one = new Decoder(config);
+      one.initialize(5n);
+      for (const threads of [2, 3]) {
+        const m = await Decoder.create(config, { threads });
+        opened.push(m);
+        m.initialize(5n);
+        claimPlan.frontShare = (_wave, n) => n >> 1;
+        const rng = new SplitMix64(47n);
+        for (let step = 0; step < 3; step++) {
+          const batch = randomBatch(rng, config.vocabularySize, 6 + step, 8 - step);
+          expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+          expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+        }
+        expect(m.parallelStats().partialSequences).toBeGreaterThan(0);
+      }
+      expect(refused).toBeGreaterThan(0);
+    } finally {
+      api.Memory = Memory;
+    }
   });
 });

@@ -14,18 +14,21 @@
  *   give at most 2 ÷ (together ÷ alone), the ceiling of any split of the
  *   work, whatever the shared caches, memory and clock let through.
  *
- * Read several runs: on the 2-core development VM (a Firecracker microVM) a
- * process, or one of its threads, runs the same WebAssembly code about 1.3×
- * slower for its whole life in roughly a third of starts (medium,
- * WebAssembly, 1 thread: 34–37 ms or 45–52 ms). It is the host, not the code:
- * six separately compiled copies of the matrix kernel in one process are all
- * fast or all slow together, and neither huge pages for the kernel arenas nor
- * pinning to either core changes it. A slow calling thread or worker drags
- * the 2-thread step with it, so the scaling moves from run to run; the
- * ceiling compares one decoder with itself and does not.
+ * Each shape and kernel set is measured in several fresh processes, one
+ * after another, and the medians over the processes are reported with their
+ * range: on the 2-core development VM (a Firecracker microVM) a process, or
+ * one of its threads, runs the same WebAssembly code about 1.3× slower for
+ * its whole life in roughly a third of starts (medium, WebAssembly, 1
+ * thread: 34–37 ms or 45–52 ms). It is the host, not the code: six
+ * separately compiled copies of the matrix kernel in one process are all
+ * fast or all slow together, and neither huge pages for the kernel arenas
+ * nor pinning to either core changes it. A slow calling thread or worker
+ * drags the 2-thread step with it (or a slow calling thread makes the
+ * 1-thread step look slow), so one process's scaling ranges over 1.4–2.0
+ * there; the ceiling compares one decoder with itself and moves less.
  *
- * Options (env): LLMCP_BENCH_CONFIGS=medium,large; LLMCP_BENCH_QUICK=1 → fewer pairs;
- * LLMCP_BENCH_KERNELS=wasm,native.
+ * Options (env): LLMCP_BENCH_CONFIGS=medium,large; LLMCP_BENCH_QUICK=1 → fewer pairs and processes;
+ * LLMCP_BENCH_KERNELS=wasm,native; LLMCP_BENCH_PROCESSES=n (default 5, quick 2).
  * Run: `pnpm bench thread-scaling`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -39,6 +42,21 @@ import { median, PEER_SHAPES, randomBatch, trainingStep } from './training-step.
 const quick = process.env['LLMCP_BENCH_QUICK'] === '1';
 const shapes = (process.env['LLMCP_BENCH_CONFIGS']?.split(',') ?? ['medium', 'large']).filter((s): s is keyof typeof PEER_SHAPES => s in PEER_SHAPES);
 const wanted = process.env['LLMCP_BENCH_KERNELS']?.split(',') ?? ['wasm', 'native'];
+const processes = Math.max(1, Number(process.env['LLMCP_BENCH_PROCESSES'] ?? (quick ? 2 : 5)) || 1);
+/** Set in the processes this script starts: measure one shape and kernel set, print one result line. */
+const child = process.env['LLMCP_BENCH_THREAD_SCALING_CHILD'] === '1';
+
+/** What one process measured. */
+interface Measured {
+  readonly one: number;
+  readonly two: number;
+  readonly scaling: number;
+  readonly alone: number;
+  readonly together: number;
+  readonly ceiling: number;
+  readonly pairs: number;
+  readonly load: number;
+}
 
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -59,7 +77,7 @@ function startPeer(shape: string, kernels: string): { send: (line: string) => vo
   };
 }
 
-async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'wasm'): Promise<string> {
+async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'wasm'): Promise<Measured> {
   setKernels(kernels);
   const s = PEER_SHAPES[shape];
   const batch = randomBatch(new SplitMix64(7n), s.config.vocabularySize, s.batch, s.context);
@@ -117,20 +135,42 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
     }
     peer.send('stop');
     await peer.next();
-    const scaling = median(ratios);
     const slowdown = median(together) / median(alone);
-    const ceiling = 2 / slowdown;
-    return (
-      `${shape.padEnd(6)} ${kernels.padEnd(6)}  1 thread ${median(x1).toFixed(1).padStart(7)} ms  2 threads ${median(x2).toFixed(1).padStart(7)} ms  scaling ${scaling.toFixed(3)}  |  ` +
-      `1 thread alone ${median(alone).toFixed(1).padStart(7)} ms, beside an independent training ${median(together).toFixed(1).padStart(7)} ms: 2-core ceiling ${ceiling.toFixed(3)}  |  ` +
-      `scaling ÷ ceiling ${(scaling / ceiling).toFixed(3)}  (${pairs} pairs, load ${loadavg()[0]!.toFixed(2)})`
-    );
+    return { one: median(x1), two: median(x2), scaling: median(ratios), alone: median(alone), together: median(together), ceiling: 2 / slowdown, pairs, load: loadavg()[0]! };
   } finally {
     peer.send('exit');
     await new Promise((r) => (peer.child.exitCode === null ? peer.child.once('exit', r) : r(null)));
     await two.close();
   }
 }
+
+/** One process's line. */
+function line(shape: string, kernels: string, m: Measured): string {
+  return (
+    `${shape.padEnd(6)} ${kernels.padEnd(6)}  1 thread ${m.one.toFixed(1).padStart(7)} ms  2 threads ${m.two.toFixed(1).padStart(7)} ms  scaling ${m.scaling.toFixed(3)}  |  ` +
+    `1 thread alone ${m.alone.toFixed(1).padStart(7)} ms, beside an independent training ${m.together.toFixed(1).padStart(7)} ms: 2-core ceiling ${m.ceiling.toFixed(3)}  |  ` +
+    `scaling ÷ ceiling ${(m.scaling / m.ceiling).toFixed(3)}  (${m.pairs} pairs, load ${m.load.toFixed(2)})`
+  );
+}
+
+/** Runs this script in a fresh process for one shape and kernel set. @returns what it measured. */
+function measureInProcess(shape: string, kernels: string): Promise<Measured> {
+  const args = ['--conditions=@llmcp/source', '--import', 'tsx', fileURLToPath(import.meta.url)];
+  const env = { ...process.env, LLMCP_BENCH_THREAD_SCALING_CHILD: '1', LLMCP_BENCH_CONFIGS: shape, LLMCP_BENCH_KERNELS: kernels };
+  const run = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  run.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    run.on('error', reject);
+    run.on('exit', (code) => {
+      const result = /^RESULT (.*)$/m.exec(out);
+      if (code !== 0 || result === null) reject(new Error(`thread-scaling process for ${shape} ${kernels} exited with ${String(code)}: ${out.trim()}`));
+      else resolve(JSON.parse(result[1] as string) as Measured);
+    });
+  });
+}
+
+const range = (xs: readonly number[]): string => `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
 
 setKernels('auto');
 const info = kernelInfo();
@@ -142,6 +182,22 @@ for (const shape of shapes) {
       console.log(`${shape.padEnd(6)} native  skipped: the addon is not available`);
       continue;
     }
-    console.log(await measure(shape, kernels));
+    if (child) {
+      console.log(`RESULT ${JSON.stringify(await measure(shape, kernels))}`);
+      continue;
+    }
+    const runs: Measured[] = [];
+    for (let p = 0; p < processes; p++) {
+      const m = await measureInProcess(shape, kernels);
+      runs.push(m);
+      console.log(`${line(shape, kernels, m)}  [process ${p + 1}/${processes}]`);
+    }
+    const scalings = runs.map((m) => m.scaling);
+    const ceilings = runs.map((m) => m.ceiling);
+    const shares = runs.map((m) => m.scaling / m.ceiling);
+    console.log(
+      `${shape.padEnd(6)} ${kernels.padEnd(6)}  over ${processes} processes: scaling median ${median(scalings).toFixed(3)} (${range(scalings)})  |  ` +
+        `2-core ceiling median ${median(ceilings).toFixed(3)} (${range(ceilings)})  |  scaling ÷ ceiling median ${median(shares).toFixed(3)} (${range(shares)})`,
+    );
   }
 }

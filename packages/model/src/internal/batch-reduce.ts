@@ -20,8 +20,18 @@ export interface BatchBuffers {
   readonly slots: number;
   /** (B·T) per-row losses. */
   readonly rowLoss: Float64Array;
-  /** (slots, P) per-sequence weight partials. */
+  /**
+   * (slots, P) per-sequence weight partials: the slots of sequences whose
+   * owner (below) is 0. Empty when every worker keeps its partials in a
+   * region of its own (PhaseContext `regions`: decoder.ts).
+   */
   readonly partials: Float64Array;
+  /**
+   * (slots) where the partial of the wave's sequence s is: 0 — slot s of
+   * {@link partials}; w ≥ 1 — slot s of worker w's region. Written by the
+   * thread that ran the sequence.
+   */
+  readonly owners: Int32Array;
   /** (2L+1, B·T, D) gain terms. */
   readonly gainTerms: Float64Array;
   /** (B·T, D) adjoints of the embedding output. */
@@ -46,16 +56,18 @@ export function allocateF64(length: number, shared: boolean): Float64Array {
  * @param columns - T.
  * @param slots - partial slots.
  * @param shared - allocate on SharedArrayBuffers (worker threads).
+ * @param ownPartials - whether {@link BatchBuffers.partials} holds the slots (false: the workers' regions do, it is empty).
  * @returns the buffers.
  */
-export function allocateBatchBuffers(layout: ParameterLayout, layers: number, D: number, rows: number, columns: number, slots: number, shared: boolean): BatchBuffers {
+export function allocateBatchBuffers(layout: ParameterLayout, layers: number, D: number, rows: number, columns: number, slots: number, shared: boolean, ownPartials = true): BatchBuffers {
   const n = rows * columns;
   return {
     rows,
     columns,
     slots,
     rowLoss: allocateF64(n, shared),
-    partials: allocateF64(slots * layout.size, shared),
+    partials: allocateF64(ownPartials ? slots * layout.size : 0, shared),
+    owners: shared ? new Int32Array(new SharedArrayBuffer(slots * 4)) : new Int32Array(slots),
     gainTerms: allocateF64((2 * layers + 1) * n * D, shared),
     dx0: allocateF64(n * D, shared),
     adjoint: allocateF64(layout.size, shared),
@@ -95,44 +107,43 @@ export function reducePartial(adjoint: Float64Array, partials: Float64Array, slo
 }
 
 /**
- * Adds the partials of slots `fromSlot … toSlot−1` (P elements each, in slot
- * order) into the adjoint over elements [from, to): element i becomes
- * `(…(adjoint[i] + S_first[i]) + …) + S_last[i]`, exactly the order of one
- * {@link reducePartial} per slot, in cache-sized blocks of elements.
+ * Adds the partials `slots[0 …]` (each a P-element view laid out like the
+ * parameters, in sequence order) into the adjoint over elements [from, to):
+ * element i becomes `(…(adjoint[i] + S_first[i]) + …) + S_last[i]`, exactly
+ * the order of one {@link reducePartial} per slot, in cache-sized blocks of
+ * elements.
  *
  * @param adjoint - (P) accumulator.
- * @param partials - partial slots.
- * @param P - elements per slot.
- * @param fromSlot - first slot to add.
- * @param toSlot - end slot (exclusive).
- * @param first - whether slot `fromSlot` holds sequence 0 (copied, not added).
+ * @param slots - the partials to add, in order.
+ * @param first - whether `slots[0]` holds sequence 0 (copied, not added).
  * @param from - first element.
  * @param to - end element (exclusive).
  */
-export function reducePartials(adjoint: Float64Array, partials: Float64Array, P: number, fromSlot: number, toSlot: number, first: boolean, from: number, to: number): void {
+export function reducePartials(adjoint: Float64Array, slots: readonly Float64Array[], first: boolean, from: number, to: number): void {
+  const n = slots.length;
   for (let lo = from; lo < to; lo += REDUCE_BLOCK) {
     const hi = Math.min(to, lo + REDUCE_BLOCK);
-    let s = fromSlot;
-    if (first && s < toSlot) {
-      reducePartial(adjoint, partials, s * P, true, lo, hi);
+    let s = 0;
+    if (first && s < n) {
+      reducePartial(adjoint, slots[s] as Float64Array, 0, true, lo, hi);
       s++;
     }
     // Four slots per pass over the block, then two, then one: the additions of each element stay in slot order.
-    for (; s + 3 < toSlot; s += 4) {
-      const o1 = s * P;
-      const o2 = o1 + P;
-      const o3 = o2 + P;
-      const o4 = o3 + P;
+    for (; s + 3 < n; s += 4) {
+      const p1 = slots[s] as Float64Array;
+      const p2 = slots[s + 1] as Float64Array;
+      const p3 = slots[s + 2] as Float64Array;
+      const p4 = slots[s + 3] as Float64Array;
       for (let i = lo; i < hi; i++) {
-        adjoint[i] = (adjoint[i] as number) + (partials[o1 + i] as number) + (partials[o2 + i] as number) + (partials[o3 + i] as number) + (partials[o4 + i] as number);
+        adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number) + (p3[i] as number) + (p4[i] as number);
       }
     }
-    for (; s + 1 < toSlot; s += 2) {
-      const o1 = s * P;
-      const o2 = o1 + P;
-      for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (partials[o1 + i] as number) + (partials[o2 + i] as number);
+    for (; s + 1 < n; s += 2) {
+      const p1 = slots[s] as Float64Array;
+      const p2 = slots[s + 1] as Float64Array;
+      for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number);
     }
-    if (s < toSlot) reducePartial(adjoint, partials, s * P, false, lo, hi);
+    if (s < n) reducePartial(adjoint, slots[s] as Float64Array, 0, false, lo, hi);
   }
 }
 

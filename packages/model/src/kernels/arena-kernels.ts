@@ -36,10 +36,11 @@ export const ARENA_SCRATCH_BYTES: number = KERNEL_ARENA_DATA_BYTES - ARENA_SCRAT
  * @param params - number of i32 parameters.
  * @param locals - the local declarations, as (count, value type) pairs.
  * @param code - the function body's instructions (ending with `end`).
+ * @param shared - on a shared memory (a worker's arena).
  * @returns the module bytes.
  */
-export function pointerModuleBytes(fn: string, params: number, locals: readonly (readonly [number, number])[], code: readonly number[]): Uint8Array {
-  return importedMemoryModuleBytes([{ name: fn, params: new Array<number>(params).fill(I32), results: [I32], locals, body: code }]);
+export function pointerModuleBytes(fn: string, params: number, locals: readonly (readonly [number, number])[], code: readonly number[], shared: boolean): Uint8Array {
+  return importedMemoryModuleBytes([{ name: fn, params: new Array<number>(params).fill(I32), results: [I32], locals, body: code }], shared);
 }
 
 /** A family's functions instantiated on one memory, with views of that memory. */
@@ -50,24 +51,35 @@ export interface ArenaBinding<E> {
 }
 
 
+/** A family's modules compiled for one kind of memory. */
+interface Compiled<E> {
+  readonly api: WasmApi;
+  readonly modules: Record<keyof E, object>;
+}
+
+/** Whether `buffer` is a SharedArrayBuffer (a shared memory's), where the runtime has them. */
+function isShared(buffer: ArrayBufferLike): boolean {
+  return typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer;
+}
+
 /** Memories whose reserved data is written (by any family). */
 const initialised = new WeakSet<ArrayBufferLike>();
 
 /** Kernel families: their private and per-arena bindings. */
 export class ArenaKernels<E> {
-  readonly #modules: () => Record<keyof E, Uint8Array>;
+  readonly #modules: (shared: boolean) => Record<keyof E, Uint8Array>;
   readonly #pages: number;
-  /** Compiled modules: undefined before the first use, null when unavailable. */
-  #compiled: { readonly api: WasmApi; readonly modules: Record<keyof E, object> } | null | undefined;
+  /** Compiled modules, on an unshared and on a shared memory: undefined before the first use, null when unavailable. */
+  readonly #compiled: [Compiled<E> | null | undefined, Compiled<E> | null | undefined] = [undefined, undefined];
   /** The private binding: undefined before the first use, null when unavailable. */
   #own: ArenaBinding<E> | null | undefined;
   readonly #arenas = new WeakMap<ArrayBufferLike, ArenaBinding<E> | null>();
 
   /**
-   * @param modules - the module bytes by export (each exports one function of that name, see {@link pointerModuleBytes}).
+   * @param modules - the module bytes by export (each exports one function of that name, see {@link pointerModuleBytes}), importing a shared memory or not.
    * @param pages - 64 KiB pages of the private memory (the reserved data and the family's copy regions).
    */
-  constructor(modules: () => Record<keyof E, Uint8Array>, pages: number) {
+  constructor(modules: (shared: boolean) => Record<keyof E, Uint8Array>, pages: number) {
     this.#modules = modules;
     this.#pages = pages;
   }
@@ -97,22 +109,29 @@ export class ArenaKernels<E> {
     return this.arena(first);
   }
 
+  /** The modules for an unshared or a shared memory, compiled once. */
+  #compile(shared: boolean): Compiled<E> | null {
+    const i = shared ? 1 : 0;
+    if (this.#compiled[i] === undefined) {
+      this.#compiled[i] = null;
+      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+      if (api === undefined) return null;
+      const bytes = this.#modules(shared);
+      const modules = {} as Record<keyof E, object>;
+      for (const key of Object.keys(bytes) as (keyof E)[]) {
+        if (!api.validate(bytes[key])) return null;
+        modules[key] = new api.Module(bytes[key]);
+      }
+      this.#compiled[i] = { api, modules };
+    }
+    return this.#compiled[i] ?? null;
+  }
+
   #bind(memory: WasmMemory | null): ArenaBinding<E> | null {
     try {
-      if (this.#compiled === undefined) {
-        this.#compiled = null;
-        const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-        if (api === undefined) return null;
-        const bytes = this.#modules();
-        const modules = {} as Record<keyof E, object>;
-        for (const key of Object.keys(bytes) as (keyof E)[]) {
-          if (!api.validate(bytes[key])) return null;
-          modules[key] = new api.Module(bytes[key]);
-        }
-        this.#compiled = { api, modules };
-      }
-      if (this.#compiled === null) return null;
-      const { api, modules } = this.#compiled;
+      const compiled = this.#compile(memory !== null && isShared(memory.buffer));
+      if (compiled === null) return null;
+      const { api, modules } = compiled;
       const mem = memory ?? new api.Memory({ initial: this.#pages });
       const imports = { env: { memory: mem } };
       const exports = {} as Record<keyof E, unknown>;

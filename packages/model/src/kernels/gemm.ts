@@ -25,6 +25,7 @@ import { gemmCounters } from '../internal/gemm-counters.ts';
 import { openKernelArena, residentKernel, type KernelArena } from './kernel-arena.ts';
 import { activeNativeKernels } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
+import type { WasmMemory } from './wasm-assembler.ts';
 
 /** `C = C + A·B` (the contribution is summed from +0.0 first, then added): "previous + contribution" of the tape. */
 export const GEMM_ADD = 1;
@@ -157,13 +158,14 @@ export function gemm(
  * (they read ordinary arrays in place), not without WebAssembly SIMD.
  *
  * @param elements - the views' total size (the memory is sized once: the arena never grows).
- * @returns the arena, or null (use ordinary arrays).
+ * @param shared - a shared memory to open it on (kernel-arena.ts {@link openKernelArena}), instead of a new one.
+ * @returns the arena, or null (use ordinary arrays; also when `shared` is too small).
  */
-export function gemmArena(elements: number): KernelArena | null {
+export function gemmArena(elements: number, shared?: WasmMemory): KernelArena | null {
   if (backend === 'scalar' || activeNativeKernels() !== null) return null;
   if (wasm === undefined) wasm = createWasmGemm();
   if (wasm === null) return null;
-  return openKernelArena(elements);
+  return openKernelArena(elements, shared);
 }
 
 /** Copies `rows` rows of `width` values (source row stride `lds`) to contiguous `dst` rows (destination stride `ldd`). */

@@ -11,7 +11,8 @@ import { DecoderPass } from '../decoder-pass.ts';
 import { Decoder, type TokenBatch } from '../index.ts';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmArena, gemmScalar, gemmTransA, pinnedOffset, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
-import { KERNEL_ARENA_DATA_BYTES, openKernelArena } from './kernel-arena.ts';
+import { KERNEL_ARENA_DATA_BYTES, kernelArenaPages, openKernelArena } from './kernel-arena.ts';
+import type { WasmApi, WasmMemory } from './wasm-assembler.ts';
 import { kernelChoice, setKernels } from './native.ts';
 
 const bits = (a: ArrayLike<number>): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
@@ -267,5 +268,79 @@ describe.skipIf(!simd)('the weights a decoder pass keeps in its kernel arena', (
     } finally {
       await model.close();
     }
+  });
+});
+
+describe.skipIf(!simd)("a decoder pass on a worker's shared arena memory", () => {
+  const T = CONFIG.maxPositions;
+  const api = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+  const sharedMemory = (pages: number): WasmMemory => new api.Memory({ initial: pages, maximum: pages, shared: true });
+
+  /** One sequence's forward and backward, its weight gradients written to slot `slot` of `partial` (P each). */
+  function sequence(pass: DecoderPass, params: Float64Array, partial: Float64Array, slot: number): void {
+    const n = T;
+    const { inputs, targets } = batch(1, 1, T);
+    const seq = { tokens: inputs, targets, offset: 0, positions: T };
+    pass.prepare(params, -1);
+    pass.forward(seq);
+    pass.backward(seq, 1 / n, {
+      rowLoss: new Float64Array(n),
+      rowLossOff: 0,
+      partial,
+      partialOff: slot * pass.layout.size,
+      accumulate: false,
+      gainTerms: new Float64Array((2 * CONFIG.layers + 1) * n * CONFIG.modelWidth),
+      gainStride: n * CONFIG.modelWidth,
+      gainOff: 0,
+      dx0: new Float64Array(n * CONFIG.modelWidth),
+      dx0Off: 0,
+    });
+  }
+
+  async function reference(): Promise<{ params: Float64Array; expected: Float64Array }> {
+    const model = await Decoder.create(CONFIG);
+    model.initialize(29n);
+    const pass = new DecoderPass(CONFIG);
+    pass.flushGradients(); // the batch pass's mode: the owner flushes
+    const expected = new Float64Array(pass.layout.size);
+    sequence(pass, model.parameters, expected, 0);
+    pass.flushGradients();
+    return { params: model.parameters, expected };
+  }
+
+  /** A pass on a shared memory with `count` partial slots in front, `short` pages fewer than it needs; in the batch pass's mode (the owner flushes). */
+  function adopting(count: number, short: number): { pass: DecoderPass; P: number; memory: WasmMemory; slots: Float64Array } {
+    const pass = new DecoderPass(CONFIG);
+    const P = pass.layout.size;
+    const memory = sharedMemory(kernelArenaPages(count * P + pass.arenaElements(T)) - short);
+    pass.adoptArenaMemory(memory, count * P, T);
+    pass.flushGradients();
+    return { pass, P, memory, slots: new Float64Array(memory.buffer, KERNEL_ARENA_DATA_BYTES, count * P) };
+  }
+
+  it('writes the weight gradients into its partial slot in place, with the bits of a pass on its own arena, its kernels running on that memory', async () => {
+    setKernels('wasm');
+    const { params, expected } = await reference();
+    const { pass, P, memory, slots } = adopting(3, 0);
+    expect(pass.kernelMemoryBytes).toBe(memory.buffer.byteLength);
+    resetGemmCounters();
+    sequence(pass, params, slots, 1);
+    // Before any flush: slot 1 already holds them, and nothing was copied for them or around the products.
+    expect(bits(slots.subarray(P, 2 * P))).toEqual(bits(expected));
+    expect(gemmCounters.gradientValues).toBe(0);
+    expect(gemmCounters.operandsIn + gemmCounters.resultsOut + gemmCounters.scalarFallbacks + gemmCounters.elementwiseValues).toBe(0);
+    expect(gemmCounters.elementwiseInPlace).toBeGreaterThan(0);
+    expect(slots.subarray(0, P).every((x) => x === 0) && slots.subarray(2 * P).every((x) => x === 0)).toBe(true);
+  });
+
+  it('opens an arena of its own when the memory is too small, and writes the same bits through its accumulator', async () => {
+    setKernels('wasm');
+    const { params, expected } = await reference();
+    const { pass, P, memory, slots } = adopting(2, 1);
+    expect(pass.kernelMemoryBytes).toBeGreaterThan(0);
+    expect(pass.kernelMemoryBytes).not.toBe(memory.buffer.byteLength);
+    sequence(pass, params, slots, 1);
+    pass.flushGradients();
+    expect(bits(slots.subarray(P, 2 * P))).toEqual(bits(expected));
   });
 });

@@ -25,6 +25,7 @@
  * row stride {@link residentStride}, which moves values but changes no sum.
  */
 import { gemmCounters } from '../internal/gemm-counters.ts';
+import type { WasmMemory } from './wasm-assembler.ts';
 import { createWasmGemm, type WasmGemm } from './wasm-gemm.ts';
 
 /** Row strides that are a multiple of this many f64 values (4 KiB, the L1 set period) alias in the cache. */
@@ -102,12 +103,28 @@ export class KernelArena {
 }
 
 /**
- * Opens an arena of `elements` f64 values in a new kernel instance.
- * @param elements - the views' total size (the memory also holds the reserved data before them).
- * @returns the arena, or null without WebAssembly SIMD or when the memory cannot be allocated.
+ * The pages of a shared memory that can hold an arena of `elements` f64
+ * values ({@link openKernelArena} on it): the reserved data, then the views.
+ *
+ * @param elements - the views' total size.
+ * @returns 64 KiB pages.
  */
-export function openKernelArena(elements: number): KernelArena | null {
-  const kernel = createWasmGemm(DATA_ELEMENTS + elements);
+export function kernelArenaPages(elements: number): number {
+  return Math.ceil((KERNEL_ARENA_DATA_BYTES + elements * 8) / 65536);
+}
+
+/**
+ * Opens an arena of `elements` f64 values in a new kernel instance: on a new
+ * memory of its own, or on `shared`, a shared memory of at least
+ * {@link kernelArenaPages} pages made by another thread (a worker's arena,
+ * whose views other threads read: decoder.ts). A memory holds one arena.
+ *
+ * @param elements - the views' total size (the memory also holds the reserved data before them).
+ * @param shared - the shared memory to open it on.
+ * @returns the arena, or null without WebAssembly SIMD, when the memory cannot be allocated, or when `shared` is too small.
+ */
+export function openKernelArena(elements: number, shared?: WasmMemory): KernelArena | null {
+  const kernel = createWasmGemm(DATA_ELEMENTS + elements, shared);
   if (kernel === null) return null;
   kernel.scratchBase = DATA_ELEMENTS + elements;
   owners.set(kernel.memory.buffer, kernel);

@@ -348,7 +348,7 @@ export function name(s: string): number[] {
 
 /** The parts of the WebAssembly JS API used here (typed locally: the package compiles without DOM typings). */
 export interface WasmMemory {
-  readonly buffer: ArrayBuffer;
+  readonly buffer: ArrayBuffer | SharedArrayBuffer;
   grow(pages: number): number;
 }
 
@@ -357,7 +357,7 @@ export interface WasmApi {
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
-  Memory: new (descriptor: { initial: number; maximum?: number }) => WasmMemory;
+  Memory: new (descriptor: { initial: number; maximum?: number; shared?: boolean }) => WasmMemory;
 }
 
 // ── Element-wise batch kernels (wasm-exp.ts, wasm-ln.ts) ────────────────────
@@ -468,15 +468,32 @@ export interface WasmFunctionSpec {
   readonly body: readonly number[];
 }
 
+/** Pages a shared memory import declares as its maximum: 4 GiB, all of wasm32 (the memory given may be smaller). */
+const SHARED_MAXIMUM_PAGES = 65536;
+
 /**
- * The module bytes of kernels on an imported memory ("env" "memory", at least
- * one page, no maximum: the caller's memory, e.g. a kernel arena's): the given
- * functions, each exported under its name, function i of type i.
+ * The import of "env" "memory": at least one page; no maximum, or when
+ * `shared` a shared memory of at most {@link SHARED_MAXIMUM_PAGES} (a shared
+ * memory must declare one).
+ *
+ * @param shared - import a shared memory.
+ * @returns the import section's bytes.
+ */
+export function memoryImportSection(shared: boolean): number[] {
+  const limits = shared ? [0x03, 1, ...uleb(SHARED_MAXIMUM_PAGES)] : [0x00, 1];
+  return section(2, [1, ...name('env'), ...name('memory'), 0x02, ...limits]);
+}
+
+/**
+ * The module bytes of kernels on an imported memory ("env" "memory", see
+ * {@link memoryImportSection}: the caller's memory, e.g. a kernel arena's):
+ * the given functions, each exported under its name, function i of type i.
  *
  * @param fns - the functions.
+ * @param shared - import a shared memory (a worker's arena, which other threads read).
  * @returns the module bytes.
  */
-export function importedMemoryModuleBytes(fns: readonly WasmFunctionSpec[]): Uint8Array {
+export function importedMemoryModuleBytes(fns: readonly WasmFunctionSpec[], shared = false): Uint8Array {
   const types: number[] = [...uleb(fns.length)];
   for (const f of fns) types.push(0x60, ...uleb(f.params.length), ...f.params, ...uleb(f.results.length), ...f.results);
   const exports: number[] = [...uleb(fns.length)];
@@ -489,7 +506,7 @@ export function importedMemoryModuleBytes(fns: readonly WasmFunctionSpec[]): Uin
   return Uint8Array.from([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, types),
-    ...section(2, [1, ...name('env'), ...name('memory'), 0x02, 0x00, 1]),
+    ...memoryImportSection(shared),
     ...section(3, [...uleb(fns.length), ...fns.flatMap((_, i) => uleb(i))]),
     ...section(7, exports),
     ...section(10, bodies),

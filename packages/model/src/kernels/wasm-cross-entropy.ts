@@ -36,7 +36,7 @@ const Z = KERNEL_ARENA_DATA_BYTES;
 const P = Z + (WASM_CE_CAPACITY + 2) * 8;
 
 /** ce(rows, V, pz, pp) → count, byte pointers to (rows, V) logits and probabilities. */
-function moduleBytes(): Uint8Array {
+function moduleBytes(shared: boolean): Uint8Array {
   const rows = 0, V = 1, pz = 2, pp = 3;
   const r = 4, c = 5, zr = 6, cnt = 7, bad = 8, skipped = 9, ta = 10, tb = 11, bm = 12, o = 13, pr = 14;
   const I32_LOCALS = 11;
@@ -115,11 +115,11 @@ function moduleBytes(): Uint8Array {
   e.end().end();
   e.get(cnt);
   e.end();
-  return pointerModuleBytes('ce', 4, [[I32_LOCALS, I32], [F64_LOCALS, F64], [V128_LOCALS, V128]], e.bytes);
+  return pointerModuleBytes('ce', 4, [[I32_LOCALS, I32], [F64_LOCALS, F64], [V128_LOCALS, V128]], e.bytes, shared);
 }
 
 /** The kernel, compiled once, on the private memory and on each arena's (arena-kernels.ts). */
-const kernels = new ArenaKernels<{ ce: (rows: number, V: number, pz: number, pp: number) => number }>(() => ({ ce: moduleBytes() }), 1);
+const kernels = new ArenaKernels<{ ce: (rows: number, V: number, pz: number, pp: number) => number }>((shared) => ({ ce: moduleBytes(shared) }), 1);
 
 /**
  * cross-entropy.ts's forward rows through the kernel: `prob` for rows 0 … rows−1 and `stats[2r] = m`,

@@ -19,7 +19,7 @@
  * gradient's activation as it is), so no transpose is needed first.
  */
 
-import { Code, F64, I32, V128, name, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
+import { Code, F64, I32, V128, memoryImportSection, name, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
 
 // ── The kernel ─────────────────────────────────────────────────────────────
 
@@ -237,8 +237,12 @@ function gemmBody(): number[] {
   return [...uleb(body.length), ...body];
 }
 
-/** The module bytes: one exported function `gemm` and one exported memory. */
-function gemmModuleBytes(): Uint8Array {
+/**
+ * The module bytes: one exported function `gemm`, and its own exported memory
+ * or (`imported`) an imported shared one (a worker's arena: wasm-assembler.ts
+ * `memoryImportSection`).
+ */
+function gemmModuleBytes(imported: boolean): Uint8Array {
   const type = [1, 0x60, ...uleb(10), ...new Array<number>(10).fill(I32), 0];
   const func = [1, 0];
   const memory = [1, 0x00, 1];
@@ -247,8 +251,9 @@ function gemmModuleBytes(): Uint8Array {
   return Uint8Array.from([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, type),
+    ...(imported ? memoryImportSection(true) : []),
     ...section(3, func),
-    ...section(5, memory),
+    ...(imported ? [] : section(5, memory)),
     ...section(7, exports),
     ...section(10, code),
   ]);
@@ -272,29 +277,36 @@ export interface WasmGemm {
   scratchBase: number;
 }
 
-/** The compiled module, shared by every instance of this thread (null: no WebAssembly SIMD). */
-let compiled: object | null | undefined;
+/** The compiled modules (own memory, imported shared memory), shared by every instance of this thread (null: no WebAssembly SIMD). */
+const compiled: [object | null | undefined, object | null | undefined] = [undefined, undefined];
 
-function gemmModule(api: WasmApi): object | null {
-  if (compiled === undefined) {
-    const bytes = gemmModuleBytes();
-    compiled = api.validate(bytes) ? new api.Module(bytes) : null;
+function gemmModule(api: WasmApi, imported: boolean): object | null {
+  const i = imported ? 1 : 0;
+  if (compiled[i] === undefined) {
+    const bytes = gemmModuleBytes(imported);
+    compiled[i] = api.validate(bytes) ? new api.Module(bytes) : null;
   }
-  return compiled;
+  return compiled[i] ?? null;
 }
 
 /**
  * Instantiates the kernel synchronously, or returns null when this runtime
  * has no WebAssembly SIMD (the scalar kernel is used then).
  * @param fixedElements - when given, a memory of at least this many f64 values that never grows (see {@link WasmGemm.fixed}).
- * @returns the instance or null (also when a fixed memory of that size cannot be allocated).
+ * @param shared - with `fixedElements`: the memory to run on, a shared one holding at least that many values (a worker's arena, sized by whoever made it), instead of a new memory of the instance's own.
+ * @returns the instance or null (also when a fixed memory of that size cannot be allocated, or `shared` is too small).
  */
-export function createWasmGemm(fixedElements?: number): WasmGemm | null {
+export function createWasmGemm(fixedElements?: number, shared?: WasmMemory): WasmGemm | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     if (api === undefined) return null;
-    const module = gemmModule(api);
+    const module = gemmModule(api, shared !== undefined);
     if (module === null) return null;
+    if (shared !== undefined) {
+      if (fixedElements === undefined || shared.buffer.byteLength < fixedElements * 8) return null;
+      const instance = new api.Instance(module, { env: { memory: shared } });
+      return { run: instance.exports.gemm as GemmExport, memory: shared, view: new Float64Array(shared.buffer), fixed: true, scratchBase: 0 };
+    }
     const instance = new api.Instance(module, {});
     const memory = instance.exports.memory as WasmMemory;
     if (fixedElements !== undefined) {

@@ -80,7 +80,7 @@ function record(e: Code, lane: number): void {
 }
 
 /** shifts(T, i0, i1, pS, pP) → count of undecided indices (at UND). */
-function shiftsModuleBytes(): Uint8Array {
+function shiftsModuleBytes(shared: boolean): Uint8Array {
   const { x, res, ok } = expPairLocals(V0);
   const sv = V0 + EXP_PAIR_V128_LOCALS, mv = sv + 1;
   const V128_LOCALS = EXP_PAIR_V128_LOCALS + 2;
@@ -150,11 +150,11 @@ function shiftsModuleBytes(): Uint8Array {
   });
   e.get(CNT);
   e.end();
-  return pointerModuleBytes('shifts', 5, [[I32_LOCALS, I32], [F64_LOCALS, F64], [V128_LOCALS, V128]], e.bytes);
+  return pointerModuleBytes('shifts', 5, [[I32_LOCALS, I32], [F64_LOCALS, F64], [V128_LOCALS, V128]], e.bytes, shared);
 }
 
 /** rows(T, i0, i1, pS, pP) → 0: the tails and weights of rows i0 … i1−1 (p = exp(s − m) there, m at MAXS). */
-function rowsModuleBytes(): Uint8Array {
+function rowsModuleBytes(shared: boolean): Uint8Array {
   const den = V0, zero = V0 + 1;
   const e = new Code();
   e.v128Zero().set(zero);
@@ -179,13 +179,13 @@ function rowsModuleBytes(): Uint8Array {
   });
   e.i32(0);
   e.end();
-  return pointerModuleBytes('rows', 5, [[I32_LOCALS, I32], [F64_LOCALS, F64], [2, V128]], e.bytes);
+  return pointerModuleBytes('rows', 5, [[I32_LOCALS, I32], [F64_LOCALS, F64], [2, V128]], e.bytes, shared);
 }
 
 type Fn = (T: number, i0: number, i1: number, pS: number, pP: number) => number;
 
 /** Both kernels, compiled once, on each arena's memory (arena-kernels.ts; no copy path). */
-const kernels = new ArenaKernels<{ shifts: Fn; rows: Fn }>(() => ({ shifts: shiftsModuleBytes(), rows: rowsModuleBytes() }), 1);
+const kernels = new ArenaKernels<{ shifts: Fn; rows: Fn }>((shared) => ({ shifts: shiftsModuleBytes(shared), rows: rowsModuleBytes(shared) }), 1);
 
 /**
  * attention.ts's forward softmax of one head in place: S (T, T) raw scores (scaled in place on and below the

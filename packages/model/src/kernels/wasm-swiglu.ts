@@ -48,7 +48,7 @@ const PROD = SILU + CH;
  * swiglu(n, prod, silu, sigma, gate, up) → count, byte pointers: the forward on the pairs covering 0 … n−1, the
  * undecided indices (< n, increasing) at UND.
  */
-function forwardModuleBytes(): Uint8Array {
+function forwardModuleBytes(shared: boolean): Uint8Array {
   const n = 0, pprod = 1, psilu = 2, psigma = 3, pgate = 4, pup = 5;
   const i = 6, o = 7, cnt = 8, bm = 9, ta = 10, tb = 11;
   const I32_LOCALS = 6;
@@ -94,12 +94,12 @@ function forwardModuleBytes(): Uint8Array {
   e.end().end();
   e.get(cnt);
   e.end();
-  return moduleBytes('forward', 6, I32_LOCALS, V128_LOCALS, e);
+  return moduleBytes('forward', 6, I32_LOCALS, V128_LOCALS, e, shared);
 }
 
-/** A module of one exported function `fn` with `params` i32 pointers, i32 and v128 locals (arena-kernels.ts). */
-function moduleBytes(fn: string, params: number, i32Locals: number, v128Locals: number, e: Code): Uint8Array {
-  return pointerModuleBytes(fn, params, [[i32Locals, I32], [v128Locals, V128]], e.bytes);
+/** A module of one exported function `fn` with `params` i32 pointers, i32 and v128 locals, on a shared memory or not (arena-kernels.ts). */
+function moduleBytes(fn: string, params: number, i32Locals: number, v128Locals: number, e: Code, shared: boolean): Uint8Array {
+  return pointerModuleBytes(fn, params, [[i32Locals, I32], [v128Locals, V128]], e.bytes, shared);
 }
 
 /** Backward: elements per copied chunk, and the copy regions (dprod, gate, sigma, silu, up in; dgate, dup, dsilu out). */
@@ -111,7 +111,7 @@ const bw = (r: number): number => KERNEL_ARENA_DATA_BYTES + r * BW_CHUNK * 8;
  * swiglu(n, dgate, dup, dsilu, dprod, gate, sigma, silu, up), byte pointers: dsilu = 0 + u·up, dup = 0 + u·silu,
  * dgate = 0 + dsilu·(σ·(1 + x·(1 − σ))) per lane, for the pairs covering 0 … n−1 (returns 0).
  */
-function backwardModuleBytes(): Uint8Array {
+function backwardModuleBytes(shared: boolean): Uint8Array {
   const n = 0, pdgate = 1, pdup = 2, pdsilu = 3, pdprod = 4, pgate = 5, psigma = 6, psilu = 7, pup = 8;
   const i = 9, o = 10;
   const u = 11, ds = u + 1, sg = u + 2, zero = u + 3, one = u + 4;
@@ -139,14 +139,14 @@ function backwardModuleBytes(): Uint8Array {
   e.end().end();
   e.i32(0);
   e.end();
-  return moduleBytes('backward', 9, 2, 5, e);
+  return moduleBytes('backward', 9, 2, 5, e, shared);
 }
 
 type ForwardExport = (n: number, prod: number, silu: number, sigma: number, gate: number, up: number) => number;
 type BackwardExport = (n: number, dgate: number, dup: number, dsilu: number, dprod: number, gate: number, sigma: number, silu: number, up: number) => number;
 
 /** Both kernels, compiled once, on the private memory and on each arena's (arena-kernels.ts). */
-const kernels = new ArenaKernels<{ forward: ForwardExport; backward: BackwardExport }>(() => ({ forward: forwardModuleBytes(), backward: backwardModuleBytes() }), 1);
+const kernels = new ArenaKernels<{ forward: ForwardExport; backward: BackwardExport }>((shared) => ({ forward: forwardModuleBytes(shared), backward: backwardModuleBytes(shared) }), 1);
 
 /** Below this many elements a chunk is copied element by element (no subarray views). */
 const SMALL = 32;

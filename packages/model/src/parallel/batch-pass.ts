@@ -11,6 +11,8 @@
 import type { DecoderConfig } from '@llmcp/format';
 import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
 import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batch-reduce.ts';
+import { KERNEL_ARENA_DATA_BYTES } from '../kernels/kernel-arena.ts';
+import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 
 /**
@@ -23,6 +25,29 @@ import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
  */
 export const claimPlan: { frontShare: ((wave: number, sequences: number) => number) | null } = { frontShare: null };
 
+/**
+ * The shared memories of the worker threads' kernel arenas (made by the
+ * calling thread: decoder.ts): per thread index (none for the calling
+ * thread), a memory whose first `reserved` elements after the kernel data
+ * are that worker's partial slots and the rest its kernel arena for
+ * sequences of up to `positions` positions (DecoderPass.adoptArenaMemory).
+ * `id` changes whenever the memories are replaced.
+ */
+export interface WorkerArenas {
+  readonly id: number;
+  readonly memories: readonly (WasmMemory | null)[];
+  readonly reserved: number;
+  readonly positions: number;
+}
+
+/**
+ * @param arenas - the workers' memories.
+ * @returns per thread index, the view of that worker's partial slots (empty for the calling thread).
+ */
+export function partialRegions(arenas: WorkerArenas): Float64Array[] {
+  return arenas.memories.map((m) => (m === null ? new Float64Array(0) : new Float64Array(m.buffer, KERNEL_ARENA_DATA_BYTES, arenas.reserved)));
+}
+
 /** Everything a thread needs to run phases. */
 export interface PhaseContext {
   readonly config: DecoderConfig;
@@ -32,6 +57,16 @@ export interface PhaseContext {
   inputs: Int32Array;
   targets: Int32Array;
   buffers: BatchBuffers;
+  /**
+   * Per thread index, the worker's region of partial slots (slot s at s·P),
+   * in the shared memory its kernel arena lives in, so the backward pass
+   * writes the partial in place and any thread reduces it from there
+   * (decoder.ts `#workerArenas`); empty for the calling thread and when the
+   * partials are in {@link BatchBuffers.partials}.
+   */
+  regions: readonly Float64Array[];
+  /** The workers' arena memories the regions are in (the calling thread hands them out), or null. */
+  arenas: WorkerArenas | null;
 }
 
 /** Runs the phases of a decoder's batch passes: on the calling thread alone, or with worker threads (pool.ts). */
@@ -111,10 +146,12 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     const k = 1.0 / (B * T);
     const front = threadIndex === 0;
     const seq = { tokens: ctx.inputs, targets: ctx.targets, offset: 0, positions: T };
+    const region = front ? undefined : ctx.regions[threadIndex];
+    const owner = region === undefined || region.length === 0 ? 0 : threadIndex;
     const slots: { -readonly [F in keyof SequenceSlots]: SequenceSlots[F] } = {
       rowLoss: buffers.rowLoss,
       rowLossOff: 0,
-      partial: front ? buffers.adjoint : buffers.partials,
+      partial: front ? buffers.adjoint : owner === 0 ? buffers.partials : (region as Float64Array),
       partialOff: 0,
       accumulate: false,
       gainTerms: buffers.gainTerms,
@@ -138,6 +175,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       }
       slots.rowLossOff = off;
       slots.partialOff = front ? 0 : (b - waveStart) * P;
+      if (!front) buffers.owners[b - waveStart] = owner;
       slots.accumulate = front && b > 0;
       slots.gainOff = off * D;
       slots.dx0Off = off * D;
@@ -153,7 +191,12 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
     const first = Atomics.load(ctrl, CTRL.REDUCE_FROM);
     const end = Atomics.load(ctrl, CTRL.END);
-    reducePartials(buffers.adjoint, buffers.partials, P, first - waveStart, end - waveStart, first === 0, from, to);
+    const partials: Float64Array[] = [];
+    for (let s = first - waveStart; s < end - waveStart; s++) {
+      const w = buffers.owners[s] as number;
+      partials.push((w === 0 ? buffers.partials : (ctx.regions[w] as Float64Array)).subarray(s * P, (s + 1) * P));
+    }
+    reducePartials(buffers.adjoint, partials, first === 0, from, to);
     if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
       const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
       if (bad >= 0) recordFirstBad(ctrl, bad);

@@ -131,7 +131,7 @@ export class ThreadPool implements PhaseRunner {
    * @param ctx - the caller's context holding the new buffers.
    */
   reconfigure(ctx: PhaseContext): void {
-    const message: WorkerBuffers = { inputs: ctx.inputs, targets: ctx.targets, buffers: ctx.buffers };
+    const message: WorkerBuffers = { inputs: ctx.inputs, targets: ctx.targets, buffers: ctx.buffers, arenas: ctx.arenas };
     for (const p of this.#ports) p.postMessage(message);
     this.#issue(COMMAND.RECONFIGURE);
     this.#wait();

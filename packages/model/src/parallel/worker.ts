@@ -8,7 +8,8 @@ import type { DecoderConfig } from '@llmcp/format';
 import type { BatchBuffers } from '../internal/batch-reduce.ts';
 import { DecoderPass } from '../decoder-pass.ts';
 import { setKernels, type KernelChoice } from '../kernels/native.ts';
-import { runPhase, type PhaseContext } from './batch-pass.ts';
+import type { WasmMemory } from '../kernels/wasm-assembler.ts';
+import { partialRegions, runPhase, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
 import { COMMAND, CTRL } from './protocol.ts';
 
 /** What the pool hands to each worker. */
@@ -27,6 +28,8 @@ export interface WorkerBuffers {
   readonly inputs: Int32Array;
   readonly targets: Int32Array;
   readonly buffers: BatchBuffers;
+  /** The workers' arena memories (this worker's kernel arena and partial slots are in its own), or null. */
+  readonly arenas: WorkerArenas | null;
 }
 
 /** An always-zero control slot, used only to sleep briefly while a message is in flight. */
@@ -50,6 +53,8 @@ function main(init: WorkerInit): void {
       inputs: new Int32Array(0),
       targets: new Int32Array(0),
       buffers: undefined as unknown as BatchBuffers,
+      regions: [],
+      arenas: null,
     };
   } catch (e) {
     parentPort?.postMessage({ type: 'error', ...describe(e) });
@@ -74,6 +79,14 @@ function main(init: WorkerInit): void {
         ctx.inputs = b.inputs;
         ctx.targets = b.targets;
         ctx.buffers = b.buffers;
+        // New memories: the pass opens its arena on its own (the views of its partial slots must share the memory object the arena's kernel runs on).
+        if (b.arenas === null) ctx.regions = [];
+        else if (b.arenas.id !== ctx.arenas?.id) {
+          const memory = b.arenas.memories[index] as WasmMemory;
+          ctx.pass.adoptArenaMemory(memory, b.arenas.reserved, b.arenas.positions);
+          ctx.regions = partialRegions(b.arenas);
+        }
+        ctx.arenas = b.arenas;
       } else {
         runPhase(ctx, index);
       }
