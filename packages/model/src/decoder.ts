@@ -60,6 +60,14 @@ export interface ParallelStats {
    * far; the others were added straight into the gradient, in order, by the calling thread.
    */
   readonly partialSequences: number;
+  /**
+   * Milliseconds the calling thread spent so far waiting, after its own share
+   * of a phase, for the worker threads to finish theirs (mostly the end of a
+   * training wave: sequences are whole units of work, so the thread that
+   * finishes first waits for the other's last one; also worker wake-ups). A
+   * diagnostic of how evenly the threads share the work.
+   */
+  readonly waitMs: number;
 }
 
 /** Options of {@link Decoder.trainStep}. */
@@ -251,6 +259,7 @@ export class Decoder {
       workerSequences: Atomics.load(this.#ctx.control, CTRL.WORKER_SEQUENCES),
       waveSize: this.#ctx.buffers.slots,
       partialSequences: Atomics.load(this.#ctx.control, CTRL.PARTIAL_SEQUENCES),
+      waitMs: this.#runner.waitMs,
     };
   }
 

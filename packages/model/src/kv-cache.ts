@@ -8,6 +8,7 @@
 import type { DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
+import { firstNonFinite } from './internal/batch-reduce.ts';
 import { attentionDecodeRow } from './kernels/attention.ts';
 import { rowTimesMatrix } from './kernels/gemm.ts';
 import { rmsNormForward } from './kernels/rmsnorm.ts';
@@ -367,11 +368,6 @@ export function checkRoom(s: KvCacheState, n: number): void {
   }
 }
 
-function firstNonFiniteIn(a: Float64Array, n: number): number {
-  for (let i = 0; i < n; i++) if (!Number.isFinite(a[i])) return i;
-  return -1;
-}
-
 /** Which values a finiteness check covers: a projection (or the logits, layer −1) of one layer. */
 export interface ProjectionSite {
   /** 'query', 'key', 'value' or 'logit' (the error's `field`). */
@@ -397,7 +393,7 @@ function nonFinite(site: ProjectionSite, index: number, value: number): ModelErr
  * @throws ModelError `MODEL_NON_FINITE`.
  */
 export function checkProjection(a: Float64Array, n: number, site: ProjectionSite): void {
-  const bad = firstNonFiniteIn(a, n);
+  const bad = firstNonFinite(a, 0, n);
   if (bad >= 0) throw nonFinite(site, bad, a[bad] as number);
 }
 
@@ -487,7 +483,7 @@ export function decodeRow(s: KvCacheState, params: Float64Array, token: number):
     for (let c = 0; c < D; c++) sum += (r.out[c] as number) * (params[e + c] as number);
     logits[v] = sum;
   }
-  const bad = firstNonFiniteIn(logits, V);
+  const bad = firstNonFinite(logits, 0, V);
   if (bad >= 0) throw nonFinite({ what: 'logit', layer: -1 }, bad, logits[bad] as number);
   recordWork(s, 1, false);
   return logits;

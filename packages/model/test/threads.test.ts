@@ -7,9 +7,10 @@
  * (the buffers a step reuses hold what the last one left).
  */
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
+import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
-import { allocateBatchBuffers, finishSlice, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
+import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
 import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
 import { claimPlan } from '../src/parallel/batch-pass.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
@@ -88,6 +89,31 @@ describe('batch reduction pieces', () => {
       reducePartials(got, slots, first, 1234, P);
       expect(bitsOf(got)).toEqual(bitsOf(expected));
     }
+  });
+
+  it('firstNonFinite finds the first NaN or infinity of any range, wherever it falls in a block of eight', () => {
+    const special = [Number.NaN, Infinity, -Infinity];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 70 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 2 })), { maxLength: 4 }),
+        fc.nat(),
+        fc.nat(),
+        fc.integer(),
+        (n, bad, a, b, seed) => {
+          const rng = new SplitMix64(BigInt(seed >>> 0));
+          const values = mixedValues(rng, n);
+          for (const [at, kind] of bad) if (n > 0) values[at % n] = special[kind] as number;
+          const from = n === 0 ? 0 : a % (n + 1);
+          const to = from + (n === 0 ? 0 : b % (n - from + 1));
+          let expected = -1;
+          for (let i = from; i < to && expected < 0; i++) if (!Number.isFinite(values[i])) expected = i;
+          expect(firstNonFinite(values, from, to)).toBe(expected);
+          if (from === 0 && to === n) expect(firstNonFinite(values)).toBe(expected);
+        },
+      ),
+      { numRuns: 3000 },
+    );
   });
 
   it('finishSlice over D-aligned slices gives the bits of the whole finishing and the first non-finite element', () => {
@@ -268,6 +294,26 @@ describe('threaded training', () => {
       expect(stats.partialSequences).toBeLessThanOrEqual(5 * 8);
     }
     expect(one.parallelStats().partialSequences).toBe(0);
+  });
+
+  it('counts the time the calling thread waits for the workers (none without them)', async () => {
+    const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+    const one = new Decoder(config);
+    const m = await Decoder.create(config, { threads: 2 });
+    opened.push(m);
+    for (const d of [one, m]) d.initialize(9n);
+    // The workers run every sequence: the calling thread has nothing to do but wait for them.
+    claimPlan.frontShare = () => 0;
+    const rng = new SplitMix64(48n);
+    let last = m.parallelStats().waitMs;
+    for (let step = 0; step < 3; step++) {
+      const batch = randomBatch(rng, config.vocabularySize, 4, 8);
+      expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+      const waited = m.parallelStats().waitMs;
+      expect(waited).toBeGreaterThan(last);
+      last = waited;
+    }
+    expect(one.parallelStats().waitMs).toBe(0);
   });
 
   it("gives the bits of one thread when the workers' shared arena memories cannot be made (the partials go through the batch buffers)", async () => {

@@ -6,7 +6,10 @@
  * of every ratio alike:
  *
  * - scaling: a 1-thread and a 2-thread decoder take steps in turn (the order
- *   alternating), and the median of the per-pair time ratios is reported;
+ *   alternating), and the median of the per-pair time ratios is reported,
+ *   with the mean time per 2-thread step the calling thread waited for the
+ *   worker (Decoder.parallelStats().waitMs: mostly the end of a wave, where
+ *   one thread waits for the other's last whole sequence);
  * - ceiling: the 1-thread decoder's step alone, against the same step while
  *   a child process trains an independent 1-thread decoder on the other core
  *   (thread-scaling-peer.ts; the step starts as soon as the peer has stopped,
@@ -54,6 +57,8 @@ interface Measured {
   readonly alone: number;
   readonly together: number;
   readonly ceiling: number;
+  /** Mean ms per 2-thread step the calling thread waited for the worker (Decoder.parallelStats().waitMs). */
+  readonly wait: number;
   readonly pairs: number;
   readonly load: number;
 }
@@ -107,6 +112,7 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
       timed(stepTwo);
     }
     // Scaling: pairs of steps, the order alternating.
+    const waited = two.parallelStats().waitMs;
     const x1: number[] = [];
     const x2: number[] = [];
     const ratios: number[] = [];
@@ -124,6 +130,7 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
       x2.push(b);
       ratios.push(a / b);
     }
+    const wait = (two.parallelStats().waitMs - waited) / pairs;
     // Ceiling: the same 1-thread step right after the peer stopped (its step in flight finished), or right after it started.
     const alone: number[] = [];
     const together: number[] = [];
@@ -136,7 +143,7 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
     peer.send('stop');
     await peer.next();
     const slowdown = median(together) / median(alone);
-    return { one: median(x1), two: median(x2), scaling: median(ratios), alone: median(alone), together: median(together), ceiling: 2 / slowdown, pairs, load: loadavg()[0]! };
+    return { one: median(x1), two: median(x2), scaling: median(ratios), alone: median(alone), together: median(together), ceiling: 2 / slowdown, wait, pairs, load: loadavg()[0]! };
   } finally {
     peer.send('exit');
     await new Promise((r) => (peer.child.exitCode === null ? peer.child.once('exit', r) : r(null)));
@@ -147,7 +154,7 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
 /** One process's line. */
 function line(shape: string, kernels: string, m: Measured): string {
   return (
-    `${shape.padEnd(6)} ${kernels.padEnd(6)}  1 thread ${m.one.toFixed(1).padStart(7)} ms  2 threads ${m.two.toFixed(1).padStart(7)} ms  scaling ${m.scaling.toFixed(3)}  |  ` +
+    `${shape.padEnd(6)} ${kernels.padEnd(6)}  1 thread ${m.one.toFixed(1).padStart(7)} ms  2 threads ${m.two.toFixed(1).padStart(7)} ms (waiting for the worker ${m.wait.toFixed(2)})  scaling ${m.scaling.toFixed(3)}  |  ` +
     `1 thread alone ${m.alone.toFixed(1).padStart(7)} ms, beside an independent training ${m.together.toFixed(1).padStart(7)} ms: 2-core ceiling ${m.ceiling.toFixed(3)}  |  ` +
     `scaling ÷ ceiling ${(m.scaling / m.ceiling).toFixed(3)}  (${m.pairs} pairs, load ${m.load.toFixed(2)})`
   );
@@ -195,9 +202,11 @@ for (const shape of shapes) {
     const scalings = runs.map((m) => m.scaling);
     const ceilings = runs.map((m) => m.ceiling);
     const shares = runs.map((m) => m.scaling / m.ceiling);
+    const waits = runs.map((m) => m.wait);
     console.log(
       `${shape.padEnd(6)} ${kernels.padEnd(6)}  over ${processes} processes: scaling median ${median(scalings).toFixed(3)} (${range(scalings)})  |  ` +
-        `2-core ceiling median ${median(ceilings).toFixed(3)} (${range(ceilings)})  |  scaling ÷ ceiling median ${median(shares).toFixed(3)} (${range(shares)})`,
+        `2-core ceiling median ${median(ceilings).toFixed(3)} (${range(ceilings)})  |  scaling ÷ ceiling median ${median(shares).toFixed(3)} (${range(shares)})  |  ` +
+        `wait per 2-thread step median ${median(waits).toFixed(2)} ms (${range(waits)})`,
     );
   }
 }

@@ -258,11 +258,7 @@ export function finishSlice(
     }
     for (let i = lo - e; i < hi - e; i++) adjoint[e + i] = (adjoint[e + i] as number) + (lookup[i] as number);
   }
-  for (let i = from; i < to; i++) {
-    const v = adjoint[i] as number;
-    if (v - v !== 0) return i;
-  }
-  return -1;
+  return firstNonFinite(adjoint, from, to);
 }
 
 /**
@@ -304,12 +300,24 @@ export function meanLoss(rowLoss: Float64Array, n: number): number {
 }
 
 /**
- * Index of the first non-finite element, or −1.
+ * Index of the first non-finite element of `values[from … to−1]`, or −1.
+ * Eight values at a time: `v − v` is +0 for every finite v and NaN for ±∞ and
+ * NaN, so the sum of eight of them is +0 exactly when all eight are finite;
+ * a block that is not is searched one by one.
+ *
  * @param values - values to scan.
+ * @param from - first index (default 0).
+ * @param to - end index, exclusive (default the length).
  * @returns the index or −1.
  */
-export function firstNonFinite(values: Float64Array): number {
-  for (let i = 0; i < values.length; i++) {
+export function firstNonFinite(values: Float64Array, from: number = 0, to: number = values.length): number {
+  let i = from;
+  for (; i + 8 <= to; i += 8) {
+    const a0 = values[i] as number, a1 = values[i + 1] as number, a2 = values[i + 2] as number, a3 = values[i + 3] as number;
+    const a4 = values[i + 4] as number, a5 = values[i + 5] as number, a6 = values[i + 6] as number, a7 = values[i + 7] as number;
+    if (a0 - a0 + (a1 - a1) + (a2 - a2 + (a3 - a3)) + (a4 - a4 + (a5 - a5) + (a6 - a6 + (a7 - a7))) !== 0) break;
+  }
+  for (; i < to; i++) {
     const v = values[i] as number;
     if (v - v !== 0) return i;
   }

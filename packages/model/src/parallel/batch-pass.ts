@@ -88,12 +88,15 @@ export interface PhaseRunner {
   reconfigure(ctx: PhaseContext): void;
   /** Stops the threads (if any). @returns when they have exited. */
   close(): Promise<void>;
+  /** Milliseconds the calling thread waited for the other threads at the end of phases so far (0 without workers). */
+  readonly waitMs: number;
 }
 
 /** The single-thread runner: the phase runs on the calling thread, nothing is shared. */
 export class CallingThread implements PhaseRunner {
   readonly threads: number = 1;
   readonly control: Int32Array = new Int32Array(CTRL_LENGTH);
+  readonly waitMs: number = 0;
 
   run(ctx: PhaseContext, command: number): void {
     Atomics.store(ctx.control, CTRL.COMMAND, command);

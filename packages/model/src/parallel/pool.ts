@@ -52,6 +52,7 @@ export class ThreadPool implements PhaseRunner {
   readonly #workers: Worker[];
   readonly #ports: MessagePort[];
   #closed = false;
+  #waitMs = 0;
 
   private constructor(control: Int32Array, workers: Worker[], ports: MessagePort[]) {
     this.control = control;
@@ -126,6 +127,11 @@ export class ThreadPool implements PhaseRunner {
     return new ThreadPool(control, workers, ports);
   }
 
+  /** Milliseconds the calling thread waited for the workers after its share of a phase, so far. */
+  get waitMs(): number {
+    return this.#waitMs;
+  }
+
   /**
    * Sends new batch buffers to every worker (a RECONFIGURE phase).
    * @param ctx - the caller's context holding the new buffers.
@@ -151,7 +157,9 @@ export class ThreadPool implements PhaseRunner {
     } catch (e) {
       callerError = e;
     }
+    const done = performance.now();
     this.#wait();
+    this.#waitMs += performance.now() - done;
     if (callerError !== undefined) throw callerError;
   }
 
