@@ -3,7 +3,9 @@
  * its own single-thread decoder (same shape, its own weights and batch).
  * Commands on stdin, one per line: `run` — train step after step (it answers
  * `running` before the first), `stop` — finish the step under way and answer
- * `idle`, `exit`. It prints `ready` once it can start.
+ * `idle <ms>…` with the time of each step since the `run` (so the other side
+ * sees how fast this core went beside it), `exit`. It prints `ready` once it
+ * can start.
  *
  * Usage: `node --conditions=@llmcp/source --import tsx thread-scaling-peer.ts <medium|large> <native|wasm>`
  */
@@ -20,20 +22,25 @@ decoder.initialize(2n);
 const batch = randomBatch(new SplitMix64(8n), s.config.vocabularySize, s.batch, s.context);
 const step = trainingStep(decoder);
 let running = false;
+/** Milliseconds of each step since the last `run`. */
+let steps: number[] = [];
 
 /** One step, then another after the event loop has read any command that came in. */
 function loop(): void {
   if (!running) {
-    process.stdout.write('idle\n');
+    process.stdout.write(`idle${steps.map((ms) => ` ${ms.toFixed(3)}`).join('')}\n`);
     return;
   }
+  const t = performance.now();
   step(batch);
+  steps.push(performance.now() - t);
   setImmediate(loop);
 }
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line === 'run' && !running) {
     running = true;
+    steps = [];
     process.stdout.write('running\n');
     setImmediate(loop);
   } else if (line === 'stop') {

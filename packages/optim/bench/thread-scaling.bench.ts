@@ -13,9 +13,12 @@
  * - ceiling: the 1-thread decoder's step alone, against the same step while
  *   a child process trains an independent 1-thread decoder on the other core
  *   (thread-scaling-peer.ts; the step starts as soon as the peer has stopped,
- *   or has started, so no pause cools either side): two cores
- *   give at most 2 ÷ (together ÷ alone), the ceiling of any split of the
- *   work, whatever the shared caches, memory and clock let through.
+ *   or has started, so no pause cools either side), and the peer's own steps
+ *   meanwhile: two cores do at most alone ÷ together + alone ÷ peer steps in
+ *   the time of one step alone — the ceiling of any split of the work,
+ *   whatever the shared caches, memory and clock let through, and whatever
+ *   the speeds of the two cores (on a VM one core can run 1.5× slower than
+ *   the other for seconds at a time: 2 ÷ (together ÷ alone) would miss that).
  *
  * Each shape and kernel set is measured in several fresh processes, one
  * after another, and the medians over the processes are reported with their
@@ -56,6 +59,8 @@ interface Measured {
   readonly scaling: number;
   readonly alone: number;
   readonly together: number;
+  /** Median ms of the peer's steps beside ours. */
+  readonly peer: number;
   readonly ceiling: number;
   /** Mean ms per 2-thread step the calling thread waited for the worker (Decoder.parallelStats().waitMs). */
   readonly wait: number;
@@ -134,16 +139,27 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
     // Ceiling: the same 1-thread step right after the peer stopped (its step in flight finished), or right after it started.
     const alone: number[] = [];
     const together: number[] = [];
+    const peerSteps: number[] = [];
+    /** Stops the peer: its answer lists its steps since it was told to run. */
+    const stopPeer = async (): Promise<void> => {
+      peer.send('stop');
+      const [word, ...ms] = (await peer.next()).split(' ');
+      if (word !== 'idle') throw new Error(`thread-scaling-peer answered ${String(word)} to stop`);
+      peerSteps.push(...ms.map(Number));
+    };
     for (let p = 0; p < 2 * pairs; p++) {
       const beside = p % 2 === 1;
-      peer.send(beside ? 'run' : 'stop');
-      await peer.next(); // 'running', or 'idle' once its step under way ended
+      if (beside) {
+        peer.send('run');
+        await peer.next(); // 'running'
+      } else {
+        await stopPeer(); // once its step under way ended
+      }
       (beside ? together : alone).push(timed(stepOne));
     }
-    peer.send('stop');
-    await peer.next();
-    const slowdown = median(together) / median(alone);
-    return { one: median(x1), two: median(x2), scaling: median(ratios), alone: median(alone), together: median(together), ceiling: 2 / slowdown, wait, pairs, load: loadavg()[0]! };
+    await stopPeer();
+    const ceiling = median(alone) / median(together) + median(alone) / median(peerSteps);
+    return { one: median(x1), two: median(x2), scaling: median(ratios), alone: median(alone), together: median(together), peer: median(peerSteps), ceiling, wait, pairs, load: loadavg()[0]! };
   } finally {
     peer.send('exit');
     await new Promise((r) => (peer.child.exitCode === null ? peer.child.once('exit', r) : r(null)));
@@ -155,7 +171,7 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
 function line(shape: string, kernels: string, m: Measured): string {
   return (
     `${shape.padEnd(6)} ${kernels.padEnd(6)}  1 thread ${m.one.toFixed(1).padStart(7)} ms  2 threads ${m.two.toFixed(1).padStart(7)} ms (waiting for the worker ${m.wait.toFixed(2)})  scaling ${m.scaling.toFixed(3)}  |  ` +
-    `1 thread alone ${m.alone.toFixed(1).padStart(7)} ms, beside an independent training ${m.together.toFixed(1).padStart(7)} ms: 2-core ceiling ${m.ceiling.toFixed(3)}  |  ` +
+    `1 thread alone ${m.alone.toFixed(1).padStart(7)} ms, beside an independent training ${m.together.toFixed(1).padStart(7)} ms (its steps ${m.peer.toFixed(1)} ms): 2-core ceiling ${m.ceiling.toFixed(3)}  |  ` +
     `scaling ÷ ceiling ${(m.scaling / m.ceiling).toFixed(3)}  (${m.pairs} pairs, load ${m.load.toFixed(2)})`
   );
 }
