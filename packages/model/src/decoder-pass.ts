@@ -26,8 +26,11 @@
  * the parameters and the transposed weights (refreshed by {@link DecoderPass.prepare}),
  * and a resident weight-gradient accumulator. So the products copy nothing;
  * the accumulator holds the slot of the last sequence until
- * {@link DecoderPass.flushGradients} copies it out (once per sequence in
- * parallel mode, once per batch when the sequences accumulate in order).
+ * {@link DecoderPass.flushGradients} copies it out (once per batch when the
+ * sequences accumulate in order). A worker thread's pass opens its arena on a
+ * shared memory whose front holds the worker's partial slots
+ * ({@link DecoderPass.adoptArenaMemory}): its products write each sequence's
+ * slot there directly, and nothing is copied out.
  * The snapshot and the transposed weights are the pass's own copies, so their
  * rows are laid out with the arena's row stride (kernels/kernel-arena.ts
  * `residentStride`: a width that is a multiple of 512 values gets 8 more, so

@@ -22,16 +22,18 @@
  *
  * Each shape and kernel set is measured in several fresh processes, one
  * after another, and the medians over the processes are reported with their
- * range: on the 2-core development VM (a Firecracker microVM) a process, or
- * one of its threads, runs the same WebAssembly code about 1.3× slower for
- * its whole life in roughly a third of starts (medium, WebAssembly, 1
- * thread: 34–37 ms or 45–52 ms). It is the host, not the code: six
- * separately compiled copies of the matrix kernel in one process are all
- * fast or all slow together, and neither huge pages for the kernel arenas
- * nor pinning to either core changes it. A slow calling thread or worker
- * drags the 2-thread step with it (or a slow calling thread makes the
- * 1-thread step look slow), so one process's scaling ranges over 1.4–2.0
- * there; the ceiling compares one decoder with itself and moves less.
+ * range. On the 2-core development VM (a Firecracker microVM) the two vCPUs
+ * run the same code at speeds that differ by up to 1.5× and change over
+ * seconds (medium, WebAssembly, 1 thread: 34–37 ms or 45–55 ms, on either
+ * vCPU; the guest sees no steal time). In one process, with the split of
+ * the sequences fixed, the calling thread ran 8 sequences in 35 ms and the
+ * worker in 49 ms, and a few seconds later 51 ms and 34 ms. It is the host,
+ * not the code: six separately compiled copies of the matrix kernel in one
+ * process are all fast or all slow together, and neither huge pages for the
+ * kernel arenas nor pinning changes it. A 2-thread step waits for the slower
+ * core's last whole sequence, and a 1-thread step is as fast as the core it
+ * ran on, so one process's scaling ranges over 1.4–2.0 there: read it
+ * against the ceiling measured in the same process.
  *
  * Options (env): LLMCP_BENCH_CONFIGS=medium,large; LLMCP_BENCH_QUICK=1 → fewer pairs and processes;
  * LLMCP_BENCH_KERNELS=wasm,native; LLMCP_BENCH_PROCESSES=n (default 5, quick 2).
