@@ -49,8 +49,7 @@ import { attentionBackward, attentionForward, attentionScratch, type AttentionSc
 import { crossEntropyBackward, crossEntropyForward } from './kernels/cross-entropy.ts';
 import { gemmCounters } from './internal/gemm-counters.ts';
 import { gemmArena, pinGemmOperand, recordResidentCopy, transpose } from './kernels/gemm.ts';
-import { residentStride, type KernelArena } from './kernels/kernel-arena.ts';
-import type { WasmMemory } from './kernels/wasm-assembler.ts';
+import { residentStride, type KernelArena, type SharedArenaMemory } from './kernels/kernel-arena.ts';
 import { ADD_DINP, ADD_DWEIGHT, DWEIGHT_TRANSPOSED, linearBackward, linearForward, linearWeight, residualForward, type LinearWeight } from './kernels/linear.ts';
 import { rmsNormBackward, rmsNormForward, type NormActivations } from './kernels/rmsnorm.ts';
 import { extendRopeTables, ropeBackward, ropeForward, ropeTables, type RopeTables } from './kernels/rope.ts';
@@ -391,12 +390,8 @@ export class DecoderPass {
   #placeT: Placement;
   /** The kernel arena holding every buffer of the pass, or null (ordinary arrays: native or scalar kernels). */
   #arena: KernelArena | null = null;
-  /**
-   * A shared memory to open the arena on ({@link adoptArenaMemory}), the
-   * elements at its front the arena leaves to its owner, and the positions it
-   * was sized for; null: a memory of the arena's own.
-   */
-  #adopted: { readonly memory: WasmMemory; readonly reserved: number; readonly positions: number } | null = null;
+  /** A shared memory to open the arena on, after its front ({@link adoptArenaMemory}); null: a memory of the arena's own. */
+  #adopted: SharedArenaMemory | null = null;
   /** The resident snapshot of the parameters of the last {@link prepare} (arena only). */
   #paramsCopy: Float64Array | null = null;
   /** The resident weight-gradient accumulator, laid out like the parameters, and its views (arena only). */
@@ -470,7 +465,7 @@ export class DecoderPass {
   /**
    * Elements of the kernel arena of sequences of up to `T` positions (the
    * views it hands out): what a shared memory given to
-   * {@link adoptArenaMemory} holds after its reserved front.
+   * {@link adoptArenaMemory} holds after its front.
    *
    * @param T - positions.
    * @returns elements.
@@ -487,22 +482,20 @@ export class DecoderPass {
   }
 
   /**
-   * Opens this pass's kernel arena on `memory` from now on: a shared
-   * WebAssembly memory another thread made, of at least
-   * `kernelArenaPages(reserved + arenaElements(T))` pages, whose first
-   * `reserved` elements (after the reserved kernel data) the arena leaves to
-   * its owner — a worker's weight-gradient partial slots, which the backward
-   * pass then writes in place and other threads read. Reallocates the buffers
-   * for `T` positions; with the native or scalar kernels (no arena) nothing
-   * changes. If the arena cannot be opened there (the memory is too small)
-   * it opens on a memory of its own, as without this call.
+   * Opens this pass's kernel arena on a shared WebAssembly memory another
+   * thread made from now on, of at least `kernelArenaPages(front,
+   * arenaElements(T))` pages: after its front — a worker's weight-gradient
+   * partial slots, which the backward pass then writes in place and other
+   * threads read. Reallocates the buffers for `T` positions; with the native
+   * or scalar kernels (no arena) nothing changes. Where the arena does not
+   * fit there (the memory is too small, or a longer sequence comes) it opens
+   * on a memory of its own, as without this call.
    *
-   * @param memory - the shared memory.
-   * @param reserved - elements at its front not to use.
-   * @param T - positions it was sized for (≥ every sequence run until the next call).
+   * @param shared - the shared memory and its front.
+   * @param T - positions it was sized for.
    */
-  adoptArenaMemory(memory: WasmMemory, reserved: number, T: number): void {
-    this.#adopted = { memory, reserved, positions: T };
+  adoptArenaMemory(shared: SharedArenaMemory, T: number): void {
+    this.#adopted = shared;
     this.capacity = 0;
     this.ensureCapacity(T);
   }
@@ -518,11 +511,8 @@ export class DecoderPass {
     // The buffers' total size (the arena is sized once: it never grows), then the arena, then the buffers.
     const P = this.layout.size;
     const total = this.arenaElements(T);
-    // On an adopted memory the arena leaves its front (the owner's partial slots) alone; a memory of its own when there is none, or it does not fit.
-    const adopted = this.#adopted !== null && T <= this.#adopted.positions ? this.#adopted : null;
-    const onAdopted = adopted === null ? null : gemmArena(adopted.reserved + total, adopted.memory);
-    if (onAdopted !== null && adopted !== null) onAdopted.take(adopted.reserved);
-    const arena = onAdopted ?? gemmArena(total);
+    // On an adopted memory when it fits there, else on a memory of its own.
+    const arena = (this.#adopted === null ? null : gemmArena(total, this.#adopted)) ?? gemmArena(total);
     if (arena === null) {
       this.#buffers(T, ordinary, { ffn: this.config.feedForwardWidth, dlogits: this.config.vocabularySize });
       this.#leaveArena();
@@ -654,7 +644,7 @@ export class DecoderPass {
     const views = this.#accumulatorViews;
     if (views === null) return this.#gradients(slots.partial, slots.partialOff);
     if (slots.partial.buffer === this.#arena?.kernel.memory.buffer) {
-      // A slot in this arena's own memory (adoptArenaMemory's reserved front): the products write it in place.
+      // A slot in this arena's own memory (the front of an adopted memory): the products write it in place.
       this.#flush();
       return this.#gradients(slots.partial, slots.partialOff);
     }

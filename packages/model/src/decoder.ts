@@ -377,7 +377,7 @@ export class Decoder {
     const old = this.#arenas;
     if (old !== null && old.reserved >= reserved && old.positions >= T) return old;
     const want = { reserved: Math.max(reserved, old?.reserved ?? 0), positions: Math.max(T, old?.positions ?? 0) };
-    const pages = kernelArenaPages(want.reserved + this.#pass.arenaElements(want.positions));
+    const pages = kernelArenaPages(want.reserved, this.#pass.arenaElements(want.positions));
     try {
       const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
       if (api === undefined) return null;

@@ -157,6 +157,9 @@ describe('batch reduction pieces', () => {
   });
 });
 
+/** A model small enough that a step takes well under a millisecond. */
+const TINY: DecoderConfig = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+
 /** One single-thread decoder and threaded ones (2 and 3 threads; the default wave, and waves of 2 and 3 sequences: slots = max(threads, budget / (workers · P))), all initialized from `seed`. */
 async function decoders(config: DecoderConfig, seed: bigint): Promise<{ one: Decoder; many: Decoder[] }> {
   const P = parameterLayout(config).size;
@@ -275,7 +278,7 @@ describe('threaded training', () => {
   });
 
   it('writes and reduces partials only for the sequences the worker threads ran', async () => {
-    const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+    const config = TINY;
     const one = new Decoder(config);
     one.initialize(3n);
     for (const threads of [2, 3]) {
@@ -297,7 +300,7 @@ describe('threaded training', () => {
   });
 
   it('counts the time the calling thread waits for the workers (none without them)', async () => {
-    const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+    const config = TINY;
     const one = new Decoder(config);
     const m = await Decoder.create(config, { threads: 2 });
     opened.push(m);
@@ -317,7 +320,7 @@ describe('threaded training', () => {
   });
 
   it("gives the bits of one thread when the workers' shared arena memories cannot be made (the partials go through the batch buffers)", async () => {
-    const config = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+    const config = TINY;
     const api = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; shared?: boolean }) => object } }).WebAssembly;
     const Memory = api.Memory;
     let refused = 0;

@@ -22,10 +22,9 @@
  * summation order instead of OpenMP reductions).
  */
 import { gemmCounters } from '../internal/gemm-counters.ts';
-import { openKernelArena, residentKernel, type KernelArena } from './kernel-arena.ts';
+import { openKernelArena, residentKernel, type KernelArena, type SharedArenaMemory } from './kernel-arena.ts';
 import { activeNativeKernels } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
-import type { WasmMemory } from './wasm-assembler.ts';
 
 /** `C = C + A·B` (the contribution is summed from +0.0 first, then added): "previous + contribution" of the tape. */
 export const GEMM_ADD = 1;
@@ -161,7 +160,7 @@ export function gemm(
  * @param shared - a shared memory to open it on (kernel-arena.ts {@link openKernelArena}), instead of a new one.
  * @returns the arena, or null (use ordinary arrays; also when `shared` is too small).
  */
-export function gemmArena(elements: number, shared?: WasmMemory): KernelArena | null {
+export function gemmArena(elements: number, shared?: SharedArenaMemory): KernelArena | null {
   if (backend === 'scalar' || activeNativeKernels() !== null) return null;
   if (wasm === undefined) wasm = createWasmGemm();
   if (wasm === null) return null;

@@ -11,7 +11,7 @@ import { DecoderPass } from '../decoder-pass.ts';
 import { Decoder, type TokenBatch } from '../index.ts';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmArena, gemmScalar, gemmTransA, pinnedOffset, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
-import { KERNEL_ARENA_DATA_BYTES, kernelArenaPages, openKernelArena } from './kernel-arena.ts';
+import { KERNEL_ARENA_DATA_BYTES, arenaFront, kernelArenaPages, openKernelArena } from './kernel-arena.ts';
 import type { WasmApi, WasmMemory } from './wasm-assembler.ts';
 import { kernelChoice, setKernels } from './native.ts';
 
@@ -312,10 +312,10 @@ describe.skipIf(!simd)("a decoder pass on a worker's shared arena memory", () =>
   function adopting(count: number, short: number): { pass: DecoderPass; P: number; memory: WasmMemory; slots: Float64Array } {
     const pass = new DecoderPass(CONFIG);
     const P = pass.layout.size;
-    const memory = sharedMemory(kernelArenaPages(count * P + pass.arenaElements(T)) - short);
-    pass.adoptArenaMemory(memory, count * P, T);
+    const shared = { memory: sharedMemory(kernelArenaPages(count * P, pass.arenaElements(T)) - short), front: count * P };
+    pass.adoptArenaMemory(shared, T);
     pass.flushGradients();
-    return { pass, P, memory, slots: new Float64Array(memory.buffer, KERNEL_ARENA_DATA_BYTES, count * P) };
+    return { pass, P, memory: shared.memory, slots: arenaFront(shared) };
   }
 
   it('writes the weight gradients into its partial slot in place, with the bits of a pass on its own arena, its kernels running on that memory', async () => {

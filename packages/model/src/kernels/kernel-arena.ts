@@ -103,31 +103,53 @@ export class KernelArena {
 }
 
 /**
- * The pages of a shared memory that can hold an arena of `elements` f64
- * values ({@link openKernelArena} on it): the reserved data, then the views.
+ * A shared memory for an arena opened by another thread ({@link openKernelArena}):
+ * the memory, and the `front` elements after the reserved data that the
+ * arena leaves to whoever made it (a worker's partial slots: decoder.ts).
+ */
+export interface SharedArenaMemory {
+  readonly memory: WasmMemory;
+  readonly front: number;
+}
+
+/**
+ * The pages of a shared memory that can hold `front` elements and then an
+ * arena of `elements` ({@link openKernelArena} on it).
  *
- * @param elements - the views' total size.
+ * @param front - the elements in front of the arena.
+ * @param elements - the arena's views' total size.
  * @returns 64 KiB pages.
  */
-export function kernelArenaPages(elements: number): number {
-  return Math.ceil((KERNEL_ARENA_DATA_BYTES + elements * 8) / 65536);
+export function kernelArenaPages(front: number, elements: number): number {
+  return Math.ceil((KERNEL_ARENA_DATA_BYTES + (front + elements) * 8) / 65536);
+}
+
+/**
+ * @param shared - a shared arena memory.
+ * @returns the view of its front (what an arena opened on it leaves alone).
+ */
+export function arenaFront(shared: SharedArenaMemory): Float64Array {
+  return new Float64Array(shared.memory.buffer, KERNEL_ARENA_DATA_BYTES, shared.front);
 }
 
 /**
  * Opens an arena of `elements` f64 values in a new kernel instance: on a new
- * memory of its own, or on `shared`, a shared memory of at least
- * {@link kernelArenaPages} pages made by another thread (a worker's arena,
- * whose views other threads read: decoder.ts). A memory holds one arena.
+ * memory of its own, or after the front of `shared`, a shared memory of at
+ * least {@link kernelArenaPages} pages made by another thread (a worker's
+ * arena, whose front other threads read). A memory holds one arena.
  *
  * @param elements - the views' total size (the memory also holds the reserved data before them).
  * @param shared - the shared memory to open it on.
  * @returns the arena, or null without WebAssembly SIMD, when the memory cannot be allocated, or when `shared` is too small.
  */
-export function openKernelArena(elements: number, shared?: WasmMemory): KernelArena | null {
-  const kernel = createWasmGemm(DATA_ELEMENTS + elements, shared);
+export function openKernelArena(elements: number, shared?: SharedArenaMemory): KernelArena | null {
+  const front = shared?.front ?? 0;
+  const kernel = createWasmGemm(DATA_ELEMENTS + front + elements, shared?.memory);
   if (kernel === null) return null;
-  kernel.scratchBase = DATA_ELEMENTS + elements;
+  kernel.scratchBase = DATA_ELEMENTS + front + elements;
   owners.set(kernel.memory.buffer, kernel);
   gemmCounters.arenaBytes += kernel.memory.buffer.byteLength;
-  return new KernelArena(kernel, elements);
+  const arena = new KernelArena(kernel, front + elements);
+  if (front > 0) arena.take(front);
+  return arena;
 }

@@ -11,7 +11,7 @@
 import type { DecoderConfig } from '@llmcp/format';
 import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
 import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batch-reduce.ts';
-import { KERNEL_ARENA_DATA_BYTES } from '../kernels/kernel-arena.ts';
+import { arenaFront } from '../kernels/kernel-arena.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 
@@ -45,7 +45,7 @@ export interface WorkerArenas {
  * @returns per thread index, the view of that worker's partial slots (empty for the calling thread).
  */
 export function partialRegions(arenas: WorkerArenas): Float64Array[] {
-  return arenas.memories.map((m) => (m === null ? new Float64Array(0) : new Float64Array(m.buffer, KERNEL_ARENA_DATA_BYTES, arenas.reserved)));
+  return arenas.memories.map((memory) => (memory === null ? new Float64Array(0) : arenaFront({ memory, front: arenas.reserved })));
 }
 
 /** Everything a thread needs to run phases. */

@@ -79,14 +79,12 @@ function main(init: WorkerInit): void {
         ctx.inputs = b.inputs;
         ctx.targets = b.targets;
         ctx.buffers = b.buffers;
-        // New memories: the pass opens its arena on its own (the views of its partial slots must share the memory object the arena's kernel runs on).
-        if (b.arenas === null) ctx.regions = [];
-        else if (b.arenas.id !== ctx.arenas?.id) {
-          const memory = b.arenas.memories[index] as WasmMemory;
-          ctx.pass.adoptArenaMemory(memory, b.arenas.reserved, b.arenas.positions);
-          ctx.regions = partialRegions(b.arenas);
+        // New memories: the pass opens its arena on its own. The same ones arrive as new objects: keep the first, on which the arena's kernel runs (a partial slot is written in place only through a view of that object's buffer).
+        if (b.arenas?.id !== ctx.arenas?.id) {
+          ctx.arenas = b.arenas;
+          ctx.regions = b.arenas === null ? [] : partialRegions(b.arenas);
+          if (b.arenas !== null) ctx.pass.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: b.arenas.reserved }, b.arenas.positions);
         }
-        ctx.arenas = b.arenas;
       } else {
         runPhase(ctx, index);
       }

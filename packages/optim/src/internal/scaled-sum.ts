@@ -23,7 +23,8 @@
  * Memory (fixed, two pages): `scale` at byte 0, `ssq` at 8, then a chunk of
  * {@link SUM_CHUNK} gradient values copied in by the caller.
  */
-import { Code, F64, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
+import { Code, F64, I32, V128, importedMemoryModuleBytes, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
+import { compileKernel, instantiateFixed } from './simd.ts';
 
 /** Values summed per call (copied into the kernel's memory first). */
 const SUM_CHUNK = 8192;
@@ -94,17 +95,10 @@ interface SumKernel {
 let kernel: SumKernel | null | undefined;
 
 function sumKernel(): SumKernel | null {
-  if (kernel !== undefined) return kernel;
-  kernel = null;
-  try {
-    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    const bytes = importedMemoryModuleBytes([scaledSumFunction()]);
-    if (api === undefined || !api.validate(bytes)) return null;
-    const memory = new api.Memory({ initial: PAGES, maximum: PAGES });
-    const instance = new api.Instance(new api.Module(bytes), { env: { memory } });
-    kernel = { f64: new Float64Array(memory.buffer), run: instance.exports['scaledsum'] as SumKernel['run'] };
-  } catch {
-    kernel = null;
+  if (kernel === undefined) {
+    const module = compileKernel(() => importedMemoryModuleBytes([scaledSumFunction()]));
+    const instance = module === null ? null : instantiateFixed(module, PAGES);
+    kernel = instance === null ? null : { f64: instance.f64, run: instance.exports['scaledsum'] as SumKernel['run'] };
   }
   return kernel;
 }

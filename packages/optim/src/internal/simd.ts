@@ -189,16 +189,23 @@ export function scalarUpdate(
 let compiled: object | null | undefined;
 let enabled = true;
 
-function compiledModule(): object | null {
-  if (compiled !== undefined) return compiled;
-  compiled = null;
+/**
+ * Compiles a kernel module synchronously.
+ * @param bytes - makes the module bytes.
+ * @returns the module, or null without WebAssembly (SIMD).
+ */
+export function compileKernel(bytes: () => Uint8Array): object | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    const bytes = importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)]);
-    if (api !== undefined && api.validate(bytes)) compiled = new api.Module(bytes);
+    const b = bytes();
+    return api !== undefined && api.validate(b) ? new api.Module(b) : null;
   } catch {
-    compiled = null;
+    return null;
   }
+}
+
+function compiledModule(): object | null {
+  if (compiled === undefined) compiled = compileKernel(() => importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)]));
   return compiled;
 }
 
@@ -223,25 +230,33 @@ export function optimSimdActive(): boolean {
   return enabled && compiledModule() !== null;
 }
 
-interface Instance {
+/** An instance of a kernel module and a view of its memory. */
+export interface KernelInstance {
   readonly f64: Float64Array;
   readonly exports: Record<string, unknown>;
 }
 
-function instantiate(stateF64: number): Instance | null {
-  const mod = compiledModule();
-  if (mod === null) return null;
-  const bytes = (STATE_OFF + stateF64) * 8;
-  if (bytes > MAX_BYTES) return null;
+/**
+ * Instantiates a kernel module (importing "env" "memory") on a new memory that never grows.
+ * @param module - the compiled module.
+ * @param pages - 64 KiB pages of the memory.
+ * @returns the instance, or null when the memory cannot be had.
+ */
+export function instantiateFixed(module: object, pages: number): KernelInstance | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly as WasmApi;
-    const pages = Math.ceil(bytes / PAGE);
     const memory = new api.Memory({ initial: pages, maximum: pages });
-    const instance = new api.Instance(mod, { env: { memory } });
+    const instance = new api.Instance(module, { env: { memory } });
     return { f64: new Float64Array(memory.buffer), exports: instance.exports };
   } catch {
     return null;
   }
+}
+
+function instantiate(stateF64: number): KernelInstance | null {
+  const mod = compiledModule();
+  const bytes = (STATE_OFF + stateF64) * 8;
+  return mod === null || bytes > MAX_BYTES ? null : instantiateFixed(mod, Math.ceil(bytes / PAGE));
 }
 
 type UpdateFunction = (end: number, m: number, v: number, w2: number, m2: number, v2: number) => number;
@@ -279,7 +294,7 @@ export class AdamWKernel {
   readonly #W: Float64Array;
   readonly #newW: Float64Array;
 
-  private constructor(inst: Instance, arrays: KernelArrays) {
+  private constructor(inst: KernelInstance, arrays: KernelArrays) {
     const { G, W, tensors } = arrays;
     const n = W.length;
     const f = inst.f64;
