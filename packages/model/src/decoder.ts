@@ -13,7 +13,8 @@ import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
 import type { WasmApi, WasmMemory } from './kernels/wasm-assembler.ts';
-import { CallingThread, claimPlan, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
+import { CallingThread, claimPlan, helping, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
+import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { COMMAND, CTRL } from './parallel/protocol.ts';
 
@@ -65,9 +66,19 @@ export interface ParallelStats {
    * of a phase, for the worker threads to finish theirs (mostly the end of a
    * training wave: sequences are whole units of work, so the thread that
    * finishes first waits for the other's last one; also worker wake-ups). A
-   * diagnostic of how evenly the threads share the work.
+   * diagnostic of how evenly the threads share the work. A thread that
+   * has run out of sequences computes rows of the others' matrix products
+   * meanwhile (WebAssembly kernels): that time is not counted, only the time
+   * it had none to compute (see {@link helpedProducts}).
    */
   readonly waitMs: number;
+  /**
+   * Matrix products whose lower rows a thread with no sequence left computed
+   * so far, for a thread still running one (0 with one thread, and with the
+   * native or scalar kernels). The bits are the same whichever thread
+   * computes which rows.
+   */
+  readonly helpedProducts: number;
 }
 
 /** Options of {@link Decoder.trainStep}. */
@@ -151,6 +162,8 @@ export class Decoder {
   readonly #partialBudget: number;
   /** The worker threads' arena memories (partial slots in front), or null (none yet, or they could not be made). */
   #arenas: WorkerArenas | null = null;
+  /** Products helped in the help blocks of replaced arenas (parallelStats). */
+  #helpedBefore = 0;
   /** Sets of worker arena memories made so far (their ids). */
   #arenaSets = 0;
   #closed = false;
@@ -189,6 +202,8 @@ export class Decoder {
       buffers: allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, 0, 0, 0, shared),
       regions: [],
       arenas: null,
+      helping: null,
+      idleMs: 0,
     };
   }
 
@@ -259,7 +274,8 @@ export class Decoder {
       workerSequences: Atomics.load(this.#ctx.control, CTRL.WORKER_SEQUENCES),
       waveSize: this.#ctx.buffers.slots,
       partialSequences: Atomics.load(this.#ctx.control, CTRL.PARTIAL_SEQUENCES),
-      waitMs: this.#runner.waitMs,
+      waitMs: this.#runner.waitMs + this.#ctx.idleMs,
+      helpedProducts: this.#helpedProducts(),
     };
   }
 
@@ -305,6 +321,12 @@ export class Decoder {
     this.gradients.fill(0);
   }
 
+  /** @returns the products helped so far (those counted in the help blocks replaced, and in the current one). */
+  #helpedProducts(): number {
+    const help = this.#ctx.helping;
+    return this.#helpedBefore + (help === null ? 0 : Atomics.load(help.block, HELP.HELPED));
+  }
+
   #checkOpen(): void {
     if (this.#closed) throw new ModelError('MODEL_CLOSED', 'the decoder was closed');
   }
@@ -346,6 +368,12 @@ export class Decoder {
       const arenas = shared ? this.#workerArenas(slots * P, T) : null;
       ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared, arenas === null);
       ctx.regions = arenas === null ? [] : partialRegions(arenas);
+      if (arenas !== ctx.arenas) {
+        // The calling thread's arena opens on its shared memory too, so that a worker with no sequence left can compute its products (help.ts).
+        if (arenas !== null) this.#pass.adoptArenaMemory({ memory: arenas.caller, front: 0 }, arenas.positions);
+        this.#helpedBefore = this.#helpedProducts();
+        ctx.helping = arenas === null ? null : helping(arenas, 0);
+      }
       ctx.arenas = arenas;
       grown = true;
     }
@@ -383,7 +411,9 @@ export class Decoder {
       if (api === undefined) return null;
       const memories: (WasmMemory | null)[] = [null];
       for (let w = 1; w < this.threads; w++) memories.push(new api.Memory({ initial: pages, maximum: pages, shared: true }));
-      this.#arenas = { id: ++this.#arenaSets, memories, ...want };
+      const callerPages = kernelArenaPages(0, this.#pass.arenaElements(want.positions));
+      const caller = new api.Memory({ initial: callerPages, maximum: callerPages, shared: true });
+      this.#arenas = { id: ++this.#arenaSets, memories, caller, help: helpBlock(this.threads), ...want };
     } catch {
       this.#arenas = null;
     }
@@ -407,6 +437,8 @@ export class Decoder {
     Atomics.store(c, CTRL.REMAINING, share < 0 ? end - start : end - start - share);
     Atomics.store(c, CTRL.END, end);
     Atomics.store(c, CTRL.WAVE_START, start);
+    const help = this.#ctx.helping;
+    if (help !== null) resetHelp(help.block, this.threads);
     this.#runner.run(this.#ctx, command);
   }
 

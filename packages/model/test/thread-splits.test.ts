@@ -5,6 +5,8 @@
  * and the workers (claimPlan) and for free claims under a thread that burns
  * the cores in random bursts (so the free splits vary as well). Both kernel
  * sets, 2 and 3 threads, the default wave and waves of `threads` sequences.
+ * Every eighth step every weight-gradient product is computed by a thread
+ * other than the one running its sequence (help forced, WebAssembly kernels).
  * The parameters move between steps (plain SGD on the single-thread
  * gradients), so the checks see changing values, not one batch repeated.
  * The bounded slice of the same checks in `pnpm test` is threads.test.ts.
@@ -17,6 +19,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type TokenBatch } from '../src/index.ts';
 import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
 import { claimPlan } from '../src/parallel/batch-pass.ts';
+import { helpTuning } from '../src/parallel/help.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 
 const SOAK = process.env['LLMCP_SOAK'] === '1';
@@ -53,6 +56,7 @@ function startBurster(seed: number): { stop: () => Promise<void> } {
 describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps per combination (soak: LLMCP_SOAK=1)`, () => {
   afterEach(() => {
     claimPlan.frontShare = null;
+    helpTuning.force = false;
     setKernels('auto');
   });
 
@@ -77,11 +81,15 @@ describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps pe
               columns: T,
             };
             const picks = Array.from({ length: 8 }, () => rng.nextBelow(1 << 16));
-            const plan = step % 4 === 3 ? null : (w: number, n: number): number => (picks[w % 8] as number) % (n + 1);
+            // Every eighth step from the second: every weight-gradient product computed by another thread (help forced; the calling thread runs all, or the workers do).
+            const forced = step % 8 === 1;
+            const plan = step % 4 === 3 ? null : forced ? (_w: number, n: number): number => (step % 16 === 1 ? n : 0) : (w: number, n: number): number => (picks[w % 8] as number) % (n + 1);
             claimPlan.frontShare = null;
+            helpTuning.force = false;
             const loss = one.trainStep(batch);
             const expected = Array.from(one.gradients, bits);
             claimPlan.frontShare = plan;
+            helpTuning.force = forced;
             for (const m of many) {
               expect(m.trainStep(batch), `step ${step}, wave ${m.parallelStats().waveSize}: loss`).toBe(loss);
               expect(firstMismatch(`step ${step}, wave ${m.parallelStats().waveSize}, ${plan === null ? 'free claims' : 'fixed split'}: gradients`, m.gradients, expected)).toBeNull();
@@ -99,6 +107,7 @@ describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps pe
           for (const m of many) expect(m.parallelStats().workerSequences).toBeGreaterThan(0);
         } finally {
           claimPlan.frontShare = null;
+          helpTuning.force = false;
           await burster.stop();
           await Promise.all(many.map((m) => m.close()));
         }

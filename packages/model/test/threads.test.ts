@@ -11,8 +11,10 @@ import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
 import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
+import { gemmCounters } from '../src/internal/gemm-counters.ts';
 import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
 import { claimPlan } from '../src/parallel/batch-pass.ts';
+import { helpTuning } from '../src/parallel/help.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 
 const bitsOf = (a: Float64Array): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
@@ -180,6 +182,7 @@ describe('threaded training', () => {
   afterEach(() => {
     reduceTuning.localElements = tuning;
     claimPlan.frontShare = null;
+    helpTuning.force = false;
     setKernels('auto');
   });
   afterAll(async () => {
@@ -255,6 +258,69 @@ describe('threaded training', () => {
       } finally {
         await Promise.all(many.map((m) => m.close()));
       }
+    }
+  });
+
+  it('gives the bits of one thread when other threads compute the lower rows of every product (help forced; the calling thread, or the workers, run all sequences)', async () => {
+    // Forced, the lower rows of every product whose operands are all in the running thread's kernel arena are offered and left to a thread with no sequence.
+    setKernels('wasm');
+    helpTuning.force = true;
+    const rng = new SplitMix64(49n);
+    for (let c = 0; c < 2; c++) {
+      const config = generatedConfig(rng);
+      const { one, many } = await decoders(config, BigInt(13 + c));
+      try {
+        for (let step = 0; step < 6; step++) {
+          const callerRunsAll = step % 2 === 0;
+          const batch = randomBatch(rng, config.vocabularySize, 2 + rng.nextBelow(8), 5 + rng.nextBelow(3));
+          const accumulate = step === 5;
+          claimPlan.frontShare = null;
+          const loss = one.trainStep(batch, { accumulate });
+          const expected = Array.from(one.gradients, bits);
+          claimPlan.frontShare = callerRunsAll ? (_w, n) => n : () => 0;
+          for (const m of many) {
+            const helped = m.parallelStats().helpedProducts;
+            const offered = gemmCounters.offeredProducts;
+            expect(m.trainStep(batch, { accumulate })).toBe(loss);
+            expect(firstMismatch(`step ${step}, ${m.threads} threads, ${callerRunsAll ? 'the calling thread runs all' : 'the workers run all'}: gradients`, m.gradients, expected)).toBeNull();
+            const byOthers = m.parallelStats().helpedProducts - helped;
+            expect(byOthers).toBeGreaterThan(0);
+            // The calling thread's offers are counted here (the workers' in their own threads): every one was computed by a worker.
+            if (callerRunsAll) expect(byOthers).toBe(gemmCounters.offeredProducts - offered);
+            else expect(gemmCounters.offeredProducts).toBe(offered);
+          }
+        }
+        // Not forced: the bits, whoever helps whom.
+        helpTuning.force = false;
+        claimPlan.frontShare = null;
+        const batch = randomBatch(rng, config.vocabularySize, 9, 7);
+        const loss = one.trainStep(batch);
+        for (const m of many) {
+          expect(m.trainStep(batch)).toBe(loss);
+          expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+        }
+        helpTuning.force = true;
+      } finally {
+        await Promise.all(many.map((m) => m.close()));
+      }
+    }
+  });
+
+  it.runIf(loadNativeKernels().addon !== null)('offers no product with the native kernels (their operands are not in a shared kernel memory), and gives the bits of one thread', async () => {
+    setKernels('native');
+    helpTuning.force = true;
+    claimPlan.frontShare = (_w, n) => n;
+    const { one, many } = await decoders(TINY, 17n);
+    try {
+      const batch = randomBatch(new SplitMix64(50n), TINY.vocabularySize, 6, 8);
+      const loss = one.trainStep(batch);
+      for (const m of many) {
+        expect(m.trainStep(batch)).toBe(loss);
+        expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+        expect(m.parallelStats().helpedProducts).toBe(0);
+      }
+    } finally {
+      await Promise.all(many.map((m) => m.close()));
     }
   });
 

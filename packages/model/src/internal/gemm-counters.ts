@@ -30,10 +30,12 @@ export interface GemmCounters {
   elementwiseValues: number;
   /** Elements the WebAssembly SwiGLU, cross-entropy and attention softmax kernels computed in place in a kernel arena (nothing copied). */
   elementwiseInPlace: number;
+  /** Products whose lower rows this thread offered to another thread (gemm.ts `setProductOffer`; parallel/help.ts). */
+  offeredProducts: number;
 }
 
 /** This thread's counters. */
-export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0 };
+export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0, offeredProducts: 0 };
 
 /** Sets every counter of this thread to 0. */
 export function resetGemmCounters(): void {
@@ -45,4 +47,5 @@ export function resetGemmCounters(): void {
   gemmCounters.arenaBytes = 0;
   gemmCounters.elementwiseValues = 0;
   gemmCounters.elementwiseInPlace = 0;
+  gemmCounters.offeredProducts = 0;
 }

@@ -59,6 +59,37 @@ let backend: GemmBackend = 'auto';
 let wasm: WasmGemm | null | undefined;
 
 /**
+ * Another thread that may compute part of a product meanwhile
+ * (parallel/help.ts: a thread with no sequence left in a training phase).
+ * Element offsets are into the memory whose buffer is {@link buffer}.
+ */
+export interface ProductOffer {
+  /** The buffer of the memory an offered product's operands must all be in. */
+  readonly buffer: unknown;
+  /**
+   * Offers the kernel call `gemm(c, ldc, a, lda, b, ldb, M, N, K, flags)` on that memory.
+   * @returns true when it is offered: then {@link settle} must be called before its operands change.
+   */
+  offer(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): boolean;
+  /** @returns true when another thread computed the offered product, false when it was taken back (the caller computes it). */
+  settle(): boolean;
+}
+
+/** This thread's offer, while it runs the sequences of a training phase (parallel/batch-pass.ts). */
+let productOffer: ProductOffer | null = null;
+
+/**
+ * Sets where this thread offers the lower rows of its products (null: nowhere).
+ * @param offer - the offer, or null.
+ */
+export function setProductOffer(offer: ProductOffer | null): void {
+  productOffer = offer;
+}
+
+/** Flags under which an output row depends on its index (masked products): such products are not split. */
+const ROW_DEPENDENT = GEMM_LOWER_OUT | GEMM_LOWER_K | GEMM_UPPER_K;
+
+/**
  * Chooses the matrix-product implementation of the calling thread (worker
  * threads keep 'auto'). Every choice gives identical bits; this exists for
  * tests and benchmarks.
@@ -235,6 +266,18 @@ function gemmSimd(
     }
   } else {
     ensureWasmCapacity(w, end);
+  }
+  const offer = productOffer;
+  if (offer !== null && pa >= 0 && pb >= 0 && pc >= 0 && (flags & ROW_DEPENDENT) === 0 && w.view.buffer === offer.buffer) {
+    // Every operand where it is: the lower rows (from a multiple of the kernel's four-row tile) may go to another thread, each output still one whole dot product.
+    const h = ((M >> 1) + 3) & ~3;
+    const lower = (x: number, ld: number): number => (transA ? x + h : x + h * ld);
+    if (h > 0 && h < M && offer.offer(c + h * lc, lc, lower(a, la), la, b, lb, M - h, N, K, flags)) {
+      gemmCounters.offeredProducts++;
+      w.run(c, lc, a, la, b, lb, h, N, K, flags);
+      if (!offer.settle()) w.run(c + h * lc, lc, lower(a, la), la, b, lb, M - h, N, K, flags);
+      return;
+    }
   }
   const view = w.view;
   if (pa < 0) {

@@ -6,13 +6,16 @@
  * them); each sequence writes only its own slots, and every cross-sequence sum
  * is done afterwards in the fixed order (../internal/batch-reduce.ts). The bits
  * therefore do not depend on the thread count or on which thread ran which
- * sequence.
+ * sequence. A thread with no sequence left computes rows of the others'
+ * products until every thread is done (help.ts), which changes no bit either.
  */
 import type { DecoderConfig } from '@llmcp/format';
 import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
 import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batch-reduce.ts';
+import { setProductOffer } from '../kernels/gemm.ts';
 import { arenaFront } from '../kernels/kernel-arena.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
+import { HELP, HelpDesk, helperKernels, serveProducts, type HelperKernels } from './help.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 
 /**
@@ -38,6 +41,29 @@ export interface WorkerArenas {
   readonly memories: readonly (WasmMemory | null)[];
   readonly reserved: number;
   readonly positions: number;
+  /** The calling thread's arena memory (nothing in front), for sequences of up to `positions` positions. */
+  readonly caller: WasmMemory;
+  /** The help block through which the threads share the rows of their products at the end of a wave (help.ts). */
+  readonly help: Int32Array;
+}
+
+/** One thread's part in the help at the end of a TRAIN phase (help.ts). */
+export interface Helping {
+  readonly block: Int32Array;
+  /** Offers this thread's products. */
+  readonly desk: HelpDesk;
+  /** Runs the others' products. */
+  readonly kernels: HelperKernels;
+}
+
+/**
+ * @param arenas - the threads' memories.
+ * @param threadIndex - this thread.
+ * @returns this thread's part in the help.
+ */
+export function helping(arenas: WorkerArenas, threadIndex: number): Helping {
+  const memories = arenas.memories.map((m, t) => (t === 0 ? arenas.caller : m));
+  return { block: arenas.help, desk: new HelpDesk(arenas.help, threadIndex, memories[threadIndex] as WasmMemory), kernels: helperKernels(memories, threadIndex) };
 }
 
 /**
@@ -67,6 +93,10 @@ export interface PhaseContext {
   regions: readonly Float64Array[];
   /** The workers' arena memories the regions are in (the calling thread hands them out), or null. */
   arenas: WorkerArenas | null;
+  /** This thread's part in the help of TRAIN phases, or null (no shared memories: each thread runs its own products). */
+  helping: Helping | null;
+  /** Milliseconds this thread served the others' products with none to compute, so far (help.ts `serveProducts`). */
+  idleMs: number;
 }
 
 /** Runs the phases of a decoder's batch passes: on the calling thread alone, or with worker threads (pool.ts). */
@@ -166,25 +196,37 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     // A claim first takes one of the REMAINING sequences, then its index from its end of the wave: the two ends never meet.
     // With a fixed split (FRONT_SHARE = 1 + share) the calling thread runs its share without claiming, the workers claim the rest.
     const share = front ? Atomics.load(ctrl, CTRL.FRONT_SHARE) - 1 : -1;
-    for (let taken = 0; share < 0 ? Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0 : taken < share; taken++) {
-      const b = front ? Atomics.add(ctrl, CTRL.NEXT, 1) : Atomics.sub(ctrl, CTRL.BACK, 1) - 1;
-      const off = b * T;
-      if (threadIndex > 0) Atomics.add(ctrl, CTRL.WORKER_SEQUENCES, 1);
-      seq.offset = off;
-      pass.forward(seq);
-      if (command === COMMAND.EVALUATE) {
-        buffers.rowLoss.set(pass.rowLoss.subarray(0, T), off);
-        continue;
+    const help = command === COMMAND.TRAIN ? ctx.helping : null;
+    // While this thread runs sequences, the lower rows of its products may go to a thread with none left (help.ts).
+    if (help !== null) setProductOffer(help.desk);
+    try {
+      for (let taken = 0; share < 0 ? Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0 : taken < share; taken++) {
+        const b = front ? Atomics.add(ctrl, CTRL.NEXT, 1) : Atomics.sub(ctrl, CTRL.BACK, 1) - 1;
+        const off = b * T;
+        if (threadIndex > 0) Atomics.add(ctrl, CTRL.WORKER_SEQUENCES, 1);
+        seq.offset = off;
+        pass.forward(seq);
+        if (command === COMMAND.EVALUATE) {
+          buffers.rowLoss.set(pass.rowLoss.subarray(0, T), off);
+          continue;
+        }
+        slots.rowLossOff = off;
+        slots.partialOff = front ? 0 : (b - waveStart) * P;
+        if (!front) buffers.owners[b - waveStart] = owner;
+        slots.accumulate = front && b > 0;
+        slots.gainOff = off * D;
+        slots.dx0Off = off * D;
+        pass.backward(seq, k, slots);
       }
-      slots.rowLossOff = off;
-      slots.partialOff = front ? 0 : (b - waveStart) * P;
-      if (!front) buffers.owners[b - waveStart] = owner;
-      slots.accumulate = front && b > 0;
-      slots.gainOff = off * D;
-      slots.dx0Off = off * D;
-      pass.backward(seq, k, slots);
+    } finally {
+      if (help !== null) {
+        setProductOffer(null);
+        Atomics.sub(help.block, HELP.RUNNING, 1);
+      }
     }
     pass.flushGradients();
+    // No sequence left: this thread computes the others' weight-gradient products until none runs a sequence.
+    if (help !== null) ctx.idleMs += serveProducts(help.block, threadIndex, help.kernels);
   } else if (command === COMMAND.REDUCE) {
     // Slices of whole D-element rows (every tensor is a multiple of D long), so finishing a slice touches only its own elements.
     const slices = Atomics.load(ctrl, CTRL.SLICES);

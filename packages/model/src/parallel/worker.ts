@@ -9,7 +9,7 @@ import type { BatchBuffers } from '../internal/batch-reduce.ts';
 import { DecoderPass } from '../decoder-pass.ts';
 import { setKernels, type KernelChoice } from '../kernels/native.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
-import { partialRegions, runPhase, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
+import { helping, partialRegions, runPhase, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
 import { COMMAND, CTRL } from './protocol.ts';
 
 /** What the pool hands to each worker. */
@@ -55,6 +55,8 @@ function main(init: WorkerInit): void {
       buffers: undefined as unknown as BatchBuffers,
       regions: [],
       arenas: null,
+      helping: null,
+      idleMs: 0,
     };
   } catch (e) {
     parentPort?.postMessage({ type: 'error', ...describe(e) });
@@ -83,6 +85,7 @@ function main(init: WorkerInit): void {
         if (b.arenas?.id !== ctx.arenas?.id) {
           ctx.arenas = b.arenas;
           ctx.regions = b.arenas === null ? [] : partialRegions(b.arenas);
+          ctx.helping = b.arenas === null ? null : helping(b.arenas, index);
           if (b.arenas !== null) ctx.pass.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: b.arenas.reserved }, b.arenas.positions);
         }
       } else {

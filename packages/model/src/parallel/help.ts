@@ -1,0 +1,192 @@
+/**
+ * Help at the end of a wave: a thread with no sequence left to claim computes
+ * part of the matrix products of the sequences other threads are still
+ * running, so the last sequence of a wave ends sooner. (Sequences are claimed
+ * whole, so without help one thread waits for most of the other's last one:
+ * on two cores of unequal speed, 1–2 ms of a 20 ms medium step.)
+ *
+ * While a thread runs sequences its products may be split (gemm.ts
+ * `setProductOffer`): when some thread serves, a product whose three operands
+ * are all views of the running thread's kernel-arena memory — a shared
+ * WebAssembly.Memory — offers its lower rows ({@link HelpDesk.offer}),
+ * computes its upper rows, and then settles: the lower rows were computed by
+ * a helper, or they are taken back unclaimed and computed here. The helper
+ * runs its own instance of the same WebAssembly kernel on that memory, reading
+ * and writing the operands in place. Each output element is still one whole
+ * dot product computed by the same code, so which thread computed which rows
+ * changes no bit. Masked products (an output row's terms depend on its index)
+ * are not split; nor are products of fewer than {@link MIN_WORK}
+ * multiply-adds, nor any product with the native or scalar kernels (their
+ * operands are ordinary arrays).
+ *
+ * The help block, a shared Int32Array the calling thread makes with the
+ * threads' memories (decoder.ts), holds a few counters and one offer slot per
+ * thread (its owner writes it, any helper claims it by compare-and-exchange).
+ */
+import type { ProductOffer } from '../kernels/gemm.ts';
+import { createWasmGemm, type WasmGemm } from '../kernels/wasm-gemm.ts';
+import type { WasmMemory } from '../kernels/wasm-assembler.ts';
+
+/** Indices of the help block's counters. */
+export const HELP = {
+  /** Threads still running sequences of the current TRAIN phase (set to the thread count when it starts). */
+  RUNNING: 0,
+  /** Threads serving offers. */
+  SERVING: 1,
+  /** Products computed by a thread other than the one that offered them, so far (a diagnostic). */
+  HELPED: 2,
+  /** 1 = threads offer their products (from {@link helpTuning}, stored when a phase starts). */
+  ENABLED: 3,
+  /**
+   * 1 = every product is offered, whether or not a thread serves yet, and left
+   * to a helper: the offering thread waits until one claims it (tests, with a
+   * claim plan that leaves some thread no sequence, so that one serves).
+   */
+  FORCE: 4,
+} as const;
+
+/**
+ * Whether threads offer their products (benchmarks turn it off to compare),
+ * and whether an offered product is always left to a helper (tests: then
+ * every product of a thread's sequences is computed by another thread while
+ * one serves). Read by the calling thread when a TRAIN phase starts; the bits
+ * are the same either way.
+ */
+export const helpTuning: { enabled: boolean; force: boolean } = { enabled: true, force: false };
+
+/** Products of fewer multiply-adds than this (about two microseconds) are not offered unless forced: handing them over would cost more than it saves. */
+export const MIN_WORK = 16384;
+
+/** The first offer slot, and the Int32 elements of each. */
+const SLOTS = 8;
+const SLOT = 12;
+/** Fields of an offer slot. */
+const STATE = 0;
+const ARGS = 1;
+/** Offer states. */
+const EMPTY = 0;
+const OFFERED = 1;
+const CLAIMED = 2;
+const DONE = 3;
+
+/**
+ * @param threads - threads taking part.
+ * @returns a new help block for them (shared).
+ */
+export function helpBlock(threads: number): Int32Array {
+  return new Int32Array(new SharedArrayBuffer((SLOTS + SLOT * threads) * 4));
+}
+
+/**
+ * Readies a help block for a phase: every thread running, no offer pending
+ * (an offer left by a thread that failed in the last phase is dropped).
+ * @param help - the help block.
+ * @param threads - threads taking part.
+ */
+export function resetHelp(help: Int32Array, threads: number): void {
+  for (let i = SLOTS; i < help.length; i++) Atomics.store(help, i, EMPTY);
+  Atomics.store(help, HELP.SERVING, 0);
+  Atomics.store(help, HELP.ENABLED, helpTuning.enabled ? 1 : 0);
+  Atomics.store(help, HELP.FORCE, helpTuning.force ? 1 : 0);
+  Atomics.store(help, HELP.RUNNING, threads);
+}
+
+/** One thread's side of the help block: the offers of its products, while it runs sequences (gemm.ts `setProductOffer`). */
+export class HelpDesk implements ProductOffer {
+  readonly buffer: unknown;
+  readonly #help: Int32Array;
+  readonly #slot: number;
+
+  /**
+   * @param help - the help block.
+   * @param threadIndex - this thread's index.
+   * @param memory - the memory this thread's kernel arena is open on (its pass's buffers are views of it).
+   */
+  constructor(help: Int32Array, threadIndex: number, memory: WasmMemory) {
+    this.#help = help;
+    this.#slot = SLOTS + SLOT * threadIndex;
+    this.buffer = memory.buffer;
+  }
+
+  offer(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): boolean {
+    const h = this.#help;
+    if (Atomics.load(h, HELP.FORCE) === 0 && (Atomics.load(h, HELP.SERVING) === 0 || Atomics.load(h, HELP.ENABLED) === 0 || M * N * K < MIN_WORK)) return false;
+    const s = this.#slot + ARGS;
+    h[s] = c;
+    h[s + 1] = ldc;
+    h[s + 2] = a;
+    h[s + 3] = lda;
+    h[s + 4] = b;
+    h[s + 5] = ldb;
+    h[s + 6] = M;
+    h[s + 7] = N;
+    h[s + 8] = K;
+    h[s + 9] = flags;
+    Atomics.store(h, this.#slot + STATE, OFFERED);
+    return true;
+  }
+
+  settle(): boolean {
+    const h = this.#help;
+    const state = this.#slot + STATE;
+    if (Atomics.load(h, HELP.FORCE) === 0 && Atomics.compareExchange(h, state, OFFERED, EMPTY) === OFFERED) return false;
+    // Claimed (or, forced, about to be): the helper's writes are visible once it stores DONE.
+    while (Atomics.load(h, state) !== DONE);
+    Atomics.store(h, state, EMPTY);
+    return true;
+  }
+}
+
+/** A helper's kernels on the other threads' memories (made once per set of memories). */
+export interface HelperKernels {
+  /** The memories they were made for (per thread index). */
+  readonly memories: readonly (WasmMemory | null)[];
+  readonly kernels: readonly (WasmGemm | null)[];
+}
+
+/**
+ * @param memories - per thread index, its arena memory (null: none).
+ * @param self - this thread's index (no kernel for it).
+ * @returns kernels of this thread's own on the others' memories.
+ */
+export function helperKernels(memories: readonly (WasmMemory | null)[], self: number): HelperKernels {
+  return { memories, kernels: memories.map((m, t) => (m === null || t === self ? null : createWasmGemm(m.buffer.byteLength / 8, m))) };
+}
+
+/**
+ * Serves the other threads' offers until no thread runs sequences any more
+ * (spinning: the thread has nothing else to do until the phase ends).
+ * @param help - the help block.
+ * @param self - this thread's index (its own slot is skipped).
+ * @param kernels - this thread's kernels on the others' memories.
+ * @returns the milliseconds it spent without a product to compute (waiting for the others, in effect).
+ */
+export function serveProducts(help: Int32Array, self: number, kernels: HelperKernels): number {
+  const ks = kernels.kernels;
+  const threads = ks.length;
+  const start = performance.now();
+  let working = 0;
+  Atomics.add(help, HELP.SERVING, 1);
+  try {
+    while (Atomics.load(help, HELP.RUNNING) > 0) {
+      for (let t = 0; t < threads; t++) {
+        const k = ks[t];
+        if (k === null || k === undefined) continue;
+        const slot = SLOTS + SLOT * t;
+        if (Atomics.load(help, slot + STATE) !== OFFERED || Atomics.compareExchange(help, slot + STATE, OFFERED, CLAIMED) !== OFFERED) continue;
+        const a = slot + ARGS;
+        const t0 = performance.now();
+        try {
+          k.run(help[a] as number, help[a + 1] as number, help[a + 2] as number, help[a + 3] as number, help[a + 4] as number, help[a + 5] as number, help[a + 6] as number, help[a + 7] as number, help[a + 8] as number, help[a + 9] as number);
+        } finally {
+          Atomics.add(help, HELP.HELPED, 1);
+          Atomics.store(help, slot + STATE, DONE);
+          working += performance.now() - t0;
+        }
+      }
+    }
+  } finally {
+    Atomics.sub(help, HELP.SERVING, 1);
+  }
+  return performance.now() - start - working;
+}
