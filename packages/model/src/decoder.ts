@@ -16,6 +16,7 @@ import type { WasmApi, WasmMemory } from './kernels/wasm-assembler.ts';
 import { CallingThread, claimPlan, helping, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
+import { checkCalls, checkEntry, instantiateCalls, runCallShare, type CallInputs, type SharedCalls } from './parallel/shared-calls.ts';
 import { COMMAND, CTRL } from './parallel/protocol.ts';
 
 /** A batch of B sequences of T tokens, row-major (`inputs[b·T + t]`); targets are the inputs shifted by one. */
@@ -166,6 +167,8 @@ export class Decoder {
   #helpedBefore = 0;
   /** Sets of worker arena memories made so far (their ids). */
   #arenaSets = 0;
+  /** Call sets shared so far (their ids). */
+  #callSets = 0;
   #closed = false;
 
   /**
@@ -186,7 +189,8 @@ export class Decoder {
     this.config = Object.freeze({ ...config });
     this.layout = parameterLayout(this.config);
     this.parameters = parameters ?? new Float64Array(this.layout.size);
-    this.gradients = new Float64Array(this.layout.size);
+    // Shared with worker threads, which may read them (Decoder.shareCalls inputs: the optimizer's update).
+    this.gradients = allocateF64(this.layout.size, pool !== null);
     this.#pass = new DecoderPass(this.config);
     this.#threaded = pool !== null;
     this.#runner = pool ?? new CallingThread();
@@ -204,6 +208,7 @@ export class Decoder {
       arenas: null,
       helping: null,
       idleMs: 0,
+      calls: new Map(),
     };
   }
 
@@ -695,5 +700,67 @@ export class Decoder {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#runner.close();
+  }
+
+  /**
+   * Shares calls of a WebAssembly module's functions with the decoder's
+   * threads, which are idle between training passes: another package's
+   * kernel (the optimizer's update, `@llmcp/optim`) then runs on every core
+   * without any of its code running there but the module. Each thread
+   * instantiates `module` on `memory` now; {@link SharedCalls.run} then has
+   * them call an entry once per tuple of `calls`, sharing the tuples out. The
+   * calls of different threads must touch disjoint parts of the memory where
+   * they write (the caller's design; nothing is checked).
+   *
+   * @param module - a compiled WebAssembly.Module importing memory "env" "memory".
+   * @param memory - its memory: shared (`shared: true`) when the decoder has worker threads.
+   * @param entries - names of exported functions taking `arity` i32 arguments and returning an i32 (0 = success).
+   * @param calls - the argument tuples, `arity` values each, read at every run (so they may change between runs): on a SharedArrayBuffer when the decoder has worker threads.
+   * @param arity - values per tuple (≥ 1).
+   * @param inputs - arrays each thread copies into the memory before its calls, the elements its own calls read (`spans`), or null.
+   * @returns the shared calls; after {@link close} the calling thread makes them all.
+   * @throws TypeError or RangeError for unusable arguments; ModelError `MODEL_WORKER_FAILED` when a worker cannot instantiate the module (or a call fails there), `MODEL_CLOSED` after {@link close}.
+   */
+  shareCalls(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs: CallInputs | null = null): SharedCalls {
+    this.#checkOpen();
+    checkCalls(memory, entries, calls, arity, inputs);
+    const shared = (a: { buffer: unknown }): boolean => a.buffer instanceof SharedArrayBuffer;
+    if (this.#threaded && !(shared(memory) && shared(calls) && (inputs === null || (shared(inputs.spans) && inputs.sources.every(shared))))) {
+      throw new TypeError('shareCalls: with worker threads the memory, the calls and the inputs must be shared (a shared WebAssembly.Memory, arrays on SharedArrayBuffers)');
+    }
+    const id = ++this.#callSets;
+    const results = new Int32Array(this.#threaded ? new SharedArrayBuffer(this.threads * 4) : new ArrayBuffer(this.threads * 4));
+    const message = { id, module, memory, entries: [...entries], calls, arity, results, inputs };
+    const calls0 = instantiateCalls(message);
+    this.#runner.share(message);
+    this.#ctx.calls.set(id, calls0);
+    let released = false;
+    return {
+      run: (entry) => {
+        if (released) throw new RangeError('shareCalls: these calls were released');
+        checkEntry(entry, calls0.entries.length);
+        if (this.#closed) {
+          runCallShare(calls0, entry, 0, 1);
+          return results[0] as number;
+        }
+        const c = this.#ctx.control;
+        Atomics.store(c, CTRL.CALLS_ID, id);
+        Atomics.store(c, CTRL.CALLS_ENTRY, entry);
+        Atomics.store(c, CTRL.THREADS, this.threads);
+        this.#runner.run(this.#ctx, COMMAND.CALLS);
+        let first = -1;
+        for (let t = 0; t < this.threads; t++) {
+          const r = results[t] as number;
+          if (r >= 0 && (first < 0 || r < first)) first = r;
+        }
+        return first;
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#ctx.calls.delete(id);
+        if (!this.#closed) this.#runner.share({ id, drop: true });
+      },
+    };
   }
 }

@@ -3,16 +3,28 @@
  * model's flat parameter array: one loop in model order.
  */
 import { adamwConfigProblem, decayProductProblem, f64ToBits, groupsProblem, type AdamWConfig, type AdamWState, type LocatedName, type MomentState, type ParameterGroups } from '@llmcp/format';
-import { namedViews, tensorAt, type ParameterEntry, type ParameterLayout } from '@llmcp/model';
+import { namedViews, tensorAt, type CallInputs, type ParameterEntry, type ParameterLayout, type SharedCalls } from '@llmcp/model';
+import type { WasmMemory } from '@llmcp/model/wasm-assembler';
 import type { ClipResult, GradientTransform } from './clip.ts';
 import { OptimError } from './errors.ts';
-import { AdamWKernel, BLOCK, scalarUpdate, type TransformMode, type UpdateConstants } from './internal/simd.ts';
+import { AdamWKernel, BLOCK, scalarUpdate, type CallSharing, type TransformMode, type UpdateConstants } from './internal/simd.ts';
 
 /** What AdamW needs from a model: its layout and flat parameter/gradient arrays (a `Decoder` fits). */
 export interface OptimizableModel {
   readonly layout: ParameterLayout;
   readonly parameters: Float64Array;
   readonly gradients: Float64Array;
+  /** Threads the model computes with (a `Decoder`'s; absent: one). */
+  readonly threads?: number;
+  /** Shares WebAssembly calls with the model's threads (`Decoder.shareCalls`): the update then runs on all of them. */
+  shareCalls?(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs?: CallInputs | null): SharedCalls;
+}
+
+/** @returns the model's threads to share the update with, when it has several. */
+function callSharing(model: OptimizableModel): CallSharing | null {
+  const threads = model.threads ?? 1;
+  const share = model.shareCalls;
+  return threads > 1 && typeof share === 'function' ? { threads, shareCalls: (...args) => share.apply(model, args) } : null;
 }
 
 /** A rule choosing the parameters without weight decay. */
@@ -150,7 +162,7 @@ export class AdamW {
     this.#decay = Float64Array.from(model.layout.entries, (e) => (noDecay.has(e.name) ? 0.0 : this.config.weightDecay));
     this.#parameters = model.parameters;
     this.#gradients = model.gradients;
-    const kernel = AdamWKernel.create({ G: model.gradients, W: model.parameters, tensors: model.layout.entries });
+    const kernel = AdamWKernel.create({ G: model.gradients, W: model.parameters, tensors: model.layout.entries }, callSharing(model));
     this.#kernel = kernel;
     this.#first = kernel === null ? new Float64Array(n) : null;
     this.#second = kernel === null ? new Float64Array(n) : null;
@@ -274,13 +286,10 @@ export class AdamW {
       kernel.constants([beta1, omb1, beta2, omb2, c1, c2, epsilon, lr, mul, div, fac]);
       const lrwd = this.#lrwd;
       for (let t = 0; t < entries.length; t++) lrwd[t] = lr * (this.#decay[t] as number);
-      for (let from = 0; bad < 0; ) {
-        const k = kernel.run(mode, lrwd, from);
-        if (k < 0) break;
-        // a block with a value that is not finite: the scalar loop names its first element
+      // A block with a value that is not finite: the scalar loop names the first such element, from that block on.
+      for (let k = kernel.run(mode, lrwd); k >= 0 && k < kernel.blocks && bad < 0; k++) {
         const b = kernel.block(k);
         bad = scalarUpdate(c, lrwd[b.tensor] as number, { G, W, M, V: Vm }, b, { S: this.#blockScratch(), base: b.start, stride: BLOCK });
-        from = k + 1;
       }
     } else {
       const out = { S: this.#scratch as Float64Array, base: 0, stride: W.length };

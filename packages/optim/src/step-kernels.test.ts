@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SplitMix64 } from '@llmcp/format';
-import type { ParameterEntry, ParameterLayout } from '@llmcp/model';
+import { Decoder, type ParameterEntry, type ParameterLayout } from '@llmcp/model';
 import { AdamW } from './adamw.ts';
 import { clipByGlobalNorm, type GradientTransform } from './clip.ts';
 import { isOptimError } from './errors.ts';
@@ -137,13 +137,20 @@ const lengths = fc.array(fc.oneof(fc.integer({ min: 1, max: 7 }), fc.integer({ m
   return out;
 });
 
-/** Runs `steps` AdamW steps on a copy of the case with the SIMD kernel on or off; the outcome of each. */
-function runOptimizer(c: Case, h: Hyper, steps: readonly { lr: number; t: GradientTransform }[], simd: boolean): { outcomes: (string | null)[]; W: bigint[]; M: bigint[]; V: bigint[] } {
+/**
+ * Runs `steps` AdamW steps on a copy of the case with the SIMD kernel on or
+ * off, its blocks shared out among the threads of `threads` if given; the
+ * outcome of each.
+ */
+function runOptimizer(c: Case, h: Hyper, steps: readonly { lr: number; t: GradientTransform }[], simd: boolean, threads?: Decoder): { outcomes: (string | null)[]; W: bigint[]; M: bigint[]; V: bigint[] } {
   setOptimSimd(simd);
-  const model = { layout: c.layout, parameters: c.W.slice(), gradients: c.G.slice() };
+  let shared = 0;
+  const lent = threads === undefined ? {} : { threads: threads.threads, shareCalls: (...args: Parameters<Decoder['shareCalls']>) => (shared++, threads.shareCalls(...args)) };
+  const model = { layout: c.layout, parameters: c.W.slice(), gradients: c.G.slice(), ...lent };
   const opt = new AdamW(model, { config: h, groups: c.layout.entries.length === 0 ? null : (name) => name.endsWith('.gain') });
   // the path under test is the one taken
   expect(AdamWKernel.create({ G: model.gradients, W: model.parameters, tensors: c.layout.entries }) !== null).toBe(simd);
+  expect(shared).toBe(simd && threads !== undefined ? 1 : 0);
   opt.first.set(c.M);
   opt.second.set(c.V);
   const outcomes: (string | null)[] = [];
@@ -175,6 +182,9 @@ function runReference(c0: Case, h: Hyper, steps: readonly { lr: number; t: Gradi
   return { outcomes, W: bitsOf(c.W), M: bitsOf(c.M), V: bitsOf(c.V) };
 }
 
+/** A decoder small enough to start quickly: only its threads are lent to the optimizer. */
+const TINY = { vocabularySize: 11, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 1, maxPositions: 8, ropeBase: 10000, rmsEpsilon: 1e-6 };
+
 const FIVE = { G: new Float64Array(5), W: new Float64Array(5), tensors: [{ offset: 0, length: 5 }] };
 
 describe('AdamW step kernels', () => {
@@ -204,6 +214,26 @@ describe('AdamW step kernels', () => {
     );
     // the generated cases exercise successful steps with ordinary and wild values, and refused ones
     expect([tally[0]![0]! > 0, tally[1]![0]! > 0, tally[1]![1]! > 0]).toEqual([true, true, true]);
+  });
+
+  it("gives the reference bits with the blocks shared out among a decoder's 2 and 3 threads, and names the first non-finite element", async () => {
+    const decoders = [await Decoder.create(TINY, { threads: 2 }), await Decoder.create(TINY, { threads: 3 })];
+    try {
+      const steps = fc.array(fc.record({ lr: fc.constantFrom(0.04, 1e-3, 0.3), t: transform }), { minLength: 1, maxLength: 3 });
+      let refused = 0;
+      fc.assert(
+        fc.property(lengths, fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.boolean(), hyper, steps, (ls, seed, wild, h, st) => {
+          const c = makeCase(ls, seed, wild);
+          const want = runReference(c, h, st);
+          if (want.outcomes.some((o) => o !== null)) refused++;
+          for (const d of decoders) expect(runOptimizer(c, h, st, true, d)).toEqual(want);
+        }),
+        { numRuns: 60, seed: 20261206 },
+      );
+      expect(refused).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(decoders.map((d) => d.close()));
+    }
   });
 
   it('names the tensor and index of an injected non-finite value and changes nothing', () => {

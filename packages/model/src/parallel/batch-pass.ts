@@ -17,6 +17,7 @@ import { arenaFront } from '../kernels/kernel-arena.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { HELP, HelpDesk, helperKernels, serveProducts, type HelperKernels } from './help.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
+import { runCallShare, type CallSet, type CallSetMessage } from './shared-calls.ts';
 
 /**
  * A fixed split of the sequences between the calling thread and the workers,
@@ -97,6 +98,8 @@ export interface PhaseContext {
   helping: Helping | null;
   /** Milliseconds this thread served the others' products with none to compute, so far (help.ts `serveProducts`). */
   idleMs: number;
+  /** This thread's instances of the call sets shared with it, by id (shared-calls.ts). */
+  readonly calls: Map<number, CallSet>;
 }
 
 /** Runs the phases of a decoder's batch passes: on the calling thread alone, or with worker threads (pool.ts). */
@@ -116,6 +119,11 @@ export interface PhaseRunner {
    * @param ctx - the context holding them.
    */
   reconfigure(ctx: PhaseContext): void;
+  /**
+   * Sends a call set to add (or drop) to every other thread and waits until each has it.
+   * @param message - the set.
+   */
+  share(message: CallSetMessage): void;
   /** Stops the threads (if any). @returns when they have exited. */
   close(): Promise<void>;
   /** Milliseconds the calling thread waited for the other threads at the end of phases so far (0 without workers). */
@@ -134,6 +142,8 @@ export class CallingThread implements PhaseRunner {
   }
 
   reconfigure(): void {}
+
+  share(): void {}
 
   async close(): Promise<void> {}
 }
@@ -227,6 +237,10 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     pass.flushGradients();
     // No sequence left: this thread computes the others' weight-gradient products until none runs a sequence.
     if (help !== null) ctx.idleMs += serveProducts(help.block, threadIndex, help.kernels);
+  } else if (command === COMMAND.CALLS) {
+    const set = ctx.calls.get(Atomics.load(ctrl, CTRL.CALLS_ID));
+    if (set === undefined) throw new Error(`no call set ${Atomics.load(ctrl, CTRL.CALLS_ID)} on thread ${threadIndex}`);
+    runCallShare(set, Atomics.load(ctrl, CTRL.CALLS_ENTRY), threadIndex, Atomics.load(ctrl, CTRL.THREADS));
   } else if (command === COMMAND.REDUCE) {
     // Slices of whole D-element rows (every tensor is a multiple of D long), so finishing a slice touches only its own elements.
     const slices = Atomics.load(ctrl, CTRL.SLICES);

@@ -15,6 +15,7 @@ import { ModelError } from '../errors.ts';
 import { kernelChoice } from '../kernels/native.ts';
 import { runPhase, type PhaseContext, type PhaseRunner } from './batch-pass.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
+import type { CallSetMessage } from './shared-calls.ts';
 import type { WorkerBuffers, WorkerInit } from './worker.ts';
 
 /** How long a worker may take to start before `create` gives up. */
@@ -138,8 +139,22 @@ export class ThreadPool implements PhaseRunner {
    */
   reconfigure(ctx: PhaseContext): void {
     const message: WorkerBuffers = { inputs: ctx.inputs, targets: ctx.targets, buffers: ctx.buffers, arenas: ctx.arenas };
+    this.#send(message, COMMAND.RECONFIGURE);
+  }
+
+  /**
+   * Sends a call set to add or drop to every worker (a SHARE phase).
+   * @param message - the set.
+   * @throws ModelError `MODEL_WORKER_FAILED` when a worker cannot instantiate it.
+   */
+  share(message: CallSetMessage): void {
+    this.#send(message, COMMAND.SHARE);
+  }
+
+  /** Posts `message` to every worker and runs `command`, with which each reads it. */
+  #send(message: unknown, command: number): void {
     for (const p of this.#ports) p.postMessage(message);
-    this.#issue(COMMAND.RECONFIGURE);
+    this.#issue(command);
     this.#wait();
   }
 

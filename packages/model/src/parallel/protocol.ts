@@ -58,6 +58,9 @@ export const CTRL = {
    * (claimPlan in batch-pass.ts).
    */
   FRONT_SHARE: 20,
+  /** CALLS: the call set (shared-calls.ts) and the index of its entry to call. */
+  CALLS_ID: 21,
+  CALLS_ENTRY: 22,
 } as const;
 
 /** Size of the control block in Int32 elements. */
@@ -83,4 +86,8 @@ export const COMMAND = {
   RECONFIGURE: 4,
   /** Leave the loop. */
   EXIT: 5,
+  /** Run a share of the calls of a call set (shared-calls.ts). */
+  CALLS: 6,
+  /** Read a call set to add (or the id of one to drop) from the message port. */
+  SHARE: 7,
 } as const;

@@ -11,6 +11,7 @@ import { setKernels, type KernelChoice } from '../kernels/native.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { helping, partialRegions, runPhase, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
 import { COMMAND, CTRL } from './protocol.ts';
+import { instantiateCalls, type CallSetMessage } from './shared-calls.ts';
 
 /** What the pool hands to each worker. */
 export interface WorkerInit {
@@ -40,6 +41,21 @@ function describe(e: unknown): { message: string; stack: string } {
   return { message: String(e), stack: '' };
 }
 
+/**
+ * The message the calling thread posted before issuing the phase (it may still be in flight for a moment).
+ * @returns its body.
+ * @throws Error with `missing` when none arrives within about a second.
+ */
+function receive(port: MessagePort, control: Int32Array, missing: string): unknown {
+  let message = receiveMessageOnPort(port);
+  for (let spins = 0; message === undefined && spins < 1000; spins++) {
+    Atomics.wait(control, SLEEP_SLOT, 0, 1);
+    message = receiveMessageOnPort(port);
+  }
+  if (message === undefined) throw new Error(`worker: ${missing}`);
+  return message.message;
+}
+
 function main(init: WorkerInit): void {
   const { control, port, index } = init;
   let ctx: PhaseContext;
@@ -57,6 +73,7 @@ function main(init: WorkerInit): void {
       arenas: null,
       helping: null,
       idleMs: 0,
+      calls: new Map(),
     };
   } catch (e) {
     parentPort?.postMessage({ type: 'error', ...describe(e) });
@@ -70,14 +87,12 @@ function main(init: WorkerInit): void {
     const command = Atomics.load(control, CTRL.COMMAND);
     if (command === COMMAND.EXIT) break;
     try {
-      if (command === COMMAND.RECONFIGURE) {
-        let message = receiveMessageOnPort(port);
-        for (let spins = 0; message === undefined && spins < 1000; spins++) {
-          Atomics.wait(control, SLEEP_SLOT, 0, 1);
-          message = receiveMessageOnPort(port);
-        }
-        if (message === undefined) throw new Error('worker: RECONFIGURE without buffers');
-        const b = message.message as WorkerBuffers;
+      if (command === COMMAND.SHARE) {
+        const m = receive(port, control, 'SHARE without a call set') as CallSetMessage;
+        if ('drop' in m) ctx.calls.delete(m.id);
+        else ctx.calls.set(m.id, instantiateCalls(m));
+      } else if (command === COMMAND.RECONFIGURE) {
+        const b = receive(port, control, 'RECONFIGURE without buffers') as WorkerBuffers;
         ctx.inputs = b.inputs;
         ctx.targets = b.targets;
         ctx.buffers = b.buffers;

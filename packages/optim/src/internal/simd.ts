@@ -9,40 +9,34 @@
  * what the scalar JavaScript computes for that element: the operation
  * sequence per element is the same (no fused multiply-add, no reassociation).
  *
- * The kernel's memory holds the step's constants, one input block (gradients,
- * parameters and moments copied in, {@link BLOCK} elements at a time) and the
- * 3n new values; they are copied out only when every one is finite.
+ * The kernel's memory holds the step's constants, copies of the gradients and
+ * parameters, the moments and the 3n new values, and a table of blocks (at
+ * most {@link BLOCK} elements of one tensor each); the new values are copied
+ * out only when every one is finite. Each block is one call of the update
+ * function, and the calls are shared out among the decoder's threads when the
+ * model offers them (`Decoder.shareCalls` of @llmcp/model): every element is
+ * computed by exactly one call, so the split changes no bit.
  */
 
-import { Code, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
-
-/** Emits `block loop (exit when k >= end) body; k += step; br loop end end`. */
-function pairLoop(e: Code, k: number, end: number, step: number, body: () => void): void {
-  e.block().loop();
-  e.get(k).get(end).geS().brIf(1);
-  body();
-  e.get(k).i32(step).add().set(k);
-  e.br(0).end().end();
-}
+import { callsOnThisThread, type CallInputs, type SharedCalls } from '@llmcp/model';
+import { Code, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec, type WasmMemory } from '@llmcp/model/wasm-assembler';
 
 // ── Memory layout ───────────────────────────────────────────────────────────
 
-/** Elements per block copied through the kernels' input area. */
+/** Elements per block: the unit of work shared out among threads, and of the element-by-element check of a block that is not finite. */
 export const BLOCK = 1024;
 /** f64 slot of the AdamW constants (12 of them, see {@link AdamWKernel.constants}). */
 const CONST_OFF = 0;
-/** f64 slot of the input block: gradients and parameters, each BLOCK + 2 long. */
-const IN_OFF = 16;
-const IN_STRIDE = BLOCK + 2;
 /**
  * f64 slot of the resident arrays, each n + 2 long (the pad takes the odd
- * lane of a tensor's last pair): two pairs of first and second moments and
- * the new parameters. One pair holds the current moments (the optimizer's
- * `first`/`second`), the other receives the new ones; a step whose values
- * are all finite makes the new pair current (nothing is copied), a refused
- * one leaves the current pair as it was.
+ * lane of a tensor's last pair): the gradients and parameters copied in, then
+ * two pairs of first and second moments and the new parameters. One pair
+ * holds the current moments (the optimizer's `first`/`second`), the other
+ * receives the new ones; a step whose values are all finite makes the new
+ * pair current (nothing is copied), a refused one leaves the current pair as
+ * it was. After them, per block, its tensor's decay product lr × wd.
  */
-const STATE_OFF: number = IN_OFF + 2 * IN_STRIDE;
+const ARRAYS_OFF = 16;
 const PAGE = 65536;
 /** Above this many bytes of kernel memory the JavaScript loops are used instead. */
 const MAX_BYTES = 1 << 30;
@@ -60,25 +54,28 @@ const C_C1 = 4;
 const C_C2 = 5;
 const C_EPS = 6;
 const C_LR = 7;
-const C_LRWD = 8;
 const C_MUL = 9;
 const C_DIV = 10;
 const C_FAC = 11;
 
+/** Arguments of one call of the update (byte addresses), as stored in the block table: see {@link adamwFunction}. */
+const ARITY = 9;
+
 /**
  * The update of one block, specialised to one gradient transform: params
- * (end in bytes; byte addresses of the block's first and second moments, and
- * of its new parameters, first and second moments; gradients and parameters
- * are in the input block) → 1 when some new value or direction is not finite.
+ * (end in bytes; byte addresses of the block's gradients, parameters, first
+ * and second moments, its new parameters, first and second moments, and of
+ * its decay product) → 1 when some new value or direction is not finite.
  * Per element exactly {@link scalarUpdate}'s sequence, two elements per
- * iteration (an odd count computes one more lane, whose results land on the
- * next element, rewritten later, or on the pad).
+ * iteration; an odd last element is computed in a pair whose second lane
+ * (the next element's inputs) is not stored, so a call writes only its own
+ * block (calls run on any thread, in any order).
  */
 function adamwFunction(mode: TransformMode): WasmFunctionSpec {
-  // params: 0 end, 1 m, 2 v (in), 3 w2, 4 m2, 5 v2 (out); locals: 6 k (i32); v128 from 7.
-  const [END, PMI, PVI, PW, PM, PV, K] = [0, 1, 2, 3, 4, 5, 6];
-  const [B1, OMB1, B2, OMB2, C1, C2, EPS, LR, LRWD, MUL, DIV, FAC] = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18];
-  const [G, M2, V2, DIR, W, W2, ACC] = [19, 20, 21, 22, 23, 24, 25];
+  // params: 0 end, 1 g, 2 w, 3 m, 4 v (in), 5 w2, 6 m2, 7 v2 (out), 8 lrwd; locals: 9 k (i32); v128 from 10.
+  const [END, PG, PW, PMI, PVI, PW2, PM2, PV2, PLRWD, K] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const [B1, OMB1, B2, OMB2, C1, C2, EPS, LR, LRWD, MUL, DIV, FAC] = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21];
+  const [G, M2, V2, DIR, W, W2, ACC] = [22, 23, 24, 25, 26, 27, 28];
   const e = new Code();
   const constant = (slot: number, local: number): void => {
     e.i32(0).v128Load64Splat((CONST_OFF + slot) * 8).set(local);
@@ -91,38 +88,61 @@ function adamwFunction(mode: TransformMode): WasmFunctionSpec {
   constant(C_C2, C2);
   constant(C_EPS, EPS);
   constant(C_LR, LR);
-  constant(C_LRWD, LRWD);
+  e.get(PLRWD).v128Load64Splat(0).set(LRWD);
   constant(C_MUL, MUL);
   constant(C_DIV, DIV);
   constant(C_FAC, FAC);
-  const inG = IN_OFF * 8;
-  const inW = (IN_OFF + IN_STRIDE) * 8;
-  e.i32(0).set(K);
-  pairLoop(e, K, END, 16, () => {
+  const at = (base: number): void => {
+    e.get(base).get(K).op(0x6a);
+  };
+  /** The new values of the pair at k into W2, M2, V2 and DIR, and their finiteness into ACC. */
+  const pair = (): void => {
     // g = raw | raw * mul | (raw / div) * fac
-    e.get(K).v128Load(inG);
+    at(PG);
+    e.v128Load(0);
     if (mode === 1) e.get(MUL).vMul();
     if (mode === 2) e.get(DIV).vDiv().get(FAC).vMul();
     e.set(G);
     // m2 = beta1 * m + omb1 * g
-    e.get(B1).get(PMI).get(K).op(0x6a).v128Load(0).vMul().get(OMB1).get(G).vMul().vAdd().set(M2);
+    e.get(B1);
+    at(PMI);
+    e.v128Load(0).vMul().get(OMB1).get(G).vMul().vAdd().set(M2);
     // v2 = beta2 * v + omb2 * (g * g)
-    e.get(B2).get(PVI).get(K).op(0x6a).v128Load(0).vMul().get(OMB2).get(G).get(G).vMul().vMul().vAdd().set(V2);
+    e.get(B2);
+    at(PVI);
+    e.v128Load(0).vMul().get(OMB2).get(G).get(G).vMul().vMul().vAdd().set(V2);
     // direction = (m2 / c1) / (sqrt(v2 / c2) + eps)
     e.get(M2).get(C1).vDiv().get(V2).get(C2).vDiv().vSqrt().get(EPS).vAdd().vDiv().set(DIR);
     // w2 = (w - lr * direction) - lrwd * w
-    e.get(K).v128Load(inW).set(W);
+    at(PW);
+    e.v128Load(0).set(W);
     e.get(W).get(LR).get(DIR).vMul().vSub().get(LRWD).get(W).vMul().vSub().set(W2);
     // acc += (w2 - w2) + (m2 - m2) + (v2 - v2) + (dir - dir): stays +0 while all are finite, NaN after.
     e.get(ACC).get(W2).get(W2).vSub().vAdd().get(M2).get(M2).vSub().vAdd();
     e.get(V2).get(V2).vSub().vAdd().get(DIR).get(DIR).vSub().vAdd().set(ACC);
-    e.get(PW).get(K).op(0x6a).get(W2).v128Store();
-    e.get(PM).get(K).op(0x6a).get(M2).v128Store();
-    e.get(PV).get(K).op(0x6a).get(V2).v128Store();
-  });
+  };
+  e.i32(0).set(K);
+  // pairs while two elements remain
+  e.block().loop();
+  e.get(K).i32(8).add().get(END).geS().brIf(1);
+  pair();
+  for (const [out, value] of [[PW2, W2], [PM2, M2], [PV2, V2]] as const) {
+    at(out);
+    e.get(value).v128Store();
+  }
+  e.get(K).i32(16).add().set(K);
+  e.br(0).end().end();
+  // an odd last element: its lane only (the other lane's inputs are the next element's, or the pad's: finite)
+  e.get(K).get(END).ltS().if();
+  pair();
+  for (const [out, value] of [[PW2, W2], [PM2, M2], [PV2, V2]] as const) {
+    at(out);
+    e.get(value).f64x2ExtractLane(0).f64Store();
+  }
+  e.end();
   // result: any lane of acc is NaN (acc != acc)
   e.get(ACC).get(ACC).simd(0x48).simd(0x53);
-  return { name: `adamw${mode}`, params: [I32, I32, I32, I32, I32, I32], results: [I32], locals: [[1, I32], [19, V128]], body: [...e.bytes, 0x0b] };
+  return { name: `adamw${mode}`, params: Array<number>(ARITY).fill(I32), results: [I32], locals: [[1, I32], [19, V128]], body: [...e.bytes, 0x0b] };
 }
 
 // ── The same update in JavaScript (no WebAssembly SIMD, and naming the element that is not finite) ──
@@ -186,7 +206,8 @@ export function scalarUpdate(
 
 // ── Instantiation ───────────────────────────────────────────────────────────
 
-let compiled: object | null | undefined;
+/** The update module: on its own memory, and on an imported shared one. */
+const compiled: [object | null | undefined, object | null | undefined] = [undefined, undefined];
 let enabled = true;
 
 /**
@@ -204,9 +225,10 @@ export function compileKernel(bytes: () => Uint8Array): object | null {
   }
 }
 
-function compiledModule(): object | null {
-  if (compiled === undefined) compiled = compileKernel(() => importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)]));
-  return compiled;
+function compiledModule(shared = false): object | null {
+  const i = shared ? 1 : 0;
+  if (compiled[i] === undefined) compiled[i] = compileKernel(() => importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)], shared));
+  return compiled[i] ?? null;
 }
 
 /**
@@ -253,13 +275,14 @@ export function instantiateFixed(module: object, pages: number): KernelInstance 
   }
 }
 
-function instantiate(stateF64: number): KernelInstance | null {
-  const mod = compiledModule();
-  const bytes = (STATE_OFF + stateF64) * 8;
-  return mod === null || bytes > MAX_BYTES ? null : instantiateFixed(mod, Math.ceil(bytes / PAGE));
+/**
+ * A model whose threads can share out the update's calls (`Decoder.shareCalls`
+ * of @llmcp/model, a decoder with worker threads).
+ */
+export interface CallSharing {
+  readonly threads: number;
+  shareCalls(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs?: CallInputs | null): SharedCalls;
 }
-
-type UpdateFunction = (end: number, m: number, v: number, w2: number, m2: number, v2: number) => number;
 
 /** The arrays of one optimizer's kernel: the model's gradients and parameters, and its tensors' extents. */
 export interface KernelArrays {
@@ -268,12 +291,16 @@ export interface KernelArrays {
   readonly tensors: readonly { readonly offset: number; readonly length: number }[];
 }
 
+/** Releases the shared calls of optimizers that are gone (their kernel memories go with them). */
+const releaser: { register(target: object, held: SharedCalls): void } | null =
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry<SharedCalls>((calls) => calls.release()) : null;
+
 /**
  * One optimizer's AdamW kernel. Its memory (fixed size, never grown) holds
- * the constants, one input block, the moments (exposed as {@link first} and
- * {@link second}) and the 3n new values. The blocks (at most {@link BLOCK}
- * elements, never across tensors) and their views of the model's arrays are
- * made once.
+ * the constants, copies of the gradients and parameters, the moments (exposed
+ * as {@link first} and {@link second}), the 3n new values and the blocks'
+ * decay products; the blocks (at most {@link BLOCK} elements, never across
+ * tensors) and their calls are made once.
  */
 export class AdamWKernel {
   /** The current first and second moments, resident in the kernel's memory (the optimizer's `first`/`second`). */
@@ -285,31 +312,39 @@ export class AdamWKernel {
   /** Number of blocks. */
   readonly blocks: number;
   readonly #f64: Float64Array;
-  readonly #fns: readonly UpdateFunction[];
-  /** Per block: its first element, tensor index, and views of its gradients and parameters. */
+  /** Per block: its first element and tensor index (and a last entry: the end). */
   readonly #start: Int32Array;
   readonly #tensor: Int32Array;
-  readonly #g: readonly Float64Array[];
-  readonly #w: readonly Float64Array[];
+  /** Per block, ARITY arguments of its call (byte addresses). */
+  readonly #calls: Int32Array;
+  readonly #shared: SharedCalls;
+  readonly #G: Float64Array;
   readonly #W: Float64Array;
+  /** The copies of the gradients and parameters in the memory, the new parameters, and the blocks' decay products. */
+  readonly #gIn: Float64Array;
+  readonly #wIn: Float64Array;
   readonly #newW: Float64Array;
+  readonly #lrwd: Float64Array;
+  /** Whether {@link run} copies the gradients and parameters in (else each thread copies what its calls read). */
+  readonly #copyIn: boolean;
 
-  private constructor(inst: KernelInstance, arrays: KernelArrays) {
+  private constructor(memory: WasmMemory, module: object, arrays: KernelArrays, sharing: CallSharing | null) {
     const { G, W, tensors } = arrays;
     const n = W.length;
-    const f = inst.f64;
+    const f = new Float64Array(memory.buffer);
     this.#f64 = f;
-    this.#fns = [0, 1, 2].map((m) => inst.exports[`adamw${m}`] as UpdateFunction);
     const seg = n + 2;
-    const at = (k: number): Float64Array => f.subarray(STATE_OFF + k * seg, STATE_OFF + k * seg + n);
-    this.#first = at(0);
-    this.#second = at(1);
-    this.#nextFirst = at(3);
-    this.#nextSecond = at(4);
-    this.#newW = at(2);
+    const at = (k: number): Float64Array => f.subarray(ARRAYS_OFF + k * seg, ARRAYS_OFF + k * seg + n);
+    this.#gIn = at(0);
+    this.#wIn = at(1);
+    this.#first = at(2);
+    this.#second = at(3);
+    this.#newW = at(4);
+    this.#nextFirst = at(5);
+    this.#nextSecond = at(6);
     // the pads (the odd lane of the last pair): a finite update whatever the constants
-    f[STATE_OFF + seg + n] = 1;
-    f[STATE_OFF + 4 * seg + n] = 1;
+    f[ARRAYS_OFF + 3 * seg + n] = 1;
+    f[ARRAYS_OFF + 6 * seg + n] = 1;
     const start: number[] = [];
     const tensor: number[] = [];
     tensors.forEach((t, i) => {
@@ -318,33 +353,87 @@ export class AdamWKernel {
         tensor.push(i);
       }
     });
+    const blocks = tensor.length;
+    this.blocks = blocks;
+    const lrwdOff = ARRAYS_OFF + 7 * seg;
+    this.#lrwd = f.subarray(lrwdOff, lrwdOff + blocks);
+    const table = (length: number): Int32Array => new Int32Array(sharing === null ? new ArrayBuffer(length * 4) : new SharedArrayBuffer(length * 4));
+    const calls = table(blocks * ARITY);
+    const spans = table(2 * blocks);
+    for (let k = 0; k < blocks; k++) {
+      const t = tensors[tensor[k] as number] as { offset: number; length: number };
+      const b = start[k] as number;
+      const o = k * ARITY;
+      const end = Math.min(b + BLOCK, t.offset + t.length);
+      spans[2 * k] = b;
+      spans[2 * k + 1] = end;
+      calls[o] = (end - b) * 8;
+      calls[o + 1] = this.#gIn.byteOffset + b * 8;
+      calls[o + 2] = this.#wIn.byteOffset + b * 8;
+      calls[o + 5] = this.#newW.byteOffset + b * 8;
+      calls[o + 8] = this.#lrwd.byteOffset + k * 8;
+    }
+    this.#calls = calls;
+    this.#pointMoments();
     start.push(n);
-    this.blocks = tensor.length;
     this.#start = Int32Array.from(start);
     this.#tensor = Int32Array.from(tensor);
-    const end = (k: number): number => Math.min(start[k]! + BLOCK, tensors[tensor[k]!]!.offset + tensors[tensor[k]!]!.length);
-    this.#g = tensor.map((_, k) => G.subarray(start[k], end(k)));
-    this.#w = tensor.map((_, k) => W.subarray(start[k], end(k)));
+    this.#G = G;
     this.#W = W;
+    const entries = ['adamw0', 'adamw1', 'adamw2'];
+    // Each thread copies in the gradients and parameters its blocks read; where other threads cannot read them, run() copies them all first.
+    const readable = sharing === null || (G.buffer instanceof SharedArrayBuffer && W.buffer instanceof SharedArrayBuffer);
+    this.#copyIn = !readable;
+    const inputs = readable ? { sources: [G, W], at: [this.#gIn.byteOffset / 8, this.#wIn.byteOffset / 8], spans } : null;
+    this.#shared = sharing === null ? callsOnThisThread(module, memory, entries, calls, ARITY, inputs) : sharing.shareCalls(module, memory, entries, calls, ARITY, inputs);
+    releaser?.register(this, this.#shared);
+  }
+
+  /** Points every block's call at the current and the next moments. */
+  #pointMoments(): void {
+    const calls = this.#calls;
+    const [m, v, m2, v2] = [this.#first.byteOffset, this.#second.byteOffset, this.#nextFirst.byteOffset, this.#nextSecond.byteOffset];
+    const g = this.#gIn.byteOffset;
+    for (let o = 0; o < calls.length; o += ARITY) {
+      const at = (calls[o + 1] as number) - g;
+      calls[o + 3] = m + at;
+      calls[o + 4] = v + at;
+      calls[o + 6] = m2 + at;
+      calls[o + 7] = v2 + at;
+    }
   }
 
   /**
    * A kernel for the model's arrays, or null (no WebAssembly SIMD, turned
    * off, too large, or tensors that do not tile the arrays in order).
    * @param arrays - gradients, parameters and tensor extents.
+   * @param sharing - the model's threads to share the calls with (null or absent: this thread makes them all).
    * @returns the kernel or null.
    */
-  static create(arrays: KernelArrays): AdamWKernel | null {
+  static create(arrays: KernelArrays, sharing: CallSharing | null = null): AdamWKernel | null {
     if (!enabled) return null;
     const n = arrays.W.length;
     let next = 0;
+    let blocks = 0;
     for (const t of arrays.tensors) {
       if (t.offset !== next || !(t.length > 0)) return null;
       next += t.length;
+      blocks += Math.ceil(t.length / BLOCK);
     }
     if (next !== n || arrays.G.length !== n) return null;
-    const inst = instantiate(5 * (n + 2));
-    return inst === null ? null : new AdamWKernel(inst, arrays);
+    const shared = sharing !== null && sharing.threads > 1;
+    const module = compiledModule(shared);
+    const bytes = (ARRAYS_OFF + 7 * (n + 2) + blocks) * 8;
+    if (module === null || bytes > MAX_BYTES) return null;
+    const pages = Math.ceil(bytes / PAGE);
+    let memory: WasmMemory;
+    try {
+      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly as WasmApi;
+      memory = new api.Memory({ initial: pages, maximum: pages, ...(shared ? { shared: true } : {}) });
+    } catch {
+      return null;
+    }
+    return new AdamWKernel(memory, module, arrays, shared ? sharing : null);
   }
 
   /**
@@ -365,42 +454,27 @@ export class AdamWKernel {
    * @returns its first element, end and tensor index.
    */
   block(k: number): { start: number; end: number; tensor: number } {
-    return { start: this.#start[k] as number, end: (this.#start[k] as number) + (this.#g[k] as Float64Array).length, tensor: this.#tensor[k] as number };
+    return { start: this.#start[k] as number, end: (this.#start[k] as number) + ((this.#calls[k * ARITY] as number) >> 3), tensor: this.#tensor[k] as number };
   }
 
   /**
-   * Computes the new values of blocks `from`… into the kernel's result arrays.
+   * Computes the new values of every block into the kernel's result arrays
+   * (the gradients and parameters copied in first, by the thread that
+   * computes them where it can read them), the blocks' calls shared out among
+   * the model's threads when it has several.
    * @param mode - the gradient transform.
    * @param lrwd - per tensor, the decay product lr × wd.
-   * @param from - the first block.
-   * @returns the first block with a value that is not finite (the caller checks it element by element), or -1.
+   * @returns the first block with a value that is not finite (the caller checks it, and those after it, element by element), or -1.
    */
-  run(mode: TransformMode, lrwd: Float64Array, from: number): number {
-    const f = this.#f64;
-    const fn = this.#fns[mode] as UpdateFunction;
-    const w2 = this.#newW.byteOffset;
-    const [m, v, m2, v2] = [this.#first.byteOffset, this.#second.byteOffset, this.#nextFirst.byteOffset, this.#nextSecond.byteOffset];
-    const ig = IN_OFF;
-    const iw = ig + IN_STRIDE;
-    const gs = this.#g;
-    const ws = this.#w;
-    const starts = this.#start;
-    const tensors = this.#tensor;
-    for (let k = from; k < this.blocks; k++) {
-      const g = gs[k] as Float64Array;
-      const len = g.length;
-      f.set(g, ig);
-      f.set(ws[k] as Float64Array, iw);
-      if ((len & 1) !== 0) {
-        // the odd lane: a zero gradient and parameter (its moments are the next element's or the pad's)
-        f[ig + len] = 0;
-        f[iw + len] = 0;
-      }
-      f[CONST_OFF + C_LRWD] = lrwd[tensors[k] as number] as number;
-      const at = (starts[k] as number) * 8;
-      if (fn(((len + 1) >> 1) << 4, m + at, v + at, w2 + at, m2 + at, v2 + at) !== 0) return k;
+  run(mode: TransformMode, lrwd: Float64Array): number {
+    if (this.#copyIn) {
+      this.#gIn.set(this.#G);
+      this.#wIn.set(this.#W);
     }
-    return -1;
+    const table = this.#lrwd;
+    const tensors = this.#tensor;
+    for (let k = 0; k < this.blocks; k++) table[k] = lrwd[tensors[k] as number] as number;
+    return this.#shared.run(mode);
   }
 
   /** The current first moments, resident in the kernel's memory (the array changes with every committed step). */
@@ -418,5 +492,6 @@ export class AdamWKernel {
     this.#W.set(this.#newW);
     [this.#first, this.#nextFirst] = [this.#nextFirst, this.#first];
     [this.#second, this.#nextSecond] = [this.#nextSecond, this.#second];
+    this.#pointMoments();
   }
 }

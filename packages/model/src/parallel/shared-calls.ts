@@ -1,0 +1,178 @@
+/**
+ * Calls of a WebAssembly function shared out among a decoder's threads
+ * (Decoder.shareCalls): a module and a memory, one or more exported entry
+ * functions, and a table of argument tuples. Each thread instantiates the
+ * module on the memory once; a CALLS phase then has each thread call the
+ * chosen entry once per tuple of its contiguous share of the table, in order,
+ * noting its first call that returns non-zero. The calling thread takes the
+ * first share. Another package's kernel (the optimizer's update) can
+ * thus use the decoder's idle threads without running any of its own code
+ * there: what a call does is all in its module.
+ */
+import type { WasmApi, WasmMemory } from '../kernels/wasm-assembler.ts';
+
+/**
+ * Arrays copied into a call set's memory before its calls, each thread
+ * copying what its own calls read (so that it is in that thread's cache, and
+ * no thread waits for one copy of everything).
+ */
+export interface CallInputs {
+  /** The arrays (on SharedArrayBuffers when the calls are shared with worker threads). */
+  readonly sources: readonly Float64Array[];
+  /** Per source, the f64 index in the memory where its element 0 goes. */
+  readonly at: readonly number[];
+  /** Per tuple, the elements [start, end) of every source its call reads: two values each, ascending from tuple to tuple. */
+  readonly spans: Int32Array;
+}
+
+/** What a worker is sent to add a call set, or to drop one (`drop`). */
+export type CallSetMessage =
+  | {
+      readonly id: number;
+      readonly module: object;
+      readonly memory: WasmMemory;
+      readonly entries: readonly string[];
+      /** The argument tuples, `arity` values each (shared). */
+      readonly calls: Int32Array;
+      readonly arity: number;
+      /** Per thread index, the first tuple of its share whose call returned non-zero, or −1 (shared). */
+      readonly results: Int32Array;
+      readonly inputs: CallInputs | null;
+    }
+  | { readonly id: number; readonly drop: true };
+
+/** One thread's instance of a call set. */
+export interface CallSet {
+  readonly entries: readonly ((...args: number[]) => number)[];
+  readonly calls: Int32Array;
+  readonly arity: number;
+  readonly results: Int32Array;
+  readonly inputs: CallInputs | null;
+  /** The memory, as f64 values (for the inputs' copies). */
+  readonly view: Float64Array;
+}
+
+/**
+ * Instantiates a call set's module on its memory on this thread.
+ * @param m - the set (not a drop).
+ * @returns the thread's instance.
+ * @throws Error when the module does not instantiate or an entry is not an exported function.
+ */
+export function instantiateCalls(m: Exclude<CallSetMessage, { drop: true }>): CallSet {
+  const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+  if (api === undefined) throw new Error('no WebAssembly here');
+  const instance = new api.Instance(m.module, { env: { memory: m.memory } });
+  const entries = m.entries.map((name) => {
+    const f = instance.exports[name];
+    if (typeof f !== 'function') throw new TypeError(`shareCalls: the module exports no function ${JSON.stringify(name)}`);
+    return f as (...args: number[]) => number;
+  });
+  return { entries, calls: m.calls, arity: m.arity, results: m.results, inputs: m.inputs, view: new Float64Array(m.memory.buffer) };
+}
+
+/**
+ * Runs one thread's share of a call set: every tuple of
+ * [⌊n·t/threads⌋, ⌊n·(t+1)/threads⌋), in order, recording the first whose call returned non-zero.
+ * @param set - the thread's instance.
+ * @param entry - the entry to call.
+ * @param thread - this thread's index.
+ * @param threads - threads sharing the calls.
+ */
+export function runCallShare(set: CallSet, entry: number, thread: number, threads: number): void {
+  const fn = set.entries[entry] as (...args: number[]) => number;
+  const { calls, arity } = set;
+  const n = calls.length / arity;
+  const from = Math.floor((n * thread) / threads);
+  const to = Math.floor((n * (thread + 1)) / threads);
+  const inputs = set.inputs;
+  if (inputs !== null && from < to) {
+    const start = inputs.spans[2 * from] as number;
+    const end = inputs.spans[2 * to - 1] as number;
+    inputs.sources.forEach((source, j) => set.view.set(source.subarray(start, end), (inputs.at[j] as number) + start));
+  }
+  const args: number[] = new Array<number>(arity);
+  let failed = -1;
+  for (let i = from; i < to; i++) {
+    for (let j = 0; j < arity; j++) args[j] = calls[i * arity + j] as number;
+    if (fn(...args) !== 0 && failed < 0) failed = i;
+  }
+  Atomics.store(set.results, thread, failed);
+}
+
+/**
+ * Checks the arguments of a call set.
+ * @throws TypeError or RangeError for unusable ones.
+ */
+export function checkCalls(memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs: CallInputs | null): void {
+  if (!Number.isSafeInteger(arity) || arity < 1) throw new RangeError(`shareCalls: arity must be an integer ≥ 1, found ${String(arity)}`);
+  if (!(calls instanceof Int32Array) || calls.length % arity !== 0) throw new TypeError(`shareCalls: calls must be an Int32Array of whole ${arity}-value tuples`);
+  if (!Array.isArray(entries) || entries.length === 0 || entries.some((e) => typeof e !== 'string')) throw new TypeError('shareCalls: entries must be a non-empty list of export names');
+  if (inputs === null) return;
+  const n = calls.length / arity;
+  const { sources, at, spans } = inputs;
+  if (!(spans instanceof Int32Array) || spans.length !== 2 * n) throw new TypeError(`shareCalls: inputs.spans must be an Int32Array of ${n} [start, end) pairs`);
+  if (!Array.isArray(sources) || !Array.isArray(at) || sources.length !== at.length) throw new TypeError('shareCalls: inputs.sources and inputs.at must be lists of one length');
+  const capacity = memory.buffer.byteLength / 8;
+  for (let i = 0; i < n; i++) {
+    const [start, end] = [spans[2 * i] as number, spans[2 * i + 1] as number];
+    if (!(start <= end) || (i > 0 && start < (spans[2 * i - 1] as number))) throw new RangeError(`shareCalls: inputs.spans must be ascending [start, end) pairs; pair ${i} is [${start}, ${end})`);
+  }
+  sources.forEach((source, j) => {
+    const last = n === 0 ? 0 : (spans[2 * n - 1] as number);
+    const to = at[j] as number;
+    if (!(source instanceof Float64Array) || last > source.length || !Number.isSafeInteger(to) || to < 0 || to + last > capacity) {
+      throw new RangeError(`shareCalls: input ${j} does not cover the spans, or does not fit the memory at ${String(to)}`);
+    }
+  });
+}
+
+/**
+ * @param entry - an entry index.
+ * @param count - entries there are.
+ * @throws RangeError when it is not one of them.
+ */
+export function checkEntry(entry: number, count: number): void {
+  if (!Number.isSafeInteger(entry) || entry < 0 || entry >= count) throw new RangeError(`shareCalls: entry must be an index below ${count}, found ${String(entry)}`);
+}
+
+/** Calls of a WebAssembly module's functions shared out among a decoder's threads (Decoder.shareCalls), or made on one thread ({@link callsOnThisThread}). */
+export interface SharedCalls {
+  /**
+   * Calls entry function `entry` once per argument tuple, the tuples shared
+   * out among the threads in contiguous runs (the calling thread takes the
+   * first), each thread in order; waits for all.
+   * @param entry - index into the entry names given.
+   * @returns the index of the first tuple whose call returned non-zero, or −1 (every call is made either way).
+   */
+  run(entry: number): number;
+  /** Drops the calls from every thread (their instances, and the memory with them); `run` throws afterwards. */
+  release(): void;
+}
+
+/**
+ * The same calls without worker threads: every tuple on the calling thread (for a model with one thread, or none).
+ * @param module - a compiled WebAssembly.Module importing memory "env" "memory".
+ * @param memory - its memory.
+ * @param entries - names of exported functions taking `arity` i32 arguments and returning an i32 (0 = success).
+ * @param calls - the argument tuples (read at every run).
+ * @param arity - values per tuple.
+ * @param inputs - arrays to copy into the memory before the calls (what each call reads of them), or null.
+ * @returns the calls.
+ * @throws TypeError or RangeError for unusable arguments, or what instantiating the module throws.
+ */
+export function callsOnThisThread(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs: CallInputs | null = null): SharedCalls {
+  checkCalls(memory, entries, calls, arity, inputs);
+  const set = instantiateCalls({ id: 0, module, memory, entries: [...entries], calls, arity, results: new Int32Array(1), inputs });
+  let released = false;
+  return {
+    run: (entry) => {
+      if (released) throw new RangeError('shareCalls: these calls were released');
+      checkEntry(entry, set.entries.length);
+      runCallShare(set, entry, 0, 1);
+      return set.results[0] as number;
+    },
+    release: () => {
+      released = true;
+    },
+  };
+}
