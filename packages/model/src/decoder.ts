@@ -16,7 +16,7 @@ import type { WasmApi, WasmMemory } from './kernels/wasm-assembler.ts';
 import { CallingThread, claimPlan, helping, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
-import { checkCalls, checkEntry, instantiateCalls, runCallShare, type CallInputs, type SharedCalls } from './parallel/shared-calls.ts';
+import { checkCalls, checkEntry, instantiateCalls, runCallShare, type CallSetSpec, type SharedCalls } from './parallel/shared-calls.ts';
 import { COMMAND, CTRL } from './parallel/protocol.ts';
 
 /** A batch of B sequences of T tokens, row-major (`inputs[b·T + t]`); targets are the inputs shifted by one. */
@@ -707,30 +707,27 @@ export class Decoder {
    * threads, which are idle between training passes: another package's
    * kernel (the optimizer's update, `@llmcp/optim`) then runs on every core
    * without any of its code running there but the module. Each thread
-   * instantiates `module` on `memory` now; {@link SharedCalls.run} then has
-   * them call an entry once per tuple of `calls`, sharing the tuples out. The
-   * calls of different threads must touch disjoint parts of the memory where
-   * they write (the caller's design; nothing is checked).
+   * instantiates the module on the memory now; {@link SharedCalls.run} then
+   * has them call an entry once per argument tuple, sharing the tuples out in
+   * contiguous runs, each thread first copying in the input elements its own
+   * tuples read. The calls of different threads must write disjoint parts of
+   * the memory (the caller's design; nothing is checked).
    *
-   * @param module - a compiled WebAssembly.Module importing memory "env" "memory".
-   * @param memory - its memory: shared (`shared: true`) when the decoder has worker threads.
-   * @param entries - names of exported functions taking `arity` i32 arguments and returning an i32 (0 = success).
-   * @param calls - the argument tuples, `arity` values each, read at every run (so they may change between runs): on a SharedArrayBuffer when the decoder has worker threads.
-   * @param arity - values per tuple (≥ 1).
-   * @param inputs - arrays each thread copies into the memory before its calls, the elements its own calls read (`spans`), or null.
+   * @param spec - the module, its memory (shared with worker threads), the entry names, the tuples (on a SharedArrayBuffer with worker threads) and their arity, and the inputs if any.
    * @returns the shared calls; after {@link close} the calling thread makes them all.
    * @throws TypeError or RangeError for unusable arguments; ModelError `MODEL_WORKER_FAILED` when a worker cannot instantiate the module (or a call fails there), `MODEL_CLOSED` after {@link close}.
    */
-  shareCalls(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs: CallInputs | null = null): SharedCalls {
+  shareCalls(spec: CallSetSpec): SharedCalls {
     this.#checkOpen();
-    checkCalls(memory, entries, calls, arity, inputs);
+    checkCalls(spec);
+    const inputs = spec.inputs ?? null;
     const shared = (a: { buffer: unknown }): boolean => a.buffer instanceof SharedArrayBuffer;
-    if (this.#threaded && !(shared(memory) && shared(calls) && (inputs === null || (shared(inputs.spans) && inputs.sources.every(shared))))) {
+    if (this.#threaded && !(shared(spec.memory) && shared(spec.calls) && (inputs === null || (shared(inputs.spans) && inputs.sources.every(shared))))) {
       throw new TypeError('shareCalls: with worker threads the memory, the calls and the inputs must be shared (a shared WebAssembly.Memory, arrays on SharedArrayBuffers)');
     }
     const id = ++this.#callSets;
     const results = new Int32Array(this.#threaded ? new SharedArrayBuffer(this.threads * 4) : new ArrayBuffer(this.threads * 4));
-    const message = { id, module, memory, entries: [...entries], calls, arity, results, inputs };
+    const message = { ...spec, entries: [...spec.entries], inputs, id, results };
     const calls0 = instantiateCalls(message);
     this.#runner.share(message);
     this.#ctx.calls.set(id, calls0);

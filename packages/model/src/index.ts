@@ -1,7 +1,7 @@
 export { Decoder } from './decoder.ts';
 export type { DecoderOptions, ParallelStats, TokenBatch, TrainStepOptions } from './decoder.ts';
 export { callsOnThisThread } from './parallel/shared-calls.ts';
-export type { CallInputs, SharedCalls } from './parallel/shared-calls.ts';
+export type { CallInputs, CallSetSpec, SharedCalls } from './parallel/shared-calls.ts';
 export { FIXTURE_DECODER_CONFIG, MAX_PARAMETER_COUNT, validateDecoderConfig } from './config.ts';
 export { modelViews, namedViews, parameterLayout, tensorAt } from './layout.ts';
 export type { BlockOffsets, BlockViews, ModelViews, NamedView, ParameterEntry, ParameterKind, ParameterLayout } from './layout.ts';

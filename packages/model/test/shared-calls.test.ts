@@ -57,7 +57,7 @@ describe('Decoder.shareCalls', () => {
       opened.push(d);
       for (const n of [1, 2, 5, 17, SLOTS]) {
         const { memory, calls, source, spans } = setUp(threads > 1, n, rng);
-        const shared = d.shareCalls(module(threads > 1), memory, ['put'], calls, 3, { sources: [source], at: [INPUT_AT], spans });
+        const shared = d.shareCalls({ module: module(threads > 1), memory, entries: ['put'], calls, arity: 3, inputs: { sources: [source], at: [INPUT_AT], spans } });
         const counts = new Int32Array(memory.buffer, 0, n);
         const copied = new Float64Array(memory.buffer, 65536, n);
         expect(shared.run(0)).toBe(-1);
@@ -82,14 +82,14 @@ describe('Decoder.shareCalls', () => {
     const a = setUp(true, 9, rng);
     const b = setUp(false, 9, rng);
     b.source.set(a.source);
-    const onDecoder = d.shareCalls(module(true), a.memory, ['put'], a.calls, 3, { sources: [a.source], at: [INPUT_AT], spans: a.spans });
-    const here: SharedCalls = callsOnThisThread(module(false), b.memory, ['put'], b.calls, 3, { sources: [b.source], at: [INPUT_AT], spans: b.spans });
+    const onDecoder = d.shareCalls({ module: module(true), memory: a.memory, entries: ['put'], calls: a.calls, arity: 3, inputs: { sources: [a.source], at: [INPUT_AT], spans: a.spans } });
+    const here: SharedCalls = callsOnThisThread({ module: module(false), memory: b.memory, entries: ['put'], calls: b.calls, arity: 3, inputs: { sources: [b.source], at: [INPUT_AT], spans: b.spans } });
     await d.close();
     for (const { calls } of [a, b]) calls[3 * 4 + 1] = 1;
     expect(onDecoder.run(0)).toBe(4);
     expect(here.run(0)).toBe(4);
     expect(new Uint8Array(a.memory.buffer)).toEqual(new Uint8Array(b.memory.buffer));
-    expect(() => d.shareCalls(module(true), a.memory, ['put'], a.calls, 3)).toThrow(expect.objectContaining({ code: 'MODEL_CLOSED' }));
+    expect(() => d.shareCalls({ module: module(true), memory: a.memory, entries: ['put'], calls: a.calls, arity: 3 })).toThrow(expect.objectContaining({ code: 'MODEL_CLOSED' }));
   });
 
   it('refuses unusable arguments before anything runs', async () => {
@@ -100,18 +100,18 @@ describe('Decoder.shareCalls', () => {
     const plain = setUp(false, 4, rng);
     const m = module(true);
     // With worker threads everything must be shared.
-    expect(() => d.shareCalls(module(false), plain.memory, ['put'], plain.calls, 3)).toThrow(TypeError);
-    expect(() => d.shareCalls(m, ok.memory, ['put'], plain.calls, 3)).toThrow(TypeError);
-    expect(() => d.shareCalls(m, ok.memory, ['put'], ok.calls, 3, { sources: [plain.source], at: [INPUT_AT], spans: ok.spans })).toThrow(TypeError);
+    expect(() => d.shareCalls({ module: module(false), memory: plain.memory, entries: ['put'], calls: plain.calls, arity: 3 })).toThrow(TypeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: plain.calls, arity: 3 })).toThrow(TypeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: ok.calls, arity: 3, inputs: { sources: [plain.source], at: [INPUT_AT], spans: ok.spans } })).toThrow(TypeError);
     // Tuples, entries, spans.
-    expect(() => d.shareCalls(m, ok.memory, ['put'], ok.calls, 5)).toThrow(TypeError);
-    expect(() => d.shareCalls(m, ok.memory, ['put'], ok.calls, 0)).toThrow(RangeError);
-    expect(() => d.shareCalls(m, ok.memory, ['nothing'], ok.calls, 3)).toThrow(TypeError);
-    expect(() => d.shareCalls(m, ok.memory, [], ok.calls, 3)).toThrow(TypeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: ok.calls, arity: 5 })).toThrow(TypeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: ok.calls, arity: 0 })).toThrow(RangeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['nothing'], calls: ok.calls, arity: 3 })).toThrow(TypeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: [], calls: ok.calls, arity: 3 })).toThrow(TypeError);
     const backwards = Int32Array.from(ok.spans).reverse();
-    expect(() => d.shareCalls(m, ok.memory, ['put'], ok.calls, 3, { sources: [ok.source], at: [INPUT_AT], spans: new Int32Array(new SharedArrayBuffer(backwards.length * 4)).map((_, i) => backwards[i]!) })).toThrow(RangeError);
-    expect(() => d.shareCalls(m, ok.memory, ['put'], ok.calls, 3, { sources: [ok.source], at: [2 * 65536 / 8], spans: ok.spans })).toThrow(RangeError);
-    const shared = d.shareCalls(m, ok.memory, ['put'], ok.calls, 3);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: ok.calls, arity: 3, inputs: { sources: [ok.source], at: [INPUT_AT], spans: new Int32Array(new SharedArrayBuffer(backwards.length * 4)).map((_, i) => backwards[i]!) } })).toThrow(RangeError);
+    expect(() => d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: ok.calls, arity: 3, inputs: { sources: [ok.source], at: [2 * 65536 / 8], spans: ok.spans } })).toThrow(RangeError);
+    const shared = d.shareCalls({ module: m, memory: ok.memory, entries: ['put'], calls: ok.calls, arity: 3 });
     expect(() => shared.run(1)).toThrow(RangeError);
     expect(shared.run(0)).toBe(-1);
   });

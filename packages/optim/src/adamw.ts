@@ -3,8 +3,7 @@
  * model's flat parameter array: one loop in model order.
  */
 import { adamwConfigProblem, decayProductProblem, f64ToBits, groupsProblem, type AdamWConfig, type AdamWState, type LocatedName, type MomentState, type ParameterGroups } from '@llmcp/format';
-import { namedViews, tensorAt, type CallInputs, type ParameterEntry, type ParameterLayout, type SharedCalls } from '@llmcp/model';
-import type { WasmMemory } from '@llmcp/model/wasm-assembler';
+import { namedViews, tensorAt, type CallSetSpec, type ParameterEntry, type ParameterLayout, type SharedCalls } from '@llmcp/model';
 import type { ClipResult, GradientTransform } from './clip.ts';
 import { OptimError } from './errors.ts';
 import { AdamWKernel, BLOCK, scalarUpdate, type CallSharing, type TransformMode, type UpdateConstants } from './internal/simd.ts';
@@ -17,14 +16,14 @@ export interface OptimizableModel {
   /** Threads the model computes with (a `Decoder`'s; absent: one). */
   readonly threads?: number;
   /** Shares WebAssembly calls with the model's threads (`Decoder.shareCalls`): the update then runs on all of them. */
-  shareCalls?(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs?: CallInputs | null): SharedCalls;
+  shareCalls?(spec: CallSetSpec): SharedCalls;
 }
 
 /** @returns the model's threads to share the update with, when it has several. */
 function callSharing(model: OptimizableModel): CallSharing | null {
   const threads = model.threads ?? 1;
   const share = model.shareCalls;
-  return threads > 1 && typeof share === 'function' ? { threads, shareCalls: (...args) => share.apply(model, args) } : null;
+  return threads > 1 && typeof share === 'function' ? { threads, shareCalls: (spec) => share.call(model, spec) } : null;
 }
 
 /** A rule choosing the parameters without weight decay. */

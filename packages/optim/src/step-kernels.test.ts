@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SplitMix64 } from '@llmcp/format';
-import { Decoder, type ParameterEntry, type ParameterLayout } from '@llmcp/model';
+import { Decoder, type CallSetSpec, type ParameterEntry, type ParameterLayout } from '@llmcp/model';
 import { AdamW } from './adamw.ts';
 import { clipByGlobalNorm, type GradientTransform } from './clip.ts';
 import { isOptimError } from './errors.ts';
@@ -145,7 +145,7 @@ const lengths = fc.array(fc.oneof(fc.integer({ min: 1, max: 7 }), fc.integer({ m
 function runOptimizer(c: Case, h: Hyper, steps: readonly { lr: number; t: GradientTransform }[], simd: boolean, threads?: Decoder): { outcomes: (string | null)[]; W: bigint[]; M: bigint[]; V: bigint[] } {
   setOptimSimd(simd);
   let shared = 0;
-  const lent = threads === undefined ? {} : { threads: threads.threads, shareCalls: (...args: Parameters<Decoder['shareCalls']>) => (shared++, threads.shareCalls(...args)) };
+  const lent = threads === undefined ? {} : { threads: threads.threads, shareCalls: (spec: CallSetSpec) => (shared++, threads.shareCalls(spec)) };
   const model = { layout: c.layout, parameters: c.W.slice(), gradients: c.G.slice(), ...lent };
   const opt = new AdamW(model, { config: h, groups: c.layout.entries.length === 0 ? null : (name) => name.endsWith('.gain') });
   // the path under test is the one taken

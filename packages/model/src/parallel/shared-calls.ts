@@ -25,20 +25,29 @@ export interface CallInputs {
   readonly spans: Int32Array;
 }
 
+/** A set of calls to share out (Decoder.shareCalls, {@link callsOnThisThread}). */
+export interface CallSetSpec {
+  /** A compiled WebAssembly.Module importing memory "env" "memory". */
+  readonly module: object;
+  /** Its memory: shared (`shared: true`) when the calls are shared with worker threads. */
+  readonly memory: WasmMemory;
+  /** Names of exported functions taking `arity` i32 arguments and returning an i32 (0 = success). */
+  readonly entries: readonly string[];
+  /** The argument tuples, `arity` values each, read at every run (on a SharedArrayBuffer with worker threads). */
+  readonly calls: Int32Array;
+  /** Values per tuple (≥ 1). */
+  readonly arity: number;
+  /** Arrays each thread copies into the memory before its calls (the elements its own tuples read), or none. */
+  readonly inputs?: CallInputs | null;
+}
+
 /** What a worker is sent to add a call set, or to drop one (`drop`). */
 export type CallSetMessage =
-  | {
+  | (CallSetSpec & {
       readonly id: number;
-      readonly module: object;
-      readonly memory: WasmMemory;
-      readonly entries: readonly string[];
-      /** The argument tuples, `arity` values each (shared). */
-      readonly calls: Int32Array;
-      readonly arity: number;
       /** Per thread index, the first tuple of its share whose call returned non-zero, or −1 (shared). */
       readonly results: Int32Array;
-      readonly inputs: CallInputs | null;
-    }
+    })
   | { readonly id: number; readonly drop: true };
 
 /** One thread's instance of a call set. */
@@ -67,7 +76,7 @@ export function instantiateCalls(m: Exclude<CallSetMessage, { drop: true }>): Ca
     if (typeof f !== 'function') throw new TypeError(`shareCalls: the module exports no function ${JSON.stringify(name)}`);
     return f as (...args: number[]) => number;
   });
-  return { entries, calls: m.calls, arity: m.arity, results: m.results, inputs: m.inputs, view: new Float64Array(m.memory.buffer) };
+  return { entries, calls: m.calls, arity: m.arity, results: m.results, inputs: m.inputs ?? null, view: new Float64Array(m.memory.buffer) };
 }
 
 /**
@@ -103,7 +112,11 @@ export function runCallShare(set: CallSet, entry: number, thread: number, thread
  * Checks the arguments of a call set.
  * @throws TypeError or RangeError for unusable ones.
  */
-export function checkCalls(memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs: CallInputs | null): void {
+export function checkCalls(spec: CallSetSpec): void {
+  if (typeof spec !== 'object' || spec === null) throw new TypeError('shareCalls: expected { module, memory, entries, calls, arity, inputs? }');
+  const { memory, entries, calls, arity } = spec;
+  const inputs = spec.inputs ?? null;
+  if (typeof memory !== 'object' || memory === null || !(memory.buffer instanceof ArrayBuffer || memory.buffer instanceof SharedArrayBuffer)) throw new TypeError('shareCalls: memory must be a WebAssembly.Memory');
   if (!Number.isSafeInteger(arity) || arity < 1) throw new RangeError(`shareCalls: arity must be an integer ≥ 1, found ${String(arity)}`);
   if (!(calls instanceof Int32Array) || calls.length % arity !== 0) throw new TypeError(`shareCalls: calls must be an Int32Array of whole ${arity}-value tuples`);
   if (!Array.isArray(entries) || entries.length === 0 || entries.some((e) => typeof e !== 'string')) throw new TypeError('shareCalls: entries must be a non-empty list of export names');
@@ -151,18 +164,13 @@ export interface SharedCalls {
 
 /**
  * The same calls without worker threads: every tuple on the calling thread (for a model with one thread, or none).
- * @param module - a compiled WebAssembly.Module importing memory "env" "memory".
- * @param memory - its memory.
- * @param entries - names of exported functions taking `arity` i32 arguments and returning an i32 (0 = success).
- * @param calls - the argument tuples (read at every run).
- * @param arity - values per tuple.
- * @param inputs - arrays to copy into the memory before the calls (what each call reads of them), or null.
+ * @param spec - the module, memory, entries, tuples and inputs.
  * @returns the calls.
  * @throws TypeError or RangeError for unusable arguments, or what instantiating the module throws.
  */
-export function callsOnThisThread(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs: CallInputs | null = null): SharedCalls {
-  checkCalls(memory, entries, calls, arity, inputs);
-  const set = instantiateCalls({ id: 0, module, memory, entries: [...entries], calls, arity, results: new Int32Array(1), inputs });
+export function callsOnThisThread(spec: CallSetSpec): SharedCalls {
+  checkCalls(spec);
+  const set = instantiateCalls({ ...spec, entries: [...spec.entries], id: 0, results: new Int32Array(1) });
   let released = false;
   return {
     run: (entry) => {

@@ -18,7 +18,7 @@
  * computed by exactly one call, so the split changes no bit.
  */
 
-import { callsOnThisThread, type CallInputs, type SharedCalls } from '@llmcp/model';
+import { callsOnThisThread, type CallSetSpec, type SharedCalls } from '@llmcp/model';
 import { Code, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec, type WasmMemory } from '@llmcp/model/wasm-assembler';
 
 // ── Memory layout ───────────────────────────────────────────────────────────
@@ -281,7 +281,7 @@ export function instantiateFixed(module: object, pages: number): KernelInstance 
  */
 export interface CallSharing {
   readonly threads: number;
-  shareCalls(module: object, memory: WasmMemory, entries: readonly string[], calls: Int32Array, arity: number, inputs?: CallInputs | null): SharedCalls;
+  shareCalls(spec: CallSetSpec): SharedCalls;
 }
 
 /** The arrays of one optimizer's kernel: the model's gradients and parameters, and its tensors' extents. */
@@ -385,7 +385,8 @@ export class AdamWKernel {
     const readable = sharing === null || (G.buffer instanceof SharedArrayBuffer && W.buffer instanceof SharedArrayBuffer);
     this.#copyIn = !readable;
     const inputs = readable ? { sources: [G, W], at: [this.#gIn.byteOffset / 8, this.#wIn.byteOffset / 8], spans } : null;
-    this.#shared = sharing === null ? callsOnThisThread(module, memory, entries, calls, ARITY, inputs) : sharing.shareCalls(module, memory, entries, calls, ARITY, inputs);
+    const spec = { module, memory, entries, calls, arity: ARITY, inputs };
+    this.#shared = sharing === null ? callsOnThisThread(spec) : sharing.shareCalls(spec);
     releaser?.register(this, this.#shared);
   }
 
