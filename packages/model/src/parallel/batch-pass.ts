@@ -236,7 +236,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     }
     pass.flushGradients();
     // No sequence left: this thread computes the others' weight-gradient products until none runs a sequence.
-    if (help !== null) ctx.idleMs += serveProducts(help.block, threadIndex, help.kernels);
+    if (help !== null) ctx.idleMs += serveProducts(help.block, help.kernels);
   } else if (command === COMMAND.CALLS) {
     const set = ctx.calls.get(Atomics.load(ctrl, CTRL.CALLS_ID));
     if (set === undefined) throw new Error(`no call set ${Atomics.load(ctrl, CTRL.CALLS_ID)} on thread ${threadIndex}`);

@@ -137,12 +137,8 @@ export class HelpDesk implements ProductOffer {
   }
 }
 
-/** A helper's kernels on the other threads' memories (made once per set of memories). */
-export interface HelperKernels {
-  /** The memories they were made for (per thread index). */
-  readonly memories: readonly (WasmMemory | null)[];
-  readonly kernels: readonly (WasmGemm | null)[];
-}
+/** A helper's kernels on the other threads' memories, per thread index (null for itself), made once per set of memories. */
+export type HelperKernels = readonly (WasmGemm | null)[];
 
 /**
  * @param memories - per thread index, its arena memory (null: none).
@@ -150,27 +146,25 @@ export interface HelperKernels {
  * @returns kernels of this thread's own on the others' memories.
  */
 export function helperKernels(memories: readonly (WasmMemory | null)[], self: number): HelperKernels {
-  return { memories, kernels: memories.map((m, t) => (m === null || t === self ? null : createWasmGemm(m.buffer.byteLength / 8, m))) };
+  return memories.map((m, t) => (m === null || t === self ? null : createWasmGemm(m.buffer.byteLength / 8, m)));
 }
 
 /**
  * Serves the other threads' offers until no thread runs sequences any more
  * (spinning: the thread has nothing else to do until the phase ends).
  * @param help - the help block.
- * @param self - this thread's index (its own slot is skipped).
- * @param kernels - this thread's kernels on the others' memories.
+ * @param kernels - this thread's kernels on the others' memories (none on its own: its slot is skipped).
  * @returns the milliseconds it spent without a product to compute (waiting for the others, in effect).
  */
-export function serveProducts(help: Int32Array, self: number, kernels: HelperKernels): number {
-  const ks = kernels.kernels;
-  const threads = ks.length;
+export function serveProducts(help: Int32Array, kernels: HelperKernels): number {
+  const threads = kernels.length;
   const start = performance.now();
   let working = 0;
   Atomics.add(help, HELP.SERVING, 1);
   try {
     while (Atomics.load(help, HELP.RUNNING) > 0) {
       for (let t = 0; t < threads; t++) {
-        const k = ks[t];
+        const k = kernels[t];
         if (k === null || k === undefined) continue;
         const slot = SLOTS + SLOT * t;
         if (Atomics.load(help, slot + STATE) !== OFFERED || Atomics.compareExchange(help, slot + STATE, OFFERED, CLAIMED) !== OFFERED) continue;
