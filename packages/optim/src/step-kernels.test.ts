@@ -236,6 +236,42 @@ describe('AdamW step kernels', () => {
     }
   });
 
+  it('keeps the WebAssembly update on this thread when no shared memory can be had', async () => {
+    const decoder = await Decoder.create(TINY, { threads: 2 });
+    const api = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; shared?: boolean }) => object } }).WebAssembly;
+    const Memory = api.Memory;
+    let refused = 0;
+    api.Memory = new Proxy(Memory, {
+      construct(target, args: [{ initial: number; shared?: boolean }]) {
+        if (args[0].shared === true) {
+          refused++;
+          throw new RangeError('out of memory (test)');
+        }
+        return Reflect.construct(target, args) as object;
+      },
+    });
+    try {
+      const c = makeCase([700, 1500, 3, 64], 71n, false);
+      const h = { learningRate: 0.04, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 };
+      const st = [{ lr: 0.04, t: { kind: 'none' } as const }, { lr: 0.01, t: { kind: 'uniform', multiplier: 0.5 } as const }];
+      let shared = 0;
+      const model = { layout: c.layout, parameters: c.W.slice(), gradients: c.G.slice(), threads: 2, shareCalls: (spec: CallSetSpec) => (shared++, decoder.shareCalls(spec)) };
+      const opt = new AdamW(model, { config: h, groups: (name) => name.endsWith('.gain') });
+      expect(refused).toBeGreaterThan(0);
+      expect(shared).toBe(0);
+      opt.first.set(c.M);
+      opt.second.set(c.V);
+      for (const s of st) opt.step({ learningRate: s.lr, clip: { normBefore: 0, normAfter: 0, clipped: s.t.kind !== 'none', multiplier: 1, largestAbs: 0, scaledSumOfSquares: 1, root: 1, transform: s.t } });
+      const want = runReference(c, h, st);
+      expect({ W: bitsOf(model.parameters), M: bitsOf(opt.first), V: bitsOf(opt.second) }).toEqual({ W: want.W, M: want.M, V: want.V });
+      // the kernel's memory, not the JavaScript loop's arrays
+      expect(opt.first.buffer.byteLength).toBeGreaterThan(opt.first.byteLength);
+    } finally {
+      api.Memory = Memory;
+      await decoder.close();
+    }
+  });
+
   it('names the tensor and index of an injected non-finite value and changes nothing', () => {
     fc.assert(
       fc.property(

@@ -422,19 +422,22 @@ export class AdamWKernel {
       blocks += Math.ceil(t.length / BLOCK);
     }
     if (next !== n || arrays.G.length !== n) return null;
-    const shared = sharing !== null && sharing.threads > 1;
-    const module = compiledModule(shared);
     const bytes = (ARRAYS_OFF + 7 * (n + 2) + blocks) * 8;
-    if (module === null || bytes > MAX_BYTES) return null;
-    const pages = Math.ceil(bytes / PAGE);
-    let memory: WasmMemory;
-    try {
-      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly as WasmApi;
-      memory = new api.Memory({ initial: pages, maximum: pages, ...(shared ? { shared: true } : {}) });
-    } catch {
-      return null;
+    if (bytes > MAX_BYTES) return null;
+    // On a shared memory when the model's threads take part; where one cannot be had, on a memory of its own.
+    for (const shared of sharing !== null && sharing.threads > 1 ? [true, false] : [false]) {
+      const module = compiledModule(shared);
+      if (module === null) continue;
+      const pages = Math.ceil(bytes / PAGE);
+      try {
+        const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly as WasmApi;
+        const memory = new api.Memory({ initial: pages, maximum: pages, ...(shared ? { shared: true } : {}) });
+        return new AdamWKernel(memory, module, arrays, shared ? sharing : null);
+      } catch {
+        // next
+      }
     }
-    return new AdamWKernel(memory, module, arrays, shared ? sharing : null);
+    return null;
   }
 
   /**
