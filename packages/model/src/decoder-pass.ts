@@ -500,6 +500,13 @@ export class DecoderPass {
     this.ensureCapacity(T);
   }
 
+  /**
+   * @returns whether the kernel arena left the memory given to {@link adoptArenaMemory} for one of its own (a sequence too long for it came).
+   */
+  offAdoptedMemory(): boolean {
+    return this.#adopted !== null && this.#arena !== null && this.#arena.kernel.memory.buffer !== this.#adopted.memory.buffer;
+  }
+
   /** Row strides of the activations in a kernel arena. */
   #paddedStrides(): ActivationStrides {
     return { ffn: residentStride(this.config.feedForwardWidth), dlogits: residentStride(this.config.vocabularySize) };

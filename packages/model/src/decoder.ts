@@ -382,6 +382,11 @@ export class Decoder {
       ctx.arenas = arenas;
       grown = true;
     }
+    const arenas = ctx.arenas;
+    if (arenas !== null && T <= arenas.positions && this.#pass.offAdoptedMemory()) {
+      // Back onto it after a longer sequence (logits, generation) moved the arena to a memory of its own.
+      this.#pass.adoptArenaMemory({ memory: arenas.caller, front: 0 }, arenas.positions);
+    }
     for (let i = 0; i < n; i++) {
       ctx.inputs[i] = batch.inputs[i] as number;
       ctx.targets[i] = batch.targets[i] as number;

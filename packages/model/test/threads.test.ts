@@ -306,6 +306,31 @@ describe('threaded training', () => {
     }
   });
 
+  it("offers the calling thread's products again after a longer sequence moved its arena off the shared memory", async () => {
+    setKernels('wasm');
+    helpTuning.force = true;
+    claimPlan.frontShare = (_w, n) => n;
+    const one = new Decoder(TINY);
+    const m = await Decoder.create(TINY, { threads: 2 });
+    opened.push(m);
+    for (const d of [one, m]) d.initialize(19n);
+    const rng = new SplitMix64(51n);
+    const train = (): void => {
+      const batch = randomBatch(rng, TINY.vocabularySize, 3, 4);
+      const helped = m.parallelStats().helpedProducts;
+      const offered = gemmCounters.offeredProducts;
+      expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+      expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+      expect(gemmCounters.offeredProducts - offered).toBeGreaterThan(0);
+      expect(m.parallelStats().helpedProducts - helped).toBe(gemmCounters.offeredProducts - offered);
+    };
+    train();
+    // Eight positions: more than the shared memories were made for (four).
+    const tokens = Array.from({ length: 8 }, () => rng.nextBelow(TINY.vocabularySize));
+    expect(bitsOf(m.logits(tokens))).toEqual(bitsOf(one.logits(tokens)));
+    train();
+  });
+
   it.runIf(loadNativeKernels().addon !== null)('offers no product with the native kernels (their operands are not in a shared kernel memory), and gives the bits of one thread', async () => {
     setKernels('native');
     helpTuning.force = true;

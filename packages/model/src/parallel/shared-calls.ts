@@ -29,7 +29,7 @@ export interface CallInputs {
 export interface CallSetSpec {
   /** A compiled WebAssembly.Module importing memory "env" "memory". */
   readonly module: object;
-  /** Its memory: shared (`shared: true`) when the calls are shared with worker threads. */
+  /** Its memory, of a fixed size (it must not grow): shared (`shared: true`) when the calls are shared with worker threads. */
   readonly memory: WasmMemory;
   /** Names of exported functions taking `arity` i32 arguments and returning an i32 (0 = success). */
   readonly entries: readonly string[];
