@@ -30,7 +30,10 @@
  * sequences accumulate in order). A worker thread's pass opens its arena on a
  * shared memory whose front holds the worker's partial slots
  * ({@link DecoderPass.adoptArenaMemory}): its products write each sequence's
- * slot there directly, and nothing is copied out.
+ * slot there directly, and nothing is copied out. The calling thread's pass
+ * opens its arena on a shared memory too (nothing in front), so that at the
+ * end of a wave a thread with no sequence left can compute rows of any
+ * thread's products in place (parallel/help.ts).
  * The snapshot and the transposed weights are the pass's own copies, so their
  * rows are laid out with the arena's row stride (kernels/kernel-arena.ts
  * `residentStride`: a width that is a multiple of 512 values gets 8 more, so
