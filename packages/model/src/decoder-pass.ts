@@ -492,22 +492,20 @@ export class DecoderPass {
    * threads read. Reallocates the buffers for `T` positions; with the native
    * or scalar kernels (no arena) nothing changes. Where the arena does not
    * fit there (the memory is too small, or a longer sequence comes) it opens
-   * on a memory of its own, as without this call.
+   * on a memory of its own, as without this call; calling it again with the
+   * same memory goes back there, and does nothing while the arena is there.
    *
    * @param shared - the shared memory and its front.
    * @param T - positions it was sized for.
    */
   adoptArenaMemory(shared: SharedArenaMemory, T: number): void {
+    const held = this.#adopted;
+    const same = held !== null && held.memory.buffer === shared.memory.buffer && held.front === shared.front;
+    // Already open there (or there is no arena: native or scalar kernels), and not left for a memory of its own: nothing to do.
+    if (same && (this.#arena === null || this.#arena.kernel.memory.buffer === shared.memory.buffer)) return;
     this.#adopted = shared;
     this.capacity = 0;
     this.ensureCapacity(T);
-  }
-
-  /**
-   * @returns whether the kernel arena left the memory given to {@link adoptArenaMemory} for one of its own (a sequence too long for it came).
-   */
-  offAdoptedMemory(): boolean {
-    return this.#adopted !== null && this.#arena !== null && this.#arena.kernel.memory.buffer !== this.#adopted.memory.buffer;
   }
 
   /** Row strides of the activations in a kernel arena. */

@@ -12,7 +12,7 @@ import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
-import type { WasmApi, WasmMemory } from './kernels/wasm-assembler.ts';
+import { fixedMemory, type WasmMemory } from './kernels/wasm-assembler.ts';
 import { CallingThread, claimPlan, helping, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
@@ -161,8 +161,6 @@ export class Decoder {
   readonly #ctx: PhaseContext;
   #version = 0;
   readonly #partialBudget: number;
-  /** The worker threads' arena memories (partial slots in front), or null (none yet, or they could not be made). */
-  #arenas: WorkerArenas | null = null;
   /** Products helped in the help blocks of replaced arenas (parallelStats). */
   #helpedBefore = 0;
   /** Sets of worker arena memories made so far (their ids). */
@@ -374,19 +372,15 @@ export class Decoder {
       ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared, arenas === null);
       ctx.regions = arenas === null ? [] : partialRegions(arenas);
       if (arenas !== ctx.arenas) {
-        // The calling thread's arena opens on its shared memory too, so that a worker with no sequence left can compute its products (help.ts).
-        if (arenas !== null) this.#pass.adoptArenaMemory({ memory: arenas.caller, front: 0 }, arenas.positions);
         this.#helpedBefore = this.#helpedProducts();
         ctx.helping = arenas === null ? null : helping(arenas, 0);
       }
       ctx.arenas = arenas;
       grown = true;
     }
-    const arenas = ctx.arenas;
-    if (arenas !== null && T <= arenas.positions && this.#pass.offAdoptedMemory()) {
-      // Back onto it after a longer sequence (logits, generation) moved the arena to a memory of its own.
-      this.#pass.adoptArenaMemory({ memory: arenas.caller, front: 0 }, arenas.positions);
-    }
+    // The calling thread's arena opens on its shared memory too, so that a worker with no sequence left can compute its products (help.ts);
+    // and goes back onto it after a longer sequence (logits, generation) moved it to a memory of its own (else nothing is done).
+    if (ctx.arenas !== null) this.#pass.adoptArenaMemory({ memory: ctx.arenas.memories[0] as WasmMemory, front: 0 }, ctx.arenas.positions);
     for (let i = 0; i < n; i++) {
       ctx.inputs[i] = batch.inputs[i] as number;
       ctx.targets[i] = batch.targets[i] as number;
@@ -412,22 +406,17 @@ export class Decoder {
    * through {@link BatchBuffers.partials}, as the same bits.
    */
   #workerArenas(reserved: number, T: number): WorkerArenas | null {
-    const old = this.#arenas;
+    const old = this.#ctx.arenas;
     if (old !== null && old.reserved >= reserved && old.positions >= T) return old;
     const want = { reserved: Math.max(reserved, old?.reserved ?? 0), positions: Math.max(T, old?.positions ?? 0) };
-    const pages = kernelArenaPages(want.reserved, this.#pass.arenaElements(want.positions));
+    const elements = this.#pass.arenaElements(want.positions);
     try {
-      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      if (api === undefined) return null;
-      const memories: (WasmMemory | null)[] = [null];
-      for (let w = 1; w < this.threads; w++) memories.push(new api.Memory({ initial: pages, maximum: pages, shared: true }));
-      const callerPages = kernelArenaPages(0, this.#pass.arenaElements(want.positions));
-      const caller = new api.Memory({ initial: callerPages, maximum: callerPages, shared: true });
-      this.#arenas = { id: ++this.#arenaSets, memories, caller, help: helpBlock(this.threads), ...want };
+      const memories = [fixedMemory(kernelArenaPages(0, elements), true)];
+      for (let w = 1; w < this.threads; w++) memories.push(fixedMemory(kernelArenaPages(want.reserved, elements), true));
+      return { id: ++this.#arenaSets, memories, help: helpBlock(this.threads), ...want };
     } catch {
-      this.#arenas = null;
+      return null;
     }
-    return this.#arenas;
   }
 
   /** Runs a TRAIN or EVALUATE phase over sequences [start, end) (a wave, or all of the batch). */

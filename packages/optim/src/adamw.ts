@@ -19,11 +19,9 @@ export interface OptimizableModel {
   shareCalls?(spec: CallSetSpec): SharedCalls;
 }
 
-/** @returns the model's threads to share the update with, when it has several. */
+/** @returns the model, when it has several threads to share the update with. */
 function callSharing(model: OptimizableModel): CallSharing | null {
-  const threads = model.threads ?? 1;
-  const share = model.shareCalls;
-  return threads > 1 && typeof share === 'function' ? { threads, shareCalls: (spec) => share.call(model, spec) } : null;
+  return (model.threads ?? 1) > 1 && typeof model.shareCalls === 'function' ? (model as CallSharing) : null;
 }
 
 /** A rule choosing the parameters without weight decay. */

@@ -14,7 +14,7 @@
  * kernels of one thread never run at the same time, and the caller reads it before the next call.
  */
 import { KERNEL_ARENA_DATA_BYTES, residentKernel } from './kernel-arena.ts';
-import { I32, importedMemoryModuleBytes, type Code, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
+import { compileModule, I32, importedMemoryModuleBytes, perMemoryKind, type Code, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
 import { EXP_CONSTANT_BYTES, EXP_TABLE_BYTES, initExpData } from './wasm-exp.ts';
 
 /** Byte address of exp's table in the reserved data (wasm-exp.ts `initExpData`). */
@@ -69,8 +69,19 @@ const initialised = new WeakSet<ArrayBufferLike>();
 export class ArenaKernels<E> {
   readonly #modules: (shared: boolean) => Record<keyof E, Uint8Array>;
   readonly #pages: number;
-  /** Compiled modules, on an unshared and on a shared memory: undefined before the first use, null when unavailable. */
-  readonly #compiled: [Compiled<E> | null | undefined, Compiled<E> | null | undefined] = [undefined, undefined];
+  /** The modules for an unshared or a shared memory, compiled on first use (null when unavailable). */
+  readonly #compile = perMemoryKind((shared): Compiled<E> | null => {
+    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+    if (api === undefined) return null;
+    const bytes = this.#modules(shared);
+    const modules = {} as Record<keyof E, object>;
+    for (const key of Object.keys(bytes) as (keyof E)[]) {
+      const module = compileModule(bytes[key]);
+      if (module === null) return null;
+      modules[key] = module;
+    }
+    return { api, modules };
+  });
   /** The private binding: undefined before the first use, null when unavailable. */
   #own: ArenaBinding<E> | null | undefined;
   readonly #arenas = new WeakMap<ArrayBufferLike, ArenaBinding<E> | null>();
@@ -107,24 +118,6 @@ export class ArenaKernels<E> {
     const first = arrays[0] as Float64Array;
     for (const a of arrays) if (a.buffer !== first.buffer) return null;
     return this.arena(first);
-  }
-
-  /** The modules for an unshared or a shared memory, compiled once. */
-  #compile(shared: boolean): Compiled<E> | null {
-    const i = shared ? 1 : 0;
-    if (this.#compiled[i] === undefined) {
-      this.#compiled[i] = null;
-      const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-      if (api === undefined) return null;
-      const bytes = this.#modules(shared);
-      const modules = {} as Record<keyof E, object>;
-      for (const key of Object.keys(bytes) as (keyof E)[]) {
-        if (!api.validate(bytes[key])) return null;
-        modules[key] = new api.Module(bytes[key]);
-      }
-      this.#compiled[i] = { api, modules };
-    }
-    return this.#compiled[i] ?? null;
   }
 
   #bind(memory: WasmMemory | null): ArenaBinding<E> | null {

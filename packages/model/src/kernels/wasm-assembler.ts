@@ -513,6 +513,49 @@ export function importedMemoryModuleBytes(fns: readonly WasmFunctionSpec[], shar
   ]);
 }
 
+/**
+ * Compiles module bytes synchronously (kernel modules are small enough for a
+ * browser's main thread).
+ * @param bytes - the module bytes.
+ * @returns the module, or null without WebAssembly (SIMD) or when the bytes do not validate.
+ */
+export function compileModule(bytes: Uint8Array): object | null {
+  try {
+    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+    return api !== undefined && api.validate(bytes) ? new api.Module(bytes) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What `make` gives for a module on an unshared and on a shared memory, each
+ * made once, on first use (the compiled modules of a kernel that runs on both).
+ * @param make - makes it for one kind of memory.
+ * @returns the memoized maker.
+ */
+export function perMemoryKind<T>(make: (shared: boolean) => T): (shared: boolean) => T {
+  const made: { value: T }[] = [];
+  return (shared) => {
+    const i = shared ? 1 : 0;
+    made[i] ??= { value: make(shared) };
+    return made[i].value;
+  };
+}
+
+/**
+ * A memory of exactly `pages` 64 KiB pages that never grows (views of it stay attached).
+ * @param pages - its size.
+ * @param shared - a shared memory (other threads may run kernels on it).
+ * @returns the memory.
+ * @throws what the WebAssembly API throws when it cannot be had (no WebAssembly: a TypeError).
+ */
+export function fixedMemory(pages: number, shared = false): WasmMemory {
+  const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
+  if (api === undefined) throw new TypeError('no WebAssembly here');
+  return new api.Memory({ initial: pages, maximum: pages, ...(shared ? { shared: true } : {}) });
+}
+
 /** One thread's instance of an element-wise kernel: the function and views of its memory. */
 export interface ElementwiseKernel {
   readonly run: (n: number) => number;
@@ -528,9 +571,9 @@ export interface ElementwiseKernel {
 export function instantiateElementwise(bytes: Uint8Array, fn: string, init: (f64: Float64Array) => void): ElementwiseKernel | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    if (api === undefined) return null;
-    if (!api.validate(bytes)) return null;
-    const instance = new api.Instance(new api.Module(bytes), {});
+    const module = compileModule(bytes);
+    if (api === undefined || module === null) return null;
+    const instance = new api.Instance(module, {});
     const buffer = (instance.exports.memory as WasmMemory).buffer;
     const f64 = new Float64Array(buffer);
     init(f64);

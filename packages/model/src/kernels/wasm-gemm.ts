@@ -19,7 +19,7 @@
  * gradient's activation as it is), so no transpose is needed first.
  */
 
-import { Code, F64, I32, V128, memoryImportSection, name, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
+import { Code, F64, I32, V128, compileModule, memoryImportSection, name, perMemoryKind, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
 
 // ── The kernel ─────────────────────────────────────────────────────────────
 
@@ -278,16 +278,7 @@ export interface WasmGemm {
 }
 
 /** The compiled modules (own memory, imported shared memory), shared by every instance of this thread (null: no WebAssembly SIMD). */
-const compiled: [object | null | undefined, object | null | undefined] = [undefined, undefined];
-
-function gemmModule(api: WasmApi, imported: boolean): object | null {
-  const i = imported ? 1 : 0;
-  if (compiled[i] === undefined) {
-    const bytes = gemmModuleBytes(imported);
-    compiled[i] = api.validate(bytes) ? new api.Module(bytes) : null;
-  }
-  return compiled[i] ?? null;
-}
+const gemmModule = perMemoryKind((imported) => compileModule(gemmModuleBytes(imported)));
 
 /**
  * Instantiates the kernel synchronously, or returns null when this runtime
@@ -300,7 +291,7 @@ export function createWasmGemm(fixedElements?: number, shared?: WasmMemory): Was
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
     if (api === undefined) return null;
-    const module = gemmModule(api, shared !== undefined);
+    const module = gemmModule(shared !== undefined);
     if (module === null) return null;
     if (shared !== undefined) {
       if (fixedElements === undefined || shared.buffer.byteLength < fixedElements * 8) return null;

@@ -30,20 +30,19 @@ import { runCallShare, type CallSet, type CallSetMessage } from './shared-calls.
 export const claimPlan: { frontShare: ((wave: number, sequences: number) => number) | null } = { frontShare: null };
 
 /**
- * The shared memories of the worker threads' kernel arenas (made by the
- * calling thread: decoder.ts): per thread index (none for the calling
- * thread), a memory whose first `reserved` elements after the kernel data
- * are that worker's partial slots and the rest its kernel arena for
- * sequences of up to `positions` positions (DecoderPass.adoptArenaMemory).
- * `id` changes whenever the memories are replaced.
+ * The shared memories of the threads' kernel arenas (made by the calling
+ * thread: decoder.ts), per thread index: the calling thread's (index 0)
+ * holds its kernel arena only; each worker's first `reserved` elements after
+ * the kernel data are that worker's partial slots and the rest its kernel
+ * arena. Both are for sequences of up to `positions` positions
+ * (DecoderPass.adoptArenaMemory). `id` changes whenever the memories are
+ * replaced.
  */
 export interface WorkerArenas {
   readonly id: number;
-  readonly memories: readonly (WasmMemory | null)[];
+  readonly memories: readonly WasmMemory[];
   readonly reserved: number;
   readonly positions: number;
-  /** The calling thread's arena memory (nothing in front), for sequences of up to `positions` positions. */
-  readonly caller: WasmMemory;
   /** The help block through which the threads share the rows of their products at the end of a wave (help.ts). */
   readonly help: Int32Array;
 }
@@ -63,16 +62,16 @@ export interface Helping {
  * @returns this thread's part in the help.
  */
 export function helping(arenas: WorkerArenas, threadIndex: number): Helping {
-  const memories = arenas.memories.map((m, t) => (t === 0 ? arenas.caller : m));
-  return { block: arenas.help, desk: new HelpDesk(arenas.help, threadIndex, memories[threadIndex] as WasmMemory), kernels: helperKernels(memories, threadIndex) };
+  const { memories, help } = arenas;
+  return { block: help, desk: new HelpDesk(help, threadIndex, memories[threadIndex] as WasmMemory), kernels: helperKernels(memories, threadIndex) };
 }
 
 /**
- * @param arenas - the workers' memories.
+ * @param arenas - the threads' memories.
  * @returns per thread index, the view of that worker's partial slots (empty for the calling thread).
  */
 export function partialRegions(arenas: WorkerArenas): Float64Array[] {
-  return arenas.memories.map((memory) => (memory === null ? new Float64Array(0) : arenaFront({ memory, front: arenas.reserved })));
+  return arenas.memories.map((memory, t) => (t === 0 ? new Float64Array(0) : arenaFront({ memory, front: arenas.reserved })));
 }
 
 /** Everything a thread needs to run phases. */
@@ -235,7 +234,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       }
     }
     pass.flushGradients();
-    // No sequence left: this thread computes the others' weight-gradient products until none runs a sequence.
+    // No sequence left: this thread computes rows of the others' products until none runs a sequence.
     if (help !== null) ctx.idleMs += serveProducts(help.block, help.kernels);
   } else if (command === COMMAND.CALLS) {
     const set = ctx.calls.get(Atomics.load(ctrl, CTRL.CALLS_ID));

@@ -141,12 +141,12 @@ export class HelpDesk implements ProductOffer {
 export type HelperKernels = readonly (WasmGemm | null)[];
 
 /**
- * @param memories - per thread index, its arena memory (null: none).
+ * @param memories - per thread index, its arena memory.
  * @param self - this thread's index (no kernel for it).
  * @returns kernels of this thread's own on the others' memories.
  */
-export function helperKernels(memories: readonly (WasmMemory | null)[], self: number): HelperKernels {
-  return memories.map((m, t) => (m === null || t === self ? null : createWasmGemm(m.buffer.byteLength / 8, m)));
+export function helperKernels(memories: readonly WasmMemory[], self: number): HelperKernels {
+  return memories.map((m, t) => (t === self ? null : createWasmGemm(m.buffer.byteLength / 8, m)));
 }
 
 /**

@@ -23,8 +23,8 @@
  * Memory (fixed, two pages): `scale` at byte 0, `ssq` at 8, then a chunk of
  * {@link SUM_CHUNK} gradient values copied in by the caller.
  */
-import { Code, F64, I32, V128, importedMemoryModuleBytes, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
-import { compileKernel, instantiateFixed } from './simd.ts';
+import { Code, F64, I32, V128, compileModule, importedMemoryModuleBytes, type WasmFunctionSpec } from '@llmcp/model/wasm-assembler';
+import { instantiateFixed } from './simd.ts';
 
 /** Values summed per call (copied into the kernel's memory first). */
 const SUM_CHUNK = 8192;
@@ -96,7 +96,7 @@ let kernel: SumKernel | null | undefined;
 
 function sumKernel(): SumKernel | null {
   if (kernel === undefined) {
-    const module = compileKernel(() => importedMemoryModuleBytes([scaledSumFunction()]));
+    const module = compileModule(importedMemoryModuleBytes([scaledSumFunction()]));
     const instance = module === null ? null : instantiateFixed(module, PAGES);
     kernel = instance === null ? null : { f64: instance.f64, run: instance.exports['scaledsum'] as SumKernel['run'] };
   }

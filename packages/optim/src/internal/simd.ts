@@ -19,7 +19,7 @@
  */
 
 import { callsOnThisThread, type CallSetSpec, type SharedCalls } from '@llmcp/model';
-import { Code, I32, V128, importedMemoryModuleBytes, type WasmApi, type WasmFunctionSpec, type WasmMemory } from '@llmcp/model/wasm-assembler';
+import { Code, I32, V128, compileModule, fixedMemory, importedMemoryModuleBytes, perMemoryKind, type WasmApi, type WasmFunctionSpec, type WasmMemory } from '@llmcp/model/wasm-assembler';
 
 // ── Memory layout ───────────────────────────────────────────────────────────
 
@@ -207,29 +207,8 @@ export function scalarUpdate(
 // ── Instantiation ───────────────────────────────────────────────────────────
 
 /** The update module: on its own memory, and on an imported shared one. */
-const compiled: [object | null | undefined, object | null | undefined] = [undefined, undefined];
+const compiledModule = perMemoryKind((shared) => compileModule(importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)], shared)));
 let enabled = true;
-
-/**
- * Compiles a kernel module synchronously.
- * @param bytes - makes the module bytes.
- * @returns the module, or null without WebAssembly (SIMD).
- */
-export function compileKernel(bytes: () => Uint8Array): object | null {
-  try {
-    const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-    const b = bytes();
-    return api !== undefined && api.validate(b) ? new api.Module(b) : null;
-  } catch {
-    return null;
-  }
-}
-
-function compiledModule(shared = false): object | null {
-  const i = shared ? 1 : 0;
-  if (compiled[i] === undefined) compiled[i] = compileKernel(() => importedMemoryModuleBytes([adamwFunction(0), adamwFunction(1), adamwFunction(2)], shared));
-  return compiled[i] ?? null;
-}
 
 /**
  * Turns the SIMD kernels on or off for optimizers and clips created or run
@@ -249,7 +228,7 @@ export function setOptimSimd(on: boolean): boolean {
  * @returns true when the WebAssembly paths run.
  */
 export function optimSimdActive(): boolean {
-  return enabled && compiledModule() !== null;
+  return enabled && compiledModule(false) !== null;
 }
 
 /** An instance of a kernel module and a view of its memory. */
@@ -267,7 +246,7 @@ export interface KernelInstance {
 export function instantiateFixed(module: object, pages: number): KernelInstance | null {
   try {
     const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly as WasmApi;
-    const memory = new api.Memory({ initial: pages, maximum: pages });
+    const memory = fixedMemory(pages);
     const instance = new api.Instance(module, { env: { memory } });
     return { f64: new Float64Array(memory.buffer), exports: instance.exports };
   } catch {
@@ -428,11 +407,8 @@ export class AdamWKernel {
     for (const shared of sharing !== null && sharing.threads > 1 ? [true, false] : [false]) {
       const module = compiledModule(shared);
       if (module === null) continue;
-      const pages = Math.ceil(bytes / PAGE);
       try {
-        const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly as WasmApi;
-        const memory = new api.Memory({ initial: pages, maximum: pages, ...(shared ? { shared: true } : {}) });
-        return new AdamWKernel(memory, module, arrays, shared ? sharing : null);
+        return new AdamWKernel(fixedMemory(Math.ceil(bytes / PAGE), shared), module, arrays, shared ? sharing : null);
       } catch {
         // next
       }
