@@ -13,7 +13,7 @@ import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
 import { fixedMemory, type WasmMemory } from './kernels/wasm-assembler.ts';
-import { CallingThread, claimPlan, helping, partialRegions, runPhase, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
+import { arenaAdjoint, arenaFrontOf, CallingThread, claimPlan, runPhase, useArenas, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { checkCalls, checkEntry, instantiateCalls, runCallShare, type CallSetSpec, type SharedCalls } from './parallel/shared-calls.ts';
@@ -205,6 +205,7 @@ export class Decoder {
       regions: [],
       arenas: null,
       helping: null,
+      fold: null,
       idleMs: 0,
       calls: new Map(),
     };
@@ -369,13 +370,11 @@ export class Decoder {
     const slots = shared ? Math.max(1, Math.min(B, Math.max(this.threads, Math.floor(this.#partialBudget / ((this.threads - 1) * P * 8))))) : 0;
     if (old.rows !== B || old.columns !== T || old.slots !== slots) {
       const arenas = shared ? this.#workerArenas(slots * P, T) : null;
-      ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared, arenas === null);
-      ctx.regions = arenas === null ? [] : partialRegions(arenas);
+      ctx.buffers = allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, B, T, slots, shared, arenas === null, arenas === null ? null : arenaAdjoint(arenas));
       if (arenas !== ctx.arenas) {
         this.#helpedBefore = this.#helpedProducts();
-        ctx.helping = arenas === null ? null : helping(arenas, 0);
+        useArenas(ctx, arenas, 0);
       }
-      ctx.arenas = arenas;
       grown = true;
     }
     // The calling thread's arena opens on its shared memory too, so that a worker with no sequence left can compute its products (help.ts);
@@ -411,9 +410,9 @@ export class Decoder {
     const want = { reserved: Math.max(reserved, old?.reserved ?? 0), positions: Math.max(T, old?.positions ?? 0) };
     const elements = this.#pass.arenaElements(want.positions);
     try {
-      const memories = [fixedMemory(kernelArenaPages(0, elements), true)];
-      for (let w = 1; w < this.threads; w++) memories.push(fixedMemory(kernelArenaPages(want.reserved, elements), true));
-      return { id: ++this.#arenaSets, memories, help: helpBlock(this.threads), ...want };
+      const set = { id: ++this.#arenaSets, memories: [] as WasmMemory[], help: helpBlock(this.threads), adjoint: this.layout.size, ...want };
+      for (let t = 0; t < this.threads; t++) set.memories.push(fixedMemory(kernelArenaPages(arenaFrontOf(set, t), elements), true));
+      return set;
     } catch {
       return null;
     }

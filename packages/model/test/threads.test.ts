@@ -12,6 +12,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
 import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
 import { gemmCounters } from '../src/internal/gemm-counters.ts';
+import { fixedMemory } from '../src/kernels/wasm-assembler.ts';
+import { createWasmFold } from '../src/kernels/wasm-fold.ts';
 import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
 import { claimPlan } from '../src/parallel/batch-pass.ts';
 import { helpTuning } from '../src/parallel/help.ts';
@@ -66,9 +68,15 @@ function referenceFinish(adjoint: Float64Array, buffers: BatchBuffers, layout: P
 }
 
 describe('batch reduction pieces', () => {
-  it('reducePartials adds the slots in slot order, like one reducePartial per slot', () => {
+  it('reducePartials adds the slots in slot order, like one reducePartial per slot: in JavaScript, with the WebAssembly fold, and with both', () => {
     const rng = new SplitMix64(41n);
-    const P = 5000;
+    // An odd P and odd split points: the fold's pairs and its last element alone, at odd and even offsets.
+    const P = 5001;
+    const memory = fixedMemory(Math.ceil((10 * P * 8) / 65536), true);
+    const fold = createWasmFold(memory);
+    expect(fold).not.toBeNull();
+    /** Ten P-element places in the fold's memory, at odd element offsets. */
+    const place = (k: number): Float64Array => new Float64Array(memory.buffer, (1 + k * P) * 8, P);
     // runs of 4, 2 and 1 slots per pass, after a copied first slot or not
     for (const [fromSlot, toSlot, first] of [
       [0, 5, true],
@@ -82,14 +90,34 @@ describe('batch reduction pieces', () => {
       [2, 6, true],
     ] as const) {
       const partials = mixedValues(rng, 9 * P);
+      // NaN, infinities and huge values whose sums overflow, at generated places.
+      for (let k = 0; k < 12; k++) partials[rng.nextBelow(9 * P)] = [Number.NaN, Infinity, -Infinity, 1.7e308, -1.7e308][rng.nextBelow(5)] as number;
       const start = mixedValues(rng, P);
       const expected = start.slice();
       for (let s = fromSlot; s < toSlot; s++) reducePartial(expected, partials, s * P, first && s === fromSlot, 0, P);
-      const got = start.slice();
-      const slots = Array.from({ length: toSlot - fromSlot }, (_, k) => partials.subarray((fromSlot + k) * P, (fromSlot + k + 1) * P));
-      reducePartials(got, slots, first, 0, 1234);
-      reducePartials(got, slots, first, 1234, P);
-      expect(bitsOf(got)).toEqual(bitsOf(expected));
+      const n = toSlot - fromSlot;
+      const own = (k: number): Float64Array => partials.subarray((fromSlot + k) * P, (fromSlot + k + 1) * P);
+      // Every slot in the fold's memory; every other one (groups partly outside it add in JavaScript); none.
+      for (const [where, inMemory] of [
+        ['all', (_k: number) => true],
+        ['some', (k: number) => k % 2 === 1],
+        ['none', (_k: number) => false],
+      ] as const) {
+        const got = place(9);
+        got.set(start);
+        const slots = Array.from({ length: n }, (_, k) => {
+          if (!inMemory(k)) return own(k);
+          const p = place(k);
+          p.set(own(k));
+          return p;
+        });
+        const folded = gemmCounters.foldedValues;
+        reducePartials(got, slots, first, 0, 1233, fold);
+        reducePartials(got, slots, first, 1233, P, fold);
+        expect(firstMismatch(`slots ${fromSlot}…${toSlot - 1}, ${where} in the fold's memory`, got, Array.from(expected, bits))).toBeNull();
+        // With every slot in its memory the fold adds every value of the slots after a copied first one; with none, none.
+        if (where !== 'some') expect(gemmCounters.foldedValues - folded).toBe(where === 'all' ? (first ? n - 1 : n) * P : 0);
+      }
     }
   });
 
@@ -388,6 +416,27 @@ describe('threaded training', () => {
       expect(stats.partialSequences).toBeLessThanOrEqual(5 * 8);
     }
     expect(one.parallelStats().partialSequences).toBe(0);
+  });
+
+  it("adds the workers' partials into the adjoint with the WebAssembly fold: both are in the first worker's memory", async () => {
+    const config = TINY;
+    const P = parameterLayout(config).size;
+    const one = new Decoder(config);
+    const m = await Decoder.create(config, { threads: 2 });
+    opened.push(m);
+    for (const d of [one, m]) d.initialize(4n);
+    // The worker runs every sequence and the calling thread reduces alone, so this thread's counter sees every addition.
+    claimPlan.frontShare = () => 0;
+    reduceTuning.localElements = Infinity;
+    const rng = new SplitMix64(52n);
+    for (let step = 0; step < 3; step++) {
+      const batch = randomBatch(rng, config.vocabularySize, 5, 6);
+      const folded = gemmCounters.foldedValues;
+      expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+      expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+      // Sequence 0's partial is copied, the other four are added: every value of them through the fold.
+      expect(gemmCounters.foldedValues - folded).toBe(4 * P);
+    }
   });
 
   it('counts the time the calling thread waits for the workers (none without them)', async () => {

@@ -8,6 +8,7 @@
  *   position's row into its token's row in row-major position order;
  * - loss: the row losses summed in row-major order, divided by N.
  */
+import type { WasmFold } from '../kernels/wasm-fold.ts';
 import type { ParameterLayout } from '../layout.ts';
 
 /** Shared (or thread-local) buffers of one batch. */
@@ -57,9 +58,20 @@ export function allocateF64(length: number, shared: boolean): Float64Array {
  * @param slots - partial slots.
  * @param shared - allocate on SharedArrayBuffers (worker threads).
  * @param ownPartials - whether {@link BatchBuffers.partials} holds the slots (false: the workers' regions do, it is empty).
+ * @param adjoint - where the adjoint goes (P elements: a view of a worker's memory, parallel/batch-pass.ts `arenaAdjoint`), or null for an array of its own.
  * @returns the buffers.
  */
-export function allocateBatchBuffers(layout: ParameterLayout, layers: number, D: number, rows: number, columns: number, slots: number, shared: boolean, ownPartials = true): BatchBuffers {
+export function allocateBatchBuffers(
+  layout: ParameterLayout,
+  layers: number,
+  D: number,
+  rows: number,
+  columns: number,
+  slots: number,
+  shared: boolean,
+  ownPartials = true,
+  adjoint: Float64Array | null = null,
+): BatchBuffers {
   const n = rows * columns;
   return {
     rows,
@@ -70,7 +82,7 @@ export function allocateBatchBuffers(layout: ParameterLayout, layers: number, D:
     owners: shared ? new Int32Array(new SharedArrayBuffer(slots * 4)) : new Int32Array(slots),
     gainTerms: allocateF64((2 * layers + 1) * n * D, shared),
     dx0: allocateF64(n * D, shared),
-    adjoint: allocateF64(layout.size, shared),
+    adjoint: adjoint ?? allocateF64(layout.size, shared),
     lookup: allocateF64((layout.entries[0] as { length: number }).length, shared),
   };
 }
@@ -111,16 +123,20 @@ export function reducePartial(adjoint: Float64Array, partials: Float64Array, slo
  * parameters, in sequence order) into the adjoint over elements [from, to):
  * element i becomes `(…(adjoint[i] + S_first[i]) + …) + S_last[i]`, exactly
  * the order of one {@link reducePartial} per slot, in cache-sized blocks of
- * elements.
+ * elements. Four, two or one slots at a time go through `fold` — a
+ * WebAssembly kernel with the same additions (kernels/wasm-fold.ts) — when the
+ * adjoint and those slots are views of its memory, else through JavaScript.
  *
  * @param adjoint - (P) accumulator.
  * @param slots - the partials to add, in order.
  * @param first - whether `slots[0]` holds sequence 0 (copied, not added).
  * @param from - first element.
  * @param to - end element (exclusive).
+ * @param fold - the fold kernel on the adjoint's memory, or null.
  */
-export function reducePartials(adjoint: Float64Array, slots: readonly Float64Array[], first: boolean, from: number, to: number): void {
+export function reducePartials(adjoint: Float64Array, slots: readonly Float64Array[], first: boolean, from: number, to: number, fold: WasmFold | null = null): void {
   const n = slots.length;
+  const inFold = (group: readonly Float64Array[]): boolean => fold !== null && adjoint.buffer === fold.buffer && group.every((p) => p.buffer === fold.buffer);
   for (let lo = from; lo < to; lo += REDUCE_BLOCK) {
     const hi = Math.min(to, lo + REDUCE_BLOCK);
     let s = 0;
@@ -134,6 +150,10 @@ export function reducePartials(adjoint: Float64Array, slots: readonly Float64Arr
       const p2 = slots[s + 1] as Float64Array;
       const p3 = slots[s + 2] as Float64Array;
       const p4 = slots[s + 3] as Float64Array;
+      if (inFold([p1, p2, p3, p4])) {
+        (fold as WasmFold).add(adjoint, [p1, p2, p3, p4], lo, hi);
+        continue;
+      }
       for (let i = lo; i < hi; i++) {
         adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number) + (p3[i] as number) + (p4[i] as number);
       }
@@ -141,9 +161,14 @@ export function reducePartials(adjoint: Float64Array, slots: readonly Float64Arr
     for (; s + 1 < n; s += 2) {
       const p1 = slots[s] as Float64Array;
       const p2 = slots[s + 1] as Float64Array;
-      for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number);
+      if (inFold([p1, p2])) (fold as WasmFold).add(adjoint, [p1, p2], lo, hi);
+      else for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number);
     }
-    if (s < n) reducePartial(adjoint, slots[s] as Float64Array, 0, false, lo, hi);
+    if (s < n) {
+      const p1 = slots[s] as Float64Array;
+      if (inFold([p1])) (fold as WasmFold).add(adjoint, [p1], lo, hi);
+      else reducePartial(adjoint, p1, 0, false, lo, hi);
+    }
   }
 }
 

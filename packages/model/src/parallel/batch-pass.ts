@@ -15,6 +15,7 @@ import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batc
 import { setProductOffer } from '../kernels/gemm.ts';
 import { arenaFront } from '../kernels/kernel-arena.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
+import { createWasmFold, type WasmFold } from '../kernels/wasm-fold.ts';
 import { HELP, HelpDesk, helperKernels, serveProducts, type HelperKernels } from './help.ts';
 import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
 import { runCallShare, type CallSet, type CallSetMessage } from './shared-calls.ts';
@@ -33,15 +34,18 @@ export const claimPlan: { frontShare: ((wave: number, sequences: number) => numb
  * The shared memories of the threads' kernel arenas (made by the calling
  * thread: decoder.ts), per thread index: the calling thread's (index 0)
  * holds its kernel arena only; each worker's first `reserved` elements after
- * the kernel data are that worker's partial slots and the rest its kernel
- * arena. Both are for sequences of up to `positions` positions
- * (DecoderPass.adoptArenaMemory). `id` changes whenever the memories are
- * replaced.
+ * the kernel data are that worker's partial slots, the first worker's next
+ * `adjoint` elements the pass adjoint (so that the partials it holds are
+ * added into the adjoint by a WebAssembly kernel: kernels/wasm-fold.ts), and
+ * the rest its kernel arena ({@link arenaFrontOf}). Both are for sequences of
+ * up to `positions` positions (DecoderPass.adoptArenaMemory). `id` changes
+ * whenever the memories are replaced.
  */
 export interface WorkerArenas {
   readonly id: number;
   readonly memories: readonly WasmMemory[];
   readonly reserved: number;
+  readonly adjoint: number;
   readonly positions: number;
   /** The help block through which the threads share the rows of their products at the end of a wave (help.ts). */
   readonly help: Int32Array;
@@ -61,17 +65,42 @@ export interface Helping {
  * @param threadIndex - this thread.
  * @returns this thread's part in the help.
  */
-export function helping(arenas: WorkerArenas, threadIndex: number): Helping {
+function helping(arenas: WorkerArenas, threadIndex: number): Helping {
   const { memories, help } = arenas;
   return { block: help, desk: new HelpDesk(help, threadIndex, memories[threadIndex] as WasmMemory), kernels: helperKernels(memories, threadIndex) };
 }
 
 /**
  * @param arenas - the threads' memories.
- * @returns per thread index, the view of that worker's partial slots (empty for the calling thread).
+ * @param t - a thread index.
+ * @returns the elements before thread t's kernel arena in its memory: a worker's partial slots and, for the first, the adjoint.
  */
-export function partialRegions(arenas: WorkerArenas): Float64Array[] {
-  return arenas.memories.map((memory, t) => (t === 0 ? new Float64Array(0) : arenaFront({ memory, front: arenas.reserved })));
+export function arenaFrontOf(arenas: WorkerArenas, t: number): number {
+  return t === 0 ? 0 : arenas.reserved + (t === 1 ? arenas.adjoint : 0);
+}
+
+/**
+ * @param arenas - the threads' memories.
+ * @returns the pass adjoint's place in the first worker's memory, or null when it has none.
+ */
+export function arenaAdjoint(arenas: WorkerArenas): Float64Array | null {
+  const memory = arenas.memories[1];
+  return memory === undefined || arenas.adjoint === 0 ? null : arenaFront({ memory, front: arenaFrontOf(arenas, 1) }).subarray(arenas.reserved);
+}
+
+/**
+ * Points a thread's context at a new set of arena memories (or none): the
+ * workers' partial regions, its part in the help, and its fold kernel on the
+ * memory that holds the adjoint.
+ * @param ctx - the thread's context.
+ * @param arenas - the memories, or null.
+ * @param threadIndex - the thread.
+ */
+export function useArenas(ctx: PhaseContext, arenas: WorkerArenas | null, threadIndex: number): void {
+  ctx.arenas = arenas;
+  ctx.regions = arenas === null ? [] : arenas.memories.map((memory, t) => (t === 0 ? new Float64Array(0) : arenaFront({ memory, front: arenas.reserved })));
+  ctx.helping = arenas === null ? null : helping(arenas, threadIndex);
+  ctx.fold = arenas === null || arenaAdjoint(arenas) === null ? null : createWasmFold(arenas.memories[1] as WasmMemory);
 }
 
 /** Everything a thread needs to run phases. */
@@ -95,6 +124,8 @@ export interface PhaseContext {
   arenas: WorkerArenas | null;
   /** This thread's part in the help of TRAIN phases, or null (no shared memories: each thread runs its own products). */
   helping: Helping | null;
+  /** This thread's fold kernel on the memory of the adjoint (kernels/wasm-fold.ts), or null (the reduction adds in JavaScript). */
+  fold: WasmFold | null;
   /** Milliseconds this thread served the others' products with none to compute, so far (help.ts `serveProducts`). */
   idleMs: number;
   /** This thread's instances of the call sets shared with it, by id (shared-calls.ts). */
@@ -254,7 +285,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       const w = buffers.owners[s] as number;
       partials.push((w === 0 ? buffers.partials : (ctx.regions[w] as Float64Array)).subarray(s * P, (s + 1) * P));
     }
-    reducePartials(buffers.adjoint, partials, first === 0, from, to);
+    reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
     if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
       const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
       if (bad >= 0) recordFirstBad(ctrl, bad);

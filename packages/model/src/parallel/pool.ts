@@ -14,7 +14,7 @@ import type { DecoderConfig } from '@llmcp/format';
 import { ModelError } from '../errors.ts';
 import { kernelChoice } from '../kernels/native.ts';
 import { runPhase, type PhaseContext, type PhaseRunner } from './batch-pass.ts';
-import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
+import { COMMAND, CTRL, CTRL_LENGTH, spinTuning, spinWhile } from './protocol.ts';
 import type { CallSetMessage } from './shared-calls.ts';
 import type { WorkerBuffers, WorkerInit } from './worker.ts';
 
@@ -182,6 +182,7 @@ export class ThreadPool implements PhaseRunner {
     if (this.#closed) throw new ModelError('MODEL_CLOSED', 'the decoder was closed; its worker threads are gone');
     const c = this.control;
     Atomics.store(c, CTRL.THREADS, this.threads);
+    Atomics.store(c, CTRL.SPIN_US, spinTuning.microseconds);
     Atomics.store(c, CTRL.COMMAND, command);
     Atomics.store(c, CTRL.DONE, 0);
     Atomics.store(c, CTRL.ERROR, 0);
@@ -195,6 +196,7 @@ export class ThreadPool implements PhaseRunner {
     for (;;) {
       const done = Atomics.load(c, CTRL.DONE);
       if (done >= n) break;
+      if (spinWhile(c, CTRL.DONE, done)) continue;
       Atomics.wait(c, CTRL.DONE, done);
     }
     if (Atomics.load(c, CTRL.ERROR) !== 0) {

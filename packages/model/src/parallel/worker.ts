@@ -9,8 +9,8 @@ import type { BatchBuffers } from '../internal/batch-reduce.ts';
 import { DecoderPass } from '../decoder-pass.ts';
 import { setKernels, type KernelChoice } from '../kernels/native.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
-import { helping, partialRegions, runPhase, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
-import { COMMAND, CTRL } from './protocol.ts';
+import { arenaFrontOf, runPhase, useArenas, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
+import { COMMAND, CTRL, spinWhile } from './protocol.ts';
 import { instantiateCalls, type CallSetMessage } from './shared-calls.ts';
 
 /** What the pool hands to each worker. */
@@ -72,6 +72,7 @@ function main(init: WorkerInit): void {
       regions: [],
       arenas: null,
       helping: null,
+      fold: null,
       idleMs: 0,
       calls: new Map(),
     };
@@ -82,6 +83,7 @@ function main(init: WorkerInit): void {
   let generation = Atomics.load(control, CTRL.GENERATION);
   parentPort?.postMessage({ type: 'ready' });
   for (;;) {
+    spinWhile(control, CTRL.GENERATION, generation);
     Atomics.wait(control, CTRL.GENERATION, generation);
     generation = Atomics.load(control, CTRL.GENERATION);
     const command = Atomics.load(control, CTRL.COMMAND);
@@ -98,10 +100,8 @@ function main(init: WorkerInit): void {
         ctx.buffers = b.buffers;
         // New memories: the pass opens its arena on its own. The same ones arrive as new objects: keep the first, on which the arena's kernel runs (a partial slot is written in place only through a view of that object's buffer).
         if (b.arenas?.id !== ctx.arenas?.id) {
-          ctx.arenas = b.arenas;
-          ctx.regions = b.arenas === null ? [] : partialRegions(b.arenas);
-          ctx.helping = b.arenas === null ? null : helping(b.arenas, index);
-          if (b.arenas !== null) ctx.pass.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: b.arenas.reserved }, b.arenas.positions);
+          useArenas(ctx, b.arenas, index);
+          if (b.arenas !== null) ctx.pass.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: arenaFrontOf(b.arenas, index) }, b.arenas.positions);
         }
       } else {
         runPhase(ctx, index);
