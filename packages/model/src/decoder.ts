@@ -80,6 +80,13 @@ export interface ParallelStats {
    * computes which rows.
    */
   readonly helpedProducts: number;
+  /**
+   * Partials the reduction added into the gradient with a WebAssembly SIMD
+   * kernel so far, counted once per thread that reduced a slice of them; the
+   * others were added in JavaScript (same bits). With worker threads on the
+   * WebAssembly memories the decoder makes, the first worker's partials are.
+   */
+  readonly foldedPartials: number;
 }
 
 /** Options of {@link Decoder.trainStep}. */
@@ -280,6 +287,7 @@ export class Decoder {
       partialSequences: Atomics.load(this.#ctx.control, CTRL.PARTIAL_SEQUENCES),
       waitMs: this.#runner.waitMs + this.#ctx.idleMs,
       helpedProducts: this.#helpedProducts(),
+      foldedPartials: Atomics.load(this.#ctx.control, CTRL.FOLDED),
     };
   }
 

@@ -111,12 +111,10 @@ describe('batch reduction pieces', () => {
           p.set(own(k));
           return p;
         });
-        const folded = gemmCounters.foldedValues;
-        reducePartials(got, slots, first, 0, 1233, fold);
-        reducePartials(got, slots, first, 1233, P, fold);
+        const folded = [reducePartials(got, slots, first, 0, 1233, fold), reducePartials(got, slots, first, 1233, P, fold)];
         expect(firstMismatch(`slots ${fromSlot}…${toSlot - 1}, ${where} in the fold's memory`, got, Array.from(expected, bits))).toBeNull();
-        // With every slot in its memory the fold adds every value of the slots after a copied first one; with none, none.
-        if (where !== 'some') expect(gemmCounters.foldedValues - folded).toBe(where === 'all' ? (first ? n - 1 : n) * P : 0);
+        // With every slot in its memory the fold adds every slot after a copied first one; with none, none.
+        if (where !== 'some') expect(folded).toEqual(Array(2).fill(where === 'all' ? (first ? n - 1 : n) : 0));
       }
     }
   });
@@ -418,25 +416,26 @@ describe('threaded training', () => {
     expect(one.parallelStats().partialSequences).toBe(0);
   });
 
-  it("adds the workers' partials into the adjoint with the WebAssembly fold: both are in the first worker's memory", async () => {
+  it("adds the workers' partials into the adjoint with the WebAssembly fold on every thread, also after new batch buffers: both are in the first worker's memory", async () => {
     const config = TINY;
-    const P = parameterLayout(config).size;
     const one = new Decoder(config);
     const m = await Decoder.create(config, { threads: 2 });
     opened.push(m);
     for (const d of [one, m]) d.initialize(4n);
-    // The worker runs every sequence and the calling thread reduces alone, so this thread's counter sees every addition.
+    // The worker runs every sequence; the reduction by the calling thread alone, or by both threads, each over its slice.
     claimPlan.frontShare = () => 0;
-    reduceTuning.localElements = Infinity;
     const rng = new SplitMix64(52n);
-    for (let step = 0; step < 3; step++) {
-      const batch = randomBatch(rng, config.vocabularySize, 5, 6);
-      const folded = gemmCounters.foldedValues;
+    // A new batch shape gives new batch buffers in the same memories (the worker gets them in a message, as copies of the buffer objects).
+    for (const [B, T, alone] of [[5, 6, true], [5, 6, false], [4, 6, false], [4, 5, true], [5, 6, false]] as const) {
+      reduceTuning.localElements = alone ? Infinity : 0;
+      const batch = randomBatch(rng, config.vocabularySize, B, T);
+      const folded = m.parallelStats().foldedPartials;
       expect(m.trainStep(batch)).toBe(one.trainStep(batch));
       expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
-      // Sequence 0's partial is copied, the other four are added: every value of them through the fold.
-      expect(gemmCounters.foldedValues - folded).toBe(4 * P);
+      // Sequence 0's partial is copied, the other B − 1 are added through the fold: by each thread that reduces.
+      expect(m.parallelStats().foldedPartials - folded).toBe((alone ? 1 : 2) * (B - 1));
     }
+    expect(one.parallelStats().foldedPartials).toBe(0);
   });
 
   it('counts the time the calling thread waits for the workers (none without them)', async () => {

@@ -133,11 +133,19 @@ export function reducePartial(adjoint: Float64Array, partials: Float64Array, slo
  * @param from - first element.
  * @param to - end element (exclusive).
  * @param fold - the fold kernel on the adjoint's memory, or null.
+ * @returns how many of the slots were added through `fold` (0 when [from, to) is empty).
  */
-export function reducePartials(adjoint: Float64Array, slots: readonly Float64Array[], first: boolean, from: number, to: number, fold: WasmFold | null = null): void {
+export function reducePartials(adjoint: Float64Array, slots: readonly Float64Array[], first: boolean, from: number, to: number, fold: WasmFold | null = null): number {
   const n = slots.length;
-  const inFold = (group: readonly Float64Array[]): boolean => fold !== null && adjoint.buffer === fold.buffer && group.every((p) => p.buffer === fold.buffer);
-  for (let lo = from; lo < to; lo += REDUCE_BLOCK) {
+  let folded = 0;
+  let lo = from;
+  const inFold = (group: readonly Float64Array[]): boolean => {
+    const yes = fold !== null && adjoint.buffer === fold.buffer && group.every((p) => p.buffer === fold.buffer);
+    // The groups are the same in every block: counted in the first.
+    if (yes && lo === from) folded += group.length;
+    return yes;
+  };
+  for (; lo < to; lo += REDUCE_BLOCK) {
     const hi = Math.min(to, lo + REDUCE_BLOCK);
     let s = 0;
     if (first && s < n) {
@@ -170,6 +178,7 @@ export function reducePartials(adjoint: Float64Array, slots: readonly Float64Arr
       else reducePartial(adjoint, p1, 0, false, lo, hi);
     }
   }
+  return folded;
 }
 
 /**

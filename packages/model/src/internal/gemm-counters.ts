@@ -32,12 +32,10 @@ export interface GemmCounters {
   elementwiseInPlace: number;
   /** Products whose lower rows this thread offered to another thread (gemm.ts `setProductOffer`; parallel/help.ts). */
   offeredProducts: number;
-  /** Partial values this thread added into the adjoint with the WebAssembly fold (kernels/wasm-fold.ts; the reduction of a threaded batch). */
-  foldedValues: number;
 }
 
 /** This thread's counters. */
-export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0, offeredProducts: 0, foldedValues: 0 };
+export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0, offeredProducts: 0 };
 
 /** Sets every counter of this thread to 0. */
 export function resetGemmCounters(): void {
@@ -50,5 +48,4 @@ export function resetGemmCounters(): void {
   gemmCounters.elementwiseValues = 0;
   gemmCounters.elementwiseInPlace = 0;
   gemmCounters.offeredProducts = 0;
-  gemmCounters.foldedValues = 0;
 }

@@ -9,7 +9,6 @@
  * the same correctly rounded additions, so the bits are the JavaScript loop's;
  * in V8 that loop takes about 2.7 ns an element for four partials, this one 0.5.
  */
-import { gemmCounters } from '../internal/gemm-counters.ts';
 import { Code, I32, compileModule, importedMemoryModuleBytes, perMemoryKind, type WasmApi, type WasmFunctionSpec, type WasmMemory } from './wasm-assembler.ts';
 
 /** Partials one call adds (an export per count). */
@@ -91,7 +90,6 @@ export function createWasmFold(memory: WasmMemory): WasmFold | null {
         else if (slots.length === 2) add2(d, at(slots[0] as Float64Array, from), at(slots[1] as Float64Array, from), n);
         else if (slots.length === 1) add1(d, at(slots[0] as Float64Array, from), n);
         else throw new RangeError(`a fold adds 1, 2 or 4 partials, not ${slots.length}`);
-        gemmCounters.foldedValues += n * slots.length;
       },
     };
   } catch {

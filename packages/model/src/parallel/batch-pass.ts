@@ -285,7 +285,8 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       const w = buffers.owners[s] as number;
       partials.push((w === 0 ? buffers.partials : (ctx.regions[w] as Float64Array)).subarray(s * P, (s + 1) * P));
     }
-    reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
+    const folded = reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
+    if (folded > 0) Atomics.add(ctrl, CTRL.FOLDED, folded);
     if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
       const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
       if (bad >= 0) recordFirstBad(ctrl, bad);

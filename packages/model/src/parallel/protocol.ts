@@ -63,6 +63,8 @@ export const CTRL = {
   CALLS_ENTRY: 22,
   /** Microseconds a thread watches a slot before it sleeps on it ({@link spinWhile}; from {@link spinTuning}, stored when a phase starts). */
   SPIN_US: 23,
+  /** Partials the REDUCE phases added with the WebAssembly fold so far, counted once per thread's slice (a diagnostic: kernels/wasm-fold.ts). */
+  FOLDED: 24,
 } as const;
 
 /** Size of the control block in Int32 elements. */

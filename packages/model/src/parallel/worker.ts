@@ -9,7 +9,7 @@ import type { BatchBuffers } from '../internal/batch-reduce.ts';
 import { DecoderPass } from '../decoder-pass.ts';
 import { setKernels, type KernelChoice } from '../kernels/native.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
-import { arenaFrontOf, runPhase, useArenas, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
+import { arenaAdjoint, arenaFrontOf, runPhase, useArenas, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
 import { COMMAND, CTRL, spinWhile } from './protocol.ts';
 import { instantiateCalls, type CallSetMessage } from './shared-calls.ts';
 
@@ -103,6 +103,9 @@ function main(init: WorkerInit): void {
           useArenas(ctx, b.arenas, index);
           if (b.arenas !== null) ctx.pass.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: arenaFrontOf(b.arenas, index) }, b.arenas.positions);
         }
+        // Likewise the adjoint: a view of the kept memory object's buffer, which the fold kernel runs on (the view that came is of a copy of the buffer object).
+        const adjoint = ctx.arenas === null ? null : arenaAdjoint(ctx.arenas);
+        if (adjoint !== null) ctx.buffers = { ...ctx.buffers, adjoint };
       } else {
         runPhase(ctx, index);
       }
