@@ -4,6 +4,8 @@
  */
 import { expInto, lnInto } from './exp-batch.ts';
 import { activeNativeKernels } from './native.ts';
+import { disjointViews } from './wasm-assembler.ts';
+import { wasmRmsNormBackward, wasmRmsNormScale, wasmRmsNormSums } from './wasm-rmsnorm.ts';
 
 /** Below this many elements (rows · D) a native call does not pay. */
 const NATIVE_MIN = 256;
@@ -44,12 +46,18 @@ export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: F
   const { out, normalized, inv, st, ms } = norm;
   // The row loops in C when the addon runs (native/elementwise.c; the same operations in the same order).
   const native = rows * D >= NATIVE_MIN ? activeNativeKernels() : null;
-  if (native === null || native.rmsNormSums === undefined || native.rmsNormSums(ms, st, x, rows, D, eps) < 0) rowSums(ms, st, x, rows, D, eps);
+  // WebAssembly SIMD in place when the arrays are views of one kernel arena (wasm-rmsnorm.ts: the same operations in the same order).
+  const wasm = activeNativeKernels() === null && disjointViews([out, normalized, inv, st, ms, x, gain]);
+  if (native === null || native.rmsNormSums === undefined || native.rmsNormSums(ms, st, x, rows, D, eps) < 0) {
+    if (wasm && wasmRmsNormSums(ms, x, rows, D)) for (let r = 0; r < rows; r++) st[r] = (ms[r] as number) + eps;
+    else rowSums(ms, st, x, rows, D, eps);
+  }
   // iv = exp(ln(t)·(−½)) per row, each step batched over the rows (inv holds the intermediate values).
   lnInto(inv, 0, st, 0, rows);
   for (let r = 0; r < rows; r++) inv[r] = (inv[r] as number) * -0.5;
   expInto(inv, 0, inv, 0, rows);
   if (native !== null && native.rmsNormScale !== undefined && native.rmsNormScale(out, normalized, x, gain, inv, rows, D) >= 0) return;
+  if (wasm && wasmRmsNormScale(out, normalized, x, gain, inv, rows, D)) return;
   for (let r = 0; r < rows; r++) {
     const o = r * D;
     const iv = inv[r] as number;
@@ -104,6 +112,15 @@ export function rmsNormBackward(
   const { normalized, inv, st, dnormalized, rowAdjoints } = norm;
   const native = rows * D >= NATIVE_MIN ? activeNativeKernels() : null;
   if (native !== null && native.rmsNormBackward !== undefined && native.rmsNormBackward(dx, gainTerms, normalized, inv, st, dnormalized, rowAdjoints, u, x, gain, rows, D) >= 0) return;
+  // WebAssembly SIMD in place when every array but the gain terms is a view of one kernel arena (wasm-rmsnorm.ts: the same operations in the same order).
+  if (
+    activeNativeKernels() === null &&
+    disjointViews([dx, dnormalized, rowAdjoints, u, x, gain, inv, st]) &&
+    wasmRmsNormBackward(dx, dnormalized, rowAdjoints, u, x, gain, inv, st, rows, D)
+  ) {
+    for (let i = 0; i < rows * D; i++) gainTerms[i] = (u[i] as number) * (normalized[i] as number);
+    return;
+  }
   for (let r = 0; r < rows; r++) {
     const o = r * D;
     const iv = inv[r] as number;
