@@ -408,22 +408,28 @@ export class Decoder {
    * else new ones (at least as large as the old, so alternating batch shapes
    * settle on one set). A worker opens its kernel arena after its slots; with
    * the native or scalar kernels the arena part stays untouched (memory is
-   * committed when written). Null when they cannot be made (no shared
-   * WebAssembly memory here, or too large for one): the partials then go
-   * through {@link BatchBuffers.partials}, as the same bits.
+   * committed when written). The first worker's memory also holds the pass
+   * adjoint, after its slots, where the memory allows (else the adjoint stays
+   * an array of its own and the reduction adds in JavaScript). Null when they
+   * cannot be made (no shared WebAssembly memory here, or too large for one):
+   * the partials then go through {@link BatchBuffers.partials}, as the same bits.
    */
   #workerArenas(reserved: number, T: number): WorkerArenas | null {
     const old = this.#ctx.arenas;
     if (old !== null && old.reserved >= reserved && old.positions >= T) return old;
     const want = { reserved: Math.max(reserved, old?.reserved ?? 0), positions: Math.max(T, old?.positions ?? 0) };
     const elements = this.#pass.arenaElements(want.positions);
-    try {
-      const set = { id: ++this.#arenaSets, memories: [] as WasmMemory[], help: helpBlock(this.threads), adjoint: this.layout.size, ...want };
-      for (let t = 0; t < this.threads; t++) set.memories.push(fixedMemory(kernelArenaPages(arenaFrontOf(set, t), elements), true));
-      return set;
-    } catch {
-      return null;
+    for (const adjoint of [this.layout.size, 0]) {
+      try {
+        const set = { id: this.#arenaSets + 1, memories: [] as WasmMemory[], help: helpBlock(this.threads), adjoint, ...want };
+        for (let t = 0; t < this.threads; t++) set.memories.push(fixedMemory(kernelArenaPages(arenaFrontOf(set, t), elements), true));
+        this.#arenaSets++;
+        return set;
+      } catch {
+        // without the adjoint, or none
+      }
     }
+    return null;
   }
 
   /** Runs a TRAIN or EVALUATE phase over sequences [start, end) (a wave, or all of the batch). */

@@ -494,4 +494,46 @@ describe('threaded training', () => {
       api.Memory = Memory;
     }
   });
+
+  it("makes the workers' memories without the adjoint when the first worker's cannot also hold it: the same bits, the partials added in JavaScript, the help still there", async () => {
+    const config = TINY;
+    const api = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; shared?: boolean }) => object } }).WebAssembly;
+    const Memory = api.Memory;
+    setKernels('wasm');
+    let shared = 0;
+    // The second shared memory of the first set asked for (the first worker's, with the adjoint) is refused, as a memory too large would be.
+    api.Memory = new Proxy(Memory, {
+      construct(target, args: [{ initial: number; shared?: boolean }]) {
+        if (args[0].shared === true && ++shared === 2) throw new RangeError('out of memory (test)');
+        return Reflect.construct(target, args) as object;
+      },
+    });
+    try {
+      const one = new Decoder(config);
+      const m = await Decoder.create(config, { threads: 2 });
+      opened.push(m);
+      for (const d of [one, m]) d.initialize(6n);
+      // The calling thread runs every sequence and leaves the lower rows of each product to the worker: only products in the shared memories are.
+      claimPlan.frontShare = (_wave, n) => n;
+      helpTuning.force = true;
+      const rng = new SplitMix64(53n);
+      for (let step = 0; step < 2; step++) {
+        const batch = randomBatch(rng, config.vocabularySize, 4, 6);
+        expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+        expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+      }
+      claimPlan.frontShare = () => 0;
+      helpTuning.force = false;
+      const batch = randomBatch(rng, config.vocabularySize, 4, 6);
+      expect(m.trainStep(batch)).toBe(one.trainStep(batch));
+      expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+      expect(m.parallelStats().helpedProducts).toBeGreaterThan(0);
+      expect(m.parallelStats().partialSequences).toBeGreaterThan(0);
+      expect(m.parallelStats().foldedPartials).toBe(0);
+      // The refused memory and the set made again without it.
+      expect(shared).toBeGreaterThanOrEqual(4);
+    } finally {
+      api.Memory = Memory;
+    }
+  });
 });

@@ -103,8 +103,9 @@ export const COMMAND = {
  * about 0.1 ms on the 2-core development VM (the phases of a medium training
  * step, 20 ms on two threads, lose 0.3 ms so); between the phases of a step
  * (the clip, the commit of AdamW's update, zero-grad) there is less than
- * 0.5 ms. A thread spins at most this long per wait, so an idle decoder costs
- * nothing. 0 sleeps at once (benchmarks compare). The bits never depend on it.
+ * 0.5 ms. A thread spins at most this long per wait, so a decoder left idle
+ * costs that once, then sleeps. 0 sleeps at once (benchmarks compare). The
+ * bits never depend on it.
  */
 export const spinTuning: { microseconds: number } = { microseconds: 500 };
 
