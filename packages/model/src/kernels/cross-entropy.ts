@@ -113,7 +113,7 @@ function rowLosses(rowLoss: Float64Array, logits: Float64Array, stats: Float64Ar
   }
 }
 
-/** Row r of {@link crossEntropyForward} on its own, with exp() (the same operations as the batched loops): prob, m and tail. */
+/** Row r of {@link crossEntropyForward} on its own (a row the WebAssembly kernel left undecided), with the same operations as the batched loops, its exps in one batch (bit for bit exp()): prob, m and tail. */
 function forwardRow(prob: Float64Array, logits: Float64Array, stats: Float64Array, r: number, V: number): void {
   const o = r * V;
   let m = -Infinity;
@@ -121,14 +121,15 @@ function forwardRow(prob: Float64Array, logits: Float64Array, stats: Float64Arra
     const z = logits[o + c] as number;
     if (z > m) m = z;
   }
+  // The row's exps in one batch (bit for bit exp(), see exp-batch.ts: most decided by the fast path, the rest by exp()).
+  for (let c = 0; c < V; c++) prob[o + c] = (logits[o + c] as number) - m;
+  expInto(prob, o, prob, o, V);
   let tail = 0;
   let skipped = false;
   for (let c = 0; c < V; c++) {
     const shifted = (logits[o + c] as number) - m;
-    const e = exp(shifted);
-    prob[o + c] = e;
     if (!skipped && shifted === 0) skipped = true;
-    else tail += e;
+    else tail += prob[o + c] as number;
   }
   stats[2 * r] = m;
   stats[2 * r + 1] = tail;
