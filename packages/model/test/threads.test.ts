@@ -18,6 +18,7 @@ import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels
 import { claimPlan } from '../src/parallel/batch-pass.ts';
 import { helpTuning } from '../src/parallel/help.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
+import { refuseSharedMemories } from './helpers/shared-memory.ts';
 
 const bitsOf = (a: Float64Array): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
 
@@ -460,19 +461,8 @@ describe('threaded training', () => {
 
   it("gives the bits of one thread when the workers' shared arena memories cannot be made (the partials go through the batch buffers)", async () => {
     const config = TINY;
-    const api = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; shared?: boolean }) => object } }).WebAssembly;
-    const Memory = api.Memory;
-    let refused = 0;
     // This thread only: the decoder makes the workers' memories here, the workers use what they are given.
-    api.Memory = new Proxy(Memory, {
-      construct(target, args: [{ initial: number; shared?: boolean }]) {
-        if (args[0].shared === true) {
-          refused++;
-          throw new RangeError('out of memory (test)');
-        }
-        return Reflect.construct(target, args) as object;
-      },
-    });
+    const memories = refuseSharedMemories(() => true);
     try {
       const one = new Decoder(config);
       one.initialize(5n);
@@ -489,25 +479,17 @@ describe('threaded training', () => {
         }
         expect(m.parallelStats().partialSequences).toBeGreaterThan(0);
       }
-      expect(refused).toBeGreaterThan(0);
+      expect(memories.refused()).toBeGreaterThan(0);
     } finally {
-      api.Memory = Memory;
+      memories.restore();
     }
   });
 
   it("makes the workers' memories without the adjoint when the first worker's cannot also hold it: the same bits, the partials added in JavaScript, the help still there", async () => {
     const config = TINY;
-    const api = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; shared?: boolean }) => object } }).WebAssembly;
-    const Memory = api.Memory;
     setKernels('wasm');
-    let shared = 0;
     // The second shared memory of the first set asked for (the first worker's, with the adjoint) is refused, as a memory too large would be.
-    api.Memory = new Proxy(Memory, {
-      construct(target, args: [{ initial: number; shared?: boolean }]) {
-        if (args[0].shared === true && ++shared === 2) throw new RangeError('out of memory (test)');
-        return Reflect.construct(target, args) as object;
-      },
-    });
+    const memories = refuseSharedMemories((n) => n === 2);
     try {
       const one = new Decoder(config);
       const m = await Decoder.create(config, { threads: 2 });
@@ -531,9 +513,9 @@ describe('threaded training', () => {
       expect(m.parallelStats().partialSequences).toBeGreaterThan(0);
       expect(m.parallelStats().foldedPartials).toBe(0);
       // The refused memory and the set made again without it.
-      expect(shared).toBeGreaterThanOrEqual(4);
+      expect(memories.asked()).toBeGreaterThanOrEqual(4);
     } finally {
-      api.Memory = Memory;
+      memories.restore();
     }
   });
 });

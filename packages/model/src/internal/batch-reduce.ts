@@ -137,19 +137,16 @@ export function reducePartial(adjoint: Float64Array, partials: Float64Array, slo
  */
 export function reducePartials(adjoint: Float64Array, slots: readonly Float64Array[], first: boolean, from: number, to: number, fold: WasmFold | null = null): number {
   const n = slots.length;
+  // Whether each slot is in the fold's memory with the adjoint: the same for every block, so decided once; a group folds when all its slots are.
+  const inFold = slots.map((p) => fold !== null && adjoint.buffer === fold.buffer && p.buffer === fold.buffer);
   let folded = 0;
-  let lo = from;
-  const inFold = (group: readonly Float64Array[]): boolean => {
-    const yes = fold !== null && adjoint.buffer === fold.buffer && group.every((p) => p.buffer === fold.buffer);
-    // The groups are the same in every block: counted in the first.
-    if (yes && lo === from) folded += group.length;
-    return yes;
-  };
-  for (; lo < to; lo += REDUCE_BLOCK) {
+  for (let lo = from; lo < to; lo += REDUCE_BLOCK) {
     const hi = Math.min(to, lo + REDUCE_BLOCK);
+    // The slots the fold adds, counted in the first block (every block groups them alike).
+    const count = lo === from ? 1 : 0;
     let s = 0;
-    if (first && s < n) {
-      reducePartial(adjoint, slots[s] as Float64Array, 0, true, lo, hi);
+    if (first && n > 0) {
+      reducePartial(adjoint, slots[0] as Float64Array, 0, true, lo, hi);
       s++;
     }
     // Four slots per pass over the block, then two, then one: the additions of each element stay in slot order.
@@ -158,8 +155,9 @@ export function reducePartials(adjoint: Float64Array, slots: readonly Float64Arr
       const p2 = slots[s + 1] as Float64Array;
       const p3 = slots[s + 2] as Float64Array;
       const p4 = slots[s + 3] as Float64Array;
-      if (inFold([p1, p2, p3, p4])) {
+      if (inFold[s] && inFold[s + 1] && inFold[s + 2] && inFold[s + 3]) {
         (fold as WasmFold).add(adjoint, [p1, p2, p3, p4], lo, hi);
+        folded += 4 * count;
         continue;
       }
       for (let i = lo; i < hi; i++) {
@@ -169,13 +167,17 @@ export function reducePartials(adjoint: Float64Array, slots: readonly Float64Arr
     for (; s + 1 < n; s += 2) {
       const p1 = slots[s] as Float64Array;
       const p2 = slots[s + 1] as Float64Array;
-      if (inFold([p1, p2])) (fold as WasmFold).add(adjoint, [p1, p2], lo, hi);
-      else for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number);
+      if (inFold[s] && inFold[s + 1]) {
+        (fold as WasmFold).add(adjoint, [p1, p2], lo, hi);
+        folded += 2 * count;
+      } else for (let i = lo; i < hi; i++) adjoint[i] = (adjoint[i] as number) + (p1[i] as number) + (p2[i] as number);
     }
     if (s < n) {
       const p1 = slots[s] as Float64Array;
-      if (inFold([p1])) (fold as WasmFold).add(adjoint, [p1], lo, hi);
-      else reducePartial(adjoint, p1, 0, false, lo, hi);
+      if (inFold[s]) {
+        (fold as WasmFold).add(adjoint, [p1], lo, hi);
+        folded += count;
+      } else reducePartial(adjoint, p1, 0, false, lo, hi);
     }
   }
   return folded;
