@@ -13,11 +13,11 @@ import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
 import { fixedMemory, type WasmMemory } from './kernels/wasm-assembler.ts';
-import { arenaAdjoint, arenaFrontOf, CallingThread, claimPlan, runPhase, useArenas, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
+import { arenaAdjoint, arenaFrontOf, CallingThread, claimPlan, reduceFault, runPhase, useArenas, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
-import { checkCalls, checkEntry, instantiateCalls, runCallShare, type CallSetSpec, type SharedCalls } from './parallel/shared-calls.ts';
-import { COMMAND, CTRL } from './parallel/protocol.ts';
+import { checkCalls, checkEntry, instantiateCalls, runAllCalls, type CallSetSpec, type SharedCalls } from './parallel/shared-calls.ts';
+import { COMMAND, CTRL, GRADIENTS } from './parallel/protocol.ts';
 
 /** A batch of B sequences of T tokens, row-major (`inputs[b·T + t]`); targets are the inputs shifted by one. */
 export interface TokenBatch {
@@ -112,6 +112,8 @@ export interface DecoderThreads {
   readonly runner: PhaseRunner;
   /** The parameters, on the SharedArrayBuffer the workers read. */
   readonly parameters: Float64Array;
+  /** The gradients, on a SharedArrayBuffer: the workers write their slices (REDUCE), and may read them (Decoder.shareCalls inputs: the optimizer's update). */
+  readonly gradients: Float64Array;
   /** Memory for the per-sequence weight partials of one wave (bytes). */
   readonly partialBudget: number;
 }
@@ -190,12 +192,12 @@ export class Decoder {
     activeNativeKernels(); // LLMCP_KERNELS=native without the addon fails here (MODEL_KERNELS_UNAVAILABLE), not in a step
     const pool = threaded?.runner ?? null;
     const parameters = threaded?.parameters ?? null;
+    const gradients = threaded?.gradients ?? null;
     const partialBudget = threaded?.partialBudget ?? PARTIAL_BUDGET_BYTES;
     this.config = Object.freeze({ ...config });
     this.layout = parameterLayout(this.config);
     this.parameters = parameters ?? new Float64Array(this.layout.size);
-    // Shared with worker threads, which may read them (Decoder.shareCalls inputs: the optimizer's update).
-    this.gradients = allocateF64(this.layout.size, pool !== null);
+    this.gradients = gradients ?? new Float64Array(this.layout.size);
     this.#pass = new DecoderPass(this.config);
     this.#threaded = pool !== null;
     this.#runner = pool ?? new CallingThread();
@@ -205,6 +207,7 @@ export class Decoder {
       config: this.config,
       pass: this.#pass,
       parameters: this.parameters,
+      gradients: this.gradients,
       control: this.#runner.control,
       inputs: new Int32Array(0),
       targets: new Int32Array(0),
@@ -244,10 +247,10 @@ export class Decoder {
     activeNativeKernels(); // before the workers start (they follow this thread's choice)
     if (threads === 1) return new Decoder(config);
     const layout = parameterLayout(config);
-    const parameters = allocateF64(layout.size, true);
-    const pool = await ThreadPool.start(config, parameters, threads);
+    const arrays = { parameters: allocateF64(layout.size, true), gradients: allocateF64(layout.size, true) };
+    const pool = await ThreadPool.start(config, arrays, threads);
     try {
-      return new Decoder(config, { runner: pool, parameters, partialBudget: budget });
+      return new Decoder(config, { runner: pool, ...arrays, partialBudget: budget });
     } catch (e) {
       await pool.close();
       throw e;
@@ -457,18 +460,25 @@ export class Decoder {
   /**
    * After the TRAIN phase of the wave [start, end): reduces the partials of the
    * sequences after the calling thread's in-order prefix and, for the last
-   * wave, finishes the adjoint (skipped when there is nothing to do).
+   * wave (`write` not null), finishes the adjoint and writes it into the
+   * gradients as `write` says, unless an element of it is not finite (skipped
+   * when there is nothing to do).
    * @returns the first non-finite adjoint element after finishing, or −1.
    */
-  #reduce(start: number, end: number, finish: boolean): number {
+  #reduce(start: number, end: number, write: number | null): number {
     const c = this.#ctx.control;
     const from = Atomics.load(c, CTRL.NEXT);
+    const finish = write !== null;
     if (from === end && !finish) return -1;
     Atomics.store(c, CTRL.REDUCE_FROM, from);
     Atomics.store(c, CTRL.END, end);
     Atomics.store(c, CTRL.WAVE_START, start);
     Atomics.store(c, CTRL.FINISH, finish ? 1 : 0);
     Atomics.store(c, CTRL.FIRST_BAD, -1);
+    Atomics.store(c, CTRL.GRADIENTS, write ?? GRADIENTS.NONE);
+    Atomics.store(c, CTRL.ARRIVED, 0);
+    Atomics.store(c, CTRL.FAILED, 0);
+    Atomics.store(c, CTRL.FAULT, reduceFault.slice < 0 ? 0 : 2 * (reduceFault.slice + 1) + (reduceFault.throws ? 1 : 0));
     Atomics.add(c, CTRL.PARTIAL_SEQUENCES, end - from);
     // Element reads: the partials, then (finishing) the gain terms, input adjoints and two passes over the adjoint.
     const P = this.layout.size;
@@ -503,12 +513,18 @@ export class Decoder {
     // Waves of up to `slots` sequences (one wave of B with one thread): trained, then the partials reduced in order b by parameter slices.
     const wave = this.#threaded ? buffers.slots : B;
     let bad = -1;
+    let loss = NaN;
     for (let start = 0; start < B; start += wave) {
       const end = Math.min(B, start + wave);
       this.#phase(COMMAND.TRAIN, start, end);
-      bad = this.#reduce(start, end, end === B);
+      if (end < B) {
+        this.#reduce(start, end, null);
+        continue;
+      }
+      // The last wave: every row's loss is in. The REDUCE writes the gradients only when it and every gradient are finite.
+      loss = meanLoss(buffers.rowLoss, B * T);
+      bad = this.#reduce(start, end, !Number.isFinite(loss) ? GRADIENTS.NONE : options.accumulate === true ? GRADIENTS.ADD : GRADIENTS.SET);
     }
-    const loss = meanLoss(buffers.rowLoss, B * T);
     if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `training loss is not finite: ${loss}`);
     const adjoint = buffers.adjoint;
     if (bad >= 0) {
@@ -517,12 +533,6 @@ export class Decoder {
         tensorName: e.name,
         index: bad - e.offset,
       });
-    }
-    const g = this.gradients;
-    if (options.accumulate === true) {
-      for (let i = 0; i < g.length; i++) g[i] = (g[i] as number) + (adjoint[i] as number);
-    } else {
-      g.set(adjoint);
     }
     return loss;
   }
@@ -717,10 +727,11 @@ export class Decoder {
    * instantiates the module on the memory now; {@link SharedCalls.run} then
    * has them call an entry once per argument tuple, sharing the tuples out in
    * contiguous runs, each thread first copying in the input elements its own
-   * tuples read. The calls of different threads must write disjoint parts of
-   * the memory (the caller's design; nothing is checked).
+   * tuples read and, once every call of every thread returned 0, copying out
+   * the output elements they wrote. The calls of different threads must write
+   * disjoint parts of the memory (the caller's design; nothing is checked).
    *
-   * @param spec - the module, its memory (shared with worker threads), the entry names, the tuples (on a SharedArrayBuffer with worker threads) and their arity, and the inputs if any.
+   * @param spec - the module, its memory (shared with worker threads), the entry names, the tuples (on a SharedArrayBuffer with worker threads) and their arity, and the inputs and outputs if any.
    * @returns the shared calls; after {@link close} the calling thread makes them all.
    * @throws TypeError or RangeError for unusable arguments; ModelError `MODEL_WORKER_FAILED` when a worker cannot instantiate the module (or a call fails there), `MODEL_CLOSED` after {@link close}.
    */
@@ -728,13 +739,18 @@ export class Decoder {
     this.#checkOpen();
     checkCalls(spec);
     const inputs = spec.inputs ?? null;
+    const outputs = spec.outputs ?? null;
     const shared = (a: { buffer: unknown }): boolean => a.buffer instanceof SharedArrayBuffer;
-    if (this.#threaded && !(shared(spec.memory) && shared(spec.calls) && (inputs === null || (shared(inputs.spans) && inputs.sources.every(shared))))) {
-      throw new TypeError('shareCalls: with worker threads the memory, the calls and the inputs must be shared (a shared WebAssembly.Memory, arrays on SharedArrayBuffers)');
+    const sharedTransfer = (t: { spans: Int32Array; arrays: readonly Float64Array[] } | null): boolean => t === null || (shared(t.spans) && t.arrays.every(shared));
+    if (
+      this.#threaded &&
+      !(shared(spec.memory) && shared(spec.calls) && sharedTransfer(inputs && { spans: inputs.spans, arrays: inputs.sources }) && sharedTransfer(outputs && { spans: outputs.spans, arrays: outputs.targets }))
+    ) {
+      throw new TypeError('shareCalls: with worker threads the memory, the calls, the inputs and the outputs must be shared (a shared WebAssembly.Memory, arrays on SharedArrayBuffers)');
     }
     const id = ++this.#callSets;
     const results = new Int32Array(this.#threaded ? new SharedArrayBuffer(this.threads * 4) : new ArrayBuffer(this.threads * 4));
-    const message = { ...spec, entries: [...spec.entries], inputs, id, results };
+    const message = { ...spec, entries: [...spec.entries], inputs, outputs, id, results };
     const calls0 = instantiateCalls(message);
     this.#runner.share(message);
     this.#ctx.calls.set(id, calls0);
@@ -744,11 +760,13 @@ export class Decoder {
         if (released) throw new RangeError('shareCalls: these calls were released');
         checkEntry(entry, calls0.entries.length);
         if (this.#closed) {
-          runCallShare(calls0, entry, 0, 1);
+          runAllCalls(calls0, entry);
           return results[0] as number;
         }
         const c = this.#ctx.control;
         Atomics.store(c, CTRL.CALLS_ID, id);
+        Atomics.store(c, CTRL.ARRIVED, 0);
+        Atomics.store(c, CTRL.FAILED, 0);
         Atomics.store(c, CTRL.CALLS_ENTRY, entry);
         Atomics.store(c, CTRL.THREADS, this.threads);
         this.#runner.run(this.#ctx, COMMAND.CALLS);

@@ -15,7 +15,7 @@ import { gemmCounters } from '../src/internal/gemm-counters.ts';
 import { fixedMemory } from '../src/kernels/wasm-assembler.ts';
 import { createWasmFold } from '../src/kernels/wasm-fold.ts';
 import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
-import { claimPlan } from '../src/parallel/batch-pass.ts';
+import { claimPlan, reduceFault } from '../src/parallel/batch-pass.ts';
 import { helpTuning } from '../src/parallel/help.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 import { refuseSharedMemories } from './helpers/shared-memory.ts';
@@ -210,6 +210,7 @@ describe('threaded training', () => {
     reduceTuning.localElements = tuning;
     claimPlan.frontShare = null;
     helpTuning.force = false;
+    reduceFault.slice = -1;
     setKernels('auto');
   });
   afterAll(async () => {
@@ -239,6 +240,46 @@ describe('threaded training', () => {
       } finally {
         await Promise.all(many.map((m) => m.close()));
       }
+    }
+  });
+
+  it('writes the gradients only when every slice of the reduction is finished and finite: a fault in any one slice leaves them all alone, and the next step gives the bits of one thread', async () => {
+    const rng = new SplitMix64(44n);
+    const config = generatedConfig(rng);
+    const { one, many } = await decoders(config, 17n);
+    try {
+      // Every reduction split over the threads: a slice per thread.
+      reduceTuning.localElements = 0;
+      let step = 0;
+      for (const m of many) {
+        for (let slice = 0; slice < m.threads; slice++) {
+          for (const throws of [false, true]) {
+            const batch = randomBatch(rng, config.vocabularySize, 1 + rng.nextBelow(6), 1 + rng.nextBelow(7));
+            const accumulate = step++ % 2 === 1;
+            const before = Array.from(m.gradients, bits);
+            reduceFault.slice = slice;
+            reduceFault.throws = throws;
+            let thrown: unknown = null;
+            try {
+              m.trainStep(batch, { accumulate });
+            } catch (e) {
+              thrown = e;
+            }
+            reduceFault.slice = -1;
+            const what = `${m.threads} threads, fault in slice ${slice} (${throws ? 'throws' : 'not finite'})`;
+            // The calling thread's own fault comes as it was thrown; a worker's as MODEL_WORKER_FAILED; a non-finite element by name.
+            const code = (thrown as { code?: string } | null)?.code ?? (thrown instanceof Error ? 'thrown' : String(thrown));
+            expect(code, what).toBe(!throws ? 'MODEL_NON_FINITE' : slice === 0 ? 'thrown' : 'MODEL_WORKER_FAILED');
+            expect(firstMismatch(`${what}: gradients`, m.gradients, before)).toBeNull();
+            // No thread is left waiting: the decoder trains on, with the bits of one thread.
+            const loss = one.trainStep(batch, { accumulate });
+            expect(m.trainStep(batch, { accumulate }), what).toBe(loss);
+            expect(firstMismatch(`${what}: the next step's gradients`, m.gradients, Array.from(one.gradients, bits))).toBeNull();
+          }
+        }
+      }
+    } finally {
+      await Promise.all(many.map((m) => m.close()));
     }
   });
 

@@ -137,6 +137,13 @@ const lengths = fc.array(fc.oneof(fc.integer({ min: 1, max: 7 }), fc.integer({ m
   return out;
 });
 
+/** @returns a copy of `a` on a SharedArrayBuffer. */
+function sharedCopy(a: Float64Array): Float64Array {
+  const b = new Float64Array(new SharedArrayBuffer(a.byteLength));
+  b.set(a);
+  return b;
+}
+
 /**
  * Runs `steps` AdamW steps on a copy of the case with the SIMD kernel on or
  * off, its blocks shared out among the threads of `threads` if given; the
@@ -146,7 +153,9 @@ function runOptimizer(c: Case, h: Hyper, steps: readonly { lr: number; t: Gradie
   setOptimSimd(simd);
   let shared = 0;
   const lent = threads === undefined ? {} : { threads: threads.threads, shareCalls: (spec: CallSetSpec) => (shared++, threads.shareCalls(spec)) };
-  const model = { layout: c.layout, parameters: c.W.slice(), gradients: c.G.slice(), ...lent };
+  // With threads, the arrays on SharedArrayBuffers like a threaded decoder's: its threads copy the inputs in and the new parameters out.
+  const copy = (a: Float64Array): Float64Array => (threads === undefined ? a.slice() : sharedCopy(a));
+  const model = { layout: c.layout, parameters: copy(c.W), gradients: copy(c.G), ...lent };
   const opt = new AdamW(model, { config: h, groups: c.layout.entries.length === 0 ? null : (name) => name.endsWith('.gain') });
   // the path under test is the one taken
   expect(AdamWKernel.create({ G: model.gradients, W: model.parameters, tensors: c.layout.entries }) !== null).toBe(simd);

@@ -17,8 +17,8 @@ import { arenaFront } from '../kernels/kernel-arena.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { createWasmFold, type WasmFold } from '../kernels/wasm-fold.ts';
 import { HELP, HelpDesk, helperKernels, serveProducts, type HelperKernels } from './help.ts';
-import { COMMAND, CTRL, CTRL_LENGTH } from './protocol.ts';
-import { runCallShare, type CallSet, type CallSetMessage } from './shared-calls.ts';
+import { COMMAND, CTRL, CTRL_LENGTH, GRADIENTS, meetAll } from './protocol.ts';
+import { copyOutputs, runCallShare, type CallSet, type CallSetMessage } from './shared-calls.ts';
 
 /**
  * A fixed split of the sequences between the calling thread and the workers,
@@ -29,6 +29,14 @@ import { runCallShare, type CallSet, type CallSetMessage } from './shared-calls.
  * (the default): free claims. Read on the calling thread, when a phase starts.
  */
 export const claimPlan: { frontShare: ((wave: number, sequences: number) => number) | null } = { frontShare: null };
+
+/**
+ * A fault injected into the finishing REDUCE phases, for tests: the thread
+ * reducing slice `slice` (≥ 0; -1: none) fails after its work — it records
+ * the first element of its slice as not finite (`throws` false), or throws.
+ * Read on the calling thread when a phase starts.
+ */
+export const reduceFault: { slice: number; throws: boolean } = { slice: -1, throws: false };
 
 /**
  * The shared memories of the threads' kernel arenas (made by the calling
@@ -108,6 +116,8 @@ export interface PhaseContext {
   readonly config: DecoderConfig;
   readonly pass: DecoderPass;
   readonly parameters: Float64Array;
+  /** The decoder's gradients (a finishing REDUCE writes them, each thread its slice). */
+  readonly gradients: Float64Array;
   readonly control: Int32Array;
   inputs: Int32Array;
   targets: Int32Array;
@@ -192,6 +202,21 @@ function recordFirstBad(ctrl: Int32Array, index: number): void {
 }
 
 /**
+ * A thread's slice of the P parameters when `slices` threads share them:
+ * whole D-element rows (every tensor is a multiple of D long), so finishing
+ * a slice touches only its own elements.
+ * @param P - parameters.
+ * @param D - model width.
+ * @param index - the thread's slice.
+ * @param slices - slices.
+ * @returns its first element and end.
+ */
+function sliceOf(P: number, D: number, index: number, slices: number): [number, number] {
+  const rows = P / D;
+  return [D * Math.floor((rows * index) / slices), D * Math.floor((rows * (index + 1)) / slices)];
+}
+
+/**
  * Runs the current phase's share of one thread.
  *
  * Training: the calling thread (index 0) claims sequences from the front of
@@ -268,28 +293,51 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     // No sequence left: this thread computes rows of the others' products until none runs a sequence.
     if (help !== null) ctx.idleMs += serveProducts(help.block, help.kernels);
   } else if (command === COMMAND.CALLS) {
+    const threads = Atomics.load(ctrl, CTRL.THREADS);
     const set = ctx.calls.get(Atomics.load(ctrl, CTRL.CALLS_ID));
-    if (set === undefined) throw new Error(`no call set ${Atomics.load(ctrl, CTRL.CALLS_ID)} on thread ${threadIndex}`);
-    runCallShare(set, Atomics.load(ctrl, CTRL.CALLS_ENTRY), threadIndex, Atomics.load(ctrl, CTRL.THREADS));
+    let ok = false;
+    try {
+      if (set === undefined) throw new Error(`no call set ${Atomics.load(ctrl, CTRL.CALLS_ID)} on thread ${threadIndex}`);
+      ok = runCallShare(set, Atomics.load(ctrl, CTRL.CALLS_ENTRY), threadIndex, threads);
+    } finally {
+      // The outputs are copied out only when every call of every thread succeeded.
+      ok = meetAll(ctrl, threads, ok);
+    }
+    if (ok) copyOutputs(set as CallSet, threadIndex, threads);
   } else if (command === COMMAND.REDUCE) {
-    // Slices of whole D-element rows (every tensor is a multiple of D long), so finishing a slice touches only its own elements.
     const slices = Atomics.load(ctrl, CTRL.SLICES);
-    const rows = P / D;
-    const from = D * Math.floor((rows * threadIndex) / slices);
-    const to = D * Math.floor((rows * (threadIndex + 1)) / slices);
-    const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
-    const first = Atomics.load(ctrl, CTRL.REDUCE_FROM);
-    const end = Atomics.load(ctrl, CTRL.END);
-    const partials: Float64Array[] = [];
-    for (let s = first - waveStart; s < end - waveStart; s++) {
-      const w = buffers.owners[s] as number;
-      partials.push((w === 0 ? buffers.partials : (ctx.regions[w] as Float64Array)).subarray(s * P, (s + 1) * P));
+    const [from, to] = sliceOf(P, D, threadIndex, slices);
+    const write = Atomics.load(ctrl, CTRL.GRADIENTS);
+    let ok = false;
+    try {
+      const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
+      const first = Atomics.load(ctrl, CTRL.REDUCE_FROM);
+      const end = Atomics.load(ctrl, CTRL.END);
+      const partials: Float64Array[] = [];
+      for (let s = first - waveStart; s < end - waveStart; s++) {
+        const w = buffers.owners[s] as number;
+        partials.push((w === 0 ? buffers.partials : (ctx.regions[w] as Float64Array)).subarray(s * P, (s + 1) * P));
+      }
+      const folded = reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
+      if (folded > 0) Atomics.add(ctrl, CTRL.FOLDED, folded);
+      if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
+        const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
+        if (bad >= 0) recordFirstBad(ctrl, bad);
+        const fault = Atomics.load(ctrl, CTRL.FAULT);
+        if (fault >> 1 === threadIndex + 1) {
+          if ((fault & 1) !== 0) throw new Error(`injected fault in slice ${threadIndex} (test)`);
+          recordFirstBad(ctrl, from);
+        }
+      }
+      ok = true;
+    } finally {
+      // The gradients are written only when every slice is finished, and finite.
+      if (write !== GRADIENTS.NONE) ok = meetAll(ctrl, slices, ok) && Atomics.load(ctrl, CTRL.FIRST_BAD) < 0;
     }
-    const folded = reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
-    if (folded > 0) Atomics.add(ctrl, CTRL.FOLDED, folded);
-    if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
-      const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
-      if (bad >= 0) recordFirstBad(ctrl, bad);
-    }
+    if (write === GRADIENTS.NONE || !ok) return;
+    const g = ctx.gradients;
+    const adjoint = buffers.adjoint;
+    if (write === GRADIENTS.SET) g.set(adjoint.subarray(from, to), from);
+    else for (let i = from; i < to; i++) g[i] = (g[i] as number) + (adjoint[i] as number);
   }
 }

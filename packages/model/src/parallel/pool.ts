@@ -69,12 +69,12 @@ export class ThreadPool implements PhaseRunner {
   /**
    * Starts `threads − 1` workers.
    * @param config - decoder configuration.
-   * @param parameters - parameters on a SharedArrayBuffer.
+   * @param arrays - the decoder's parameters and gradients, on SharedArrayBuffers.
    * @param threads - total threads (≥ 2).
    * @returns the started pool.
    * @throws ModelError `MODEL_WORKER_FAILED` when a worker fails to start.
    */
-  static async start(config: DecoderConfig, parameters: Float64Array, threads: number): Promise<ThreadPool> {
+  static async start(config: DecoderConfig, arrays: { readonly parameters: Float64Array; readonly gradients: Float64Array }, threads: number): Promise<ThreadPool> {
     const control = new Int32Array(new SharedArrayBuffer(CTRL_LENGTH * 4));
     const entry = workerEntry();
     const workers: Worker[] = [];
@@ -82,7 +82,7 @@ export class ThreadPool implements PhaseRunner {
     const started: Promise<void>[] = [];
     for (let index = 1; index < threads; index++) {
       const channel = new MessageChannel();
-      const init: WorkerInit = { config: { ...config }, parameters, control, index, port: channel.port2, kernels: kernelChoice() };
+      const init: WorkerInit = { config: { ...config }, parameters: arrays.parameters, gradients: arrays.gradients, control, index, port: channel.port2, kernels: kernelChoice() };
       const worker = new Worker(entry.script, {
         eval: entry.eval,
         workerData: init,

@@ -65,6 +65,28 @@ export const CTRL = {
   SPIN_US: 23,
   /** Partials the REDUCE phases added with the WebAssembly fold so far, counted once per thread's slice (a diagnostic: kernels/wasm-fold.ts). */
   FOLDED: 24,
+  /**
+   * A REDUCE that finishes the pass: how its threads write their slices of
+   * the adjoint into the decoder's gradients once every slice is finished
+   * and none holds a non-finite element ({@link GRADIENTS}).
+   */
+  GRADIENTS: 25,
+  /** Threads that reached the end of their slice of the current REDUCE, or their share of the current CALLS ({@link meetAll}). */
+  ARRIVED: 26,
+  /** 1 when a thread failed before the end of its slice or share: then no thread writes the gradients, or the outputs of the calls. */
+  FAILED: 27,
+  /** REDUCE, for tests: 0, or the fault of a slice (batch-pass.ts `reduceFault`): 2·(slice + 1), + 1 to throw. */
+  FAULT: 28,
+} as const;
+
+/** Values of {@link CTRL.GRADIENTS}. */
+export const GRADIENTS = {
+  /** Leave the gradients as they are. */
+  NONE: 0,
+  /** Replace them with the adjoint. */
+  SET: 1,
+  /** Add the adjoint to them (`trainStep` with `accumulate`). */
+  ADD: 2,
 } as const;
 
 /** Size of the control block in Int32 elements. */
@@ -126,4 +148,28 @@ export function spinWhile(block: Int32Array, index: number, value: number): bool
     for (let i = 0; i < 64; i++) if (Atomics.load(block, index) !== value) return true;
     if (performance.now() > end) return false;
   }
+}
+
+/**
+ * Where the threads of a phase meet before they write results that must be
+ * written whole or not at all: counts this thread at {@link CTRL.ARRIVED}
+ * (first noting at {@link CTRL.FAILED} that its part failed, if it did), and
+ * waits — watching, then sleeping — until all `threads` have arrived. Every
+ * thread of the phase must arrive, failed or not (call it from a `finally`).
+ *
+ * @param block - the control block (ARRIVED and FAILED set to 0 before the phase).
+ * @param threads - threads that arrive.
+ * @param ok - whether this thread's part succeeded.
+ * @returns whether every thread's part succeeded.
+ */
+export function meetAll(block: Int32Array, threads: number, ok: boolean): boolean {
+  if (!ok) Atomics.store(block, CTRL.FAILED, 1);
+  Atomics.add(block, CTRL.ARRIVED, 1);
+  Atomics.notify(block, CTRL.ARRIVED);
+  for (;;) {
+    const seen = Atomics.load(block, CTRL.ARRIVED);
+    if (seen >= threads) break;
+    if (!spinWhile(block, CTRL.ARRIVED, seen)) Atomics.wait(block, CTRL.ARRIVED, seen);
+  }
+  return Atomics.load(block, CTRL.FAILED) === 0;
 }

@@ -25,6 +25,20 @@ export interface CallInputs {
   readonly spans: Int32Array;
 }
 
+/**
+ * Arrays a call set's results are copied out to after its calls, each thread
+ * copying what its own calls wrote (from its cache), and only once every call
+ * of every thread returned 0: when one fails, none of the arrays is written.
+ */
+export interface CallOutputs {
+  /** The arrays (on SharedArrayBuffers when the calls are shared with worker threads). */
+  readonly targets: readonly Float64Array[];
+  /** Per target, the f64 index in the memory of the value that goes to its element 0. */
+  readonly at: readonly number[];
+  /** Per tuple, the elements [start, end) of every target its call writes: two values each, ascending from tuple to tuple. */
+  readonly spans: Int32Array;
+}
+
 /** A set of calls to share out (Decoder.shareCalls, {@link callsOnThisThread}). */
 export interface CallSetSpec {
   /** A compiled WebAssembly.Module importing memory "env" "memory". */
@@ -39,6 +53,8 @@ export interface CallSetSpec {
   readonly arity: number;
   /** Arrays each thread copies into the memory before its calls (the elements its own tuples read), or none. */
   readonly inputs?: CallInputs | null;
+  /** Arrays each thread copies its tuples' results out to after every call succeeded, or none. */
+  readonly outputs?: CallOutputs | null;
 }
 
 /** What a worker is sent to add a call set, or to drop one (`drop`). */
@@ -57,7 +73,8 @@ export interface CallSet {
   readonly arity: number;
   readonly results: Int32Array;
   readonly inputs: CallInputs | null;
-  /** The memory, as f64 values (for the inputs' copies). */
+  readonly outputs: CallOutputs | null;
+  /** The memory, as f64 values (for the inputs' and outputs' copies). */
   readonly view: Float64Array;
 }
 
@@ -76,29 +93,24 @@ export function instantiateCalls(m: Exclude<CallSetMessage, { drop: true }>): Ca
     if (typeof f !== 'function') throw new TypeError(`shareCalls: the module exports no function ${JSON.stringify(name)}`);
     return f as (...args: number[]) => number;
   });
-  return { entries, calls: m.calls, arity: m.arity, results: m.results, inputs: m.inputs ?? null, view: new Float64Array(m.memory.buffer) };
+  return { entries, calls: m.calls, arity: m.arity, results: m.results, inputs: m.inputs ?? null, outputs: m.outputs ?? null, view: new Float64Array(m.memory.buffer) };
 }
 
 /**
  * Runs one thread's share of a call set: every tuple of
- * [⌊n·t/threads⌋, ⌊n·(t+1)/threads⌋), in order, recording the first whose call returned non-zero.
+ * [⌊n·t/threads⌋, ⌊n·(t+1)/threads⌋), in order, recording the first whose
+ * call returned non-zero (the outputs are left to {@link copyOutputs}).
  * @param set - the thread's instance.
  * @param entry - the entry to call.
  * @param thread - this thread's index.
  * @param threads - threads sharing the calls.
+ * @returns whether every call of the share returned 0.
  */
-export function runCallShare(set: CallSet, entry: number, thread: number, threads: number): void {
+export function runCallShare(set: CallSet, entry: number, thread: number, threads: number): boolean {
   const fn = set.entries[entry] as (...args: number[]) => number;
-  const { calls, arity } = set;
-  const n = calls.length / arity;
-  const from = Math.floor((n * thread) / threads);
-  const to = Math.floor((n * (thread + 1)) / threads);
-  const inputs = set.inputs;
-  if (inputs !== null && from < to) {
-    const start = inputs.spans[2 * from] as number;
-    const end = inputs.spans[2 * to - 1] as number;
-    inputs.sources.forEach((source, j) => set.view.set(source.subarray(start, end), (inputs.at[j] as number) + start));
-  }
+  const { calls, arity, inputs, view } = set;
+  const [from, to] = shareOf(set, thread, threads);
+  if (inputs !== null) copySpans(inputs.spans, from, to, (start, end) => inputs.sources.forEach((source, j) => view.set(source.subarray(start, end), (inputs.at[j] as number) + start)));
   const args: number[] = new Array<number>(arity);
   let failed = -1;
   for (let i = from; i < to; i++) {
@@ -106,6 +118,47 @@ export function runCallShare(set: CallSet, entry: number, thread: number, thread
     if (fn(...args) !== 0 && failed < 0) failed = i;
   }
   Atomics.store(set.results, thread, failed);
+  return failed < 0;
+}
+
+/**
+ * Copies out what one thread's share of the calls wrote (none without outputs):
+ * call it once every call of every thread succeeded.
+ * @param set - the thread's instance.
+ * @param thread - this thread's index.
+ * @param threads - threads sharing the calls.
+ */
+export function copyOutputs(set: CallSet, thread: number, threads: number): void {
+  const { outputs, view } = set;
+  if (outputs === null) return;
+  const [from, to] = shareOf(set, thread, threads);
+  copySpans(outputs.spans, from, to, (start, end) => outputs.targets.forEach((target, j) => target.set(view.subarray((outputs.at[j] as number) + start, (outputs.at[j] as number) + end), start)));
+}
+
+/**
+ * Every call of a set on the calling thread alone, then the outputs when all succeeded.
+ * @param set - the thread's instance.
+ * @param entry - the entry to call.
+ */
+export function runAllCalls(set: CallSet, entry: number): void {
+  if (runCallShare(set, entry, 0, 1)) copyOutputs(set, 0, 1);
+}
+
+/** @returns the tuples [from, to) of thread `thread` of `threads`. */
+function shareOf(set: CallSet, thread: number, threads: number): [number, number] {
+  const n = set.calls.length / set.arity;
+  return [Math.floor((n * thread) / threads), Math.floor((n * (thread + 1)) / threads)];
+}
+
+/**
+ * Copies the elements of the tuples [from, to) in one run (their spans are ascending).
+ * @param spans - per tuple, [start, end).
+ * @param from - first tuple.
+ * @param to - end tuple.
+ * @param copy - copies the elements [start, end).
+ */
+function copySpans(spans: Int32Array, from: number, to: number, copy: (start: number, end: number) => void): void {
+  if (from < to) copy(spans[2 * from] as number, spans[2 * to - 1] as number);
 }
 
 /**
@@ -113,28 +166,42 @@ export function runCallShare(set: CallSet, entry: number, thread: number, thread
  * @throws TypeError or RangeError for unusable ones.
  */
 export function checkCalls(spec: CallSetSpec): void {
-  if (typeof spec !== 'object' || spec === null) throw new TypeError('shareCalls: expected { module, memory, entries, calls, arity, inputs? }');
+  if (typeof spec !== 'object' || spec === null) throw new TypeError('shareCalls: expected { module, memory, entries, calls, arity, inputs?, outputs? }');
   const { memory, entries, calls, arity } = spec;
   const inputs = spec.inputs ?? null;
   if (typeof memory !== 'object' || memory === null || !(memory.buffer instanceof ArrayBuffer || memory.buffer instanceof SharedArrayBuffer)) throw new TypeError('shareCalls: memory must be a WebAssembly.Memory');
   if (!Number.isSafeInteger(arity) || arity < 1) throw new RangeError(`shareCalls: arity must be an integer ≥ 1, found ${String(arity)}`);
   if (!(calls instanceof Int32Array) || calls.length % arity !== 0) throw new TypeError(`shareCalls: calls must be an Int32Array of whole ${arity}-value tuples`);
   if (!Array.isArray(entries) || entries.length === 0 || entries.some((e) => typeof e !== 'string')) throw new TypeError('shareCalls: entries must be a non-empty list of export names');
-  if (inputs === null) return;
   const n = calls.length / arity;
-  const { sources, at, spans } = inputs;
-  if (!(spans instanceof Int32Array) || spans.length !== 2 * n) throw new TypeError(`shareCalls: inputs.spans must be an Int32Array of ${n} [start, end) pairs`);
-  if (!Array.isArray(sources) || !Array.isArray(at) || sources.length !== at.length) throw new TypeError('shareCalls: inputs.sources and inputs.at must be lists of one length');
+  if (inputs !== null) checkTransfer('inputs', { arrays: inputs.sources, at: inputs.at, spans: inputs.spans }, n, memory);
+  const outputs = spec.outputs ?? null;
+  if (outputs !== null) checkTransfer('outputs', { arrays: outputs.targets, at: outputs.at, spans: outputs.spans }, n, memory);
+}
+
+/**
+ * Checks the inputs or outputs of a call set.
+ * @param what - "inputs" or "outputs", for the messages.
+ * @param t - its arrays, their places in the memory and the tuples' spans.
+ * @param n - tuples.
+ * @param memory - the memory.
+ * @throws TypeError or RangeError for unusable ones.
+ */
+function checkTransfer(what: string, t: { readonly arrays: readonly Float64Array[]; readonly at: readonly number[]; readonly spans: Int32Array }, n: number, memory: WasmMemory): void {
+  const { arrays, at, spans } = t;
+  const field = what === 'inputs' ? 'sources' : 'targets';
+  if (!(spans instanceof Int32Array) || spans.length !== 2 * n) throw new TypeError(`shareCalls: ${what}.spans must be an Int32Array of ${n} [start, end) pairs`);
+  if (!Array.isArray(arrays) || !Array.isArray(at) || arrays.length !== at.length) throw new TypeError(`shareCalls: ${what}.${field} and ${what}.at must be lists of one length`);
   const capacity = memory.buffer.byteLength / 8;
   for (let i = 0; i < n; i++) {
     const [start, end] = [spans[2 * i] as number, spans[2 * i + 1] as number];
-    if (!(start <= end) || (i > 0 && start < (spans[2 * i - 1] as number))) throw new RangeError(`shareCalls: inputs.spans must be ascending [start, end) pairs; pair ${i} is [${start}, ${end})`);
+    if (!(start <= end) || (i > 0 && start < (spans[2 * i - 1] as number))) throw new RangeError(`shareCalls: ${what}.spans must be ascending [start, end) pairs; pair ${i} is [${start}, ${end})`);
   }
-  sources.forEach((source, j) => {
+  arrays.forEach((array, j) => {
     const last = n === 0 ? 0 : (spans[2 * n - 1] as number);
     const to = at[j] as number;
-    if (!(source instanceof Float64Array) || last > source.length || !Number.isSafeInteger(to) || to < 0 || to + last > capacity) {
-      throw new RangeError(`shareCalls: input ${j} does not cover the spans, or does not fit the memory at ${String(to)}`);
+    if (!(array instanceof Float64Array) || last > array.length || !Number.isSafeInteger(to) || to < 0 || to + last > capacity) {
+      throw new RangeError(`shareCalls: ${what.slice(0, -1)} ${j} does not cover the spans, or does not fit the memory at ${String(to)}`);
     }
   });
 }
@@ -176,7 +243,7 @@ export function callsOnThisThread(spec: CallSetSpec): SharedCalls {
     run: (entry) => {
       if (released) throw new RangeError('shareCalls: these calls were released');
       checkEntry(entry, set.entries.length);
-      runCallShare(set, entry, 0, 1);
+      runAllCalls(set, entry);
       return set.results[0] as number;
     },
     release: () => {

@@ -17,6 +17,7 @@ import { instantiateCalls, type CallSetMessage } from './shared-calls.ts';
 export interface WorkerInit {
   readonly config: DecoderConfig;
   readonly parameters: Float64Array;
+  readonly gradients: Float64Array;
   readonly control: Int32Array;
   readonly index: number;
   readonly port: MessagePort;
@@ -65,6 +66,7 @@ function main(init: WorkerInit): void {
       config: init.config,
       pass: new DecoderPass(init.config),
       parameters: init.parameters,
+      gradients: init.gradients,
       control,
       inputs: new Int32Array(0),
       targets: new Int32Array(0),

@@ -306,6 +306,10 @@ export class AdamWKernel {
   readonly #lrwd: Float64Array;
   /** Whether {@link run} copies the gradients and parameters in (else each thread copies what its calls read). */
   readonly #copyIn: boolean;
+  /** Whether {@link commit} copies the new parameters out (else each thread copied its blocks' when every update was finite). */
+  readonly #copyOut: boolean;
+  /** Whether the last {@link run} left new parameters to copy out (its threads did not, or one of its blocks failed). */
+  #pending = false;
 
   private constructor(memory: WasmMemory, module: object, arrays: KernelArrays, sharing: CallSharing | null) {
     const { G, W, tensors } = arrays;
@@ -364,7 +368,11 @@ export class AdamWKernel {
     const readable = sharing === null || (G.buffer instanceof SharedArrayBuffer && W.buffer instanceof SharedArrayBuffer);
     this.#copyIn = !readable;
     const inputs = readable ? { sources: [G, W], at: [this.#gIn.byteOffset / 8, this.#wIn.byteOffset / 8], spans } : null;
-    const spec = { module, memory, entries, calls, arity: ARITY, inputs };
+    // Likewise each thread copies out the new parameters of its blocks (once every block's update is finite), where it can write them; else commit() copies them all.
+    const writable = sharing === null || W.buffer instanceof SharedArrayBuffer;
+    this.#copyOut = !writable;
+    const outputs = writable ? { targets: [W], at: [this.#newW.byteOffset / 8], spans } : null;
+    const spec = { module, memory, entries, calls, arity: ARITY, inputs, outputs };
     this.#shared = sharing === null ? callsOnThisThread(spec) : sharing.shareCalls(spec);
     releaser?.register(this, this.#shared);
   }
@@ -441,7 +449,10 @@ export class AdamWKernel {
    * Computes the new values of every block into the kernel's result arrays
    * (the gradients and parameters copied in first, by the thread that
    * computes them where it can read them), the blocks' calls shared out among
-   * the model's threads when it has several.
+   * the model's threads when it has several. When every block's update is
+   * finite, the threads then copy their blocks' new parameters into the
+   * model's where they can write them (the moments become current at
+   * {@link commit}); when one is not, the model's parameters are untouched.
    * @param mode - the gradient transform.
    * @param lrwd - per tensor, the decay product lr × wd.
    * @returns the first block with a value that is not finite (the caller checks it, and those after it, element by element), or -1.
@@ -454,7 +465,9 @@ export class AdamWKernel {
     const table = this.#lrwd;
     const tensors = this.#tensor;
     for (let k = 0; k < this.blocks; k++) table[k] = lrwd[tensors[k] as number] as number;
-    return this.#shared.run(mode);
+    const failed = this.#shared.run(mode);
+    this.#pending = this.#copyOut || failed >= 0;
+    return failed;
   }
 
   /** The current first moments, resident in the kernel's memory (the array changes with every committed step). */
@@ -467,9 +480,9 @@ export class AdamWKernel {
     return this.#second;
   }
 
-  /** Copies the new parameters into the model's and makes the new moments current. */
+  /** Copies the new parameters into the model's (unless the threads did) and makes the new moments current. */
   commit(): void {
-    this.#W.set(this.#newW);
+    if (this.#pending) this.#W.set(this.#newW);
     [this.#first, this.#nextFirst] = [this.#nextFirst, this.#first];
     [this.#second, this.#nextSecond] = [this.#nextSecond, this.#second];
     this.#pointMoments();
