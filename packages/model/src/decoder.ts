@@ -12,6 +12,7 @@ import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
+import { clearableSharedF64 } from './kernels/wasm-clear.ts';
 import { fixedMemory, type WasmMemory } from './kernels/wasm-assembler.ts';
 import { arenaAdjoint, arenaFrontOf, CallingThread, claimPlan, reduceFault, runPhase, useArenas, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
@@ -114,6 +115,8 @@ export interface DecoderThreads {
   readonly parameters: Float64Array;
   /** The gradients, on a SharedArrayBuffer: the workers write their slices (REDUCE), and may read them (Decoder.shareCalls inputs: the optimizer's update). */
   readonly gradients: Float64Array;
+  /** Sets every gradient to +0.0 faster than `fill` can on a SharedArrayBuffer (kernels/wasm-clear.ts), or null. */
+  readonly clearGradients: (() => void) | null;
   /** Memory for the per-sequence weight partials of one wave (bytes). */
   readonly partialBudget: number;
 }
@@ -163,6 +166,8 @@ export class Decoder {
   /** Gradients, same layout; written by {@link trainStep}. */
   readonly gradients: Float64Array;
   readonly #pass: DecoderPass;
+  /** Clears the gradients with WebAssembly's memory.fill (threaded: kernels/wasm-clear.ts), or null (`fill`). */
+  readonly #clearGradients: (() => void) | null;
   /** Whether worker threads take part (arrays on SharedArrayBuffers, partial slots, reduce phases). */
   readonly #threaded: boolean;
   /** Runs the phases: the pool, or the calling thread alone. */
@@ -193,6 +198,7 @@ export class Decoder {
     const pool = threaded?.runner ?? null;
     const parameters = threaded?.parameters ?? null;
     const gradients = threaded?.gradients ?? null;
+    this.#clearGradients = threaded?.clearGradients ?? null;
     const partialBudget = threaded?.partialBudget ?? PARTIAL_BUDGET_BYTES;
     this.config = Object.freeze({ ...config });
     this.layout = parameterLayout(this.config);
@@ -247,10 +253,12 @@ export class Decoder {
     activeNativeKernels(); // before the workers start (they follow this thread's choice)
     if (threads === 1) return new Decoder(config);
     const layout = parameterLayout(config);
-    const arrays = { parameters: allocateF64(layout.size, true), gradients: allocateF64(layout.size, true) };
+    // The gradients in a shared WebAssembly memory of their own where one can be had: zero-grad is then a memory.fill.
+    const clearable = clearableSharedF64(layout.size);
+    const arrays = { parameters: allocateF64(layout.size, true), gradients: clearable?.array ?? allocateF64(layout.size, true) };
     const pool = await ThreadPool.start(config, arrays, threads);
     try {
-      return new Decoder(config, { runner: pool, ...arrays, partialBudget: budget });
+      return new Decoder(config, { runner: pool, ...arrays, clearGradients: clearable?.clear ?? null, partialBudget: budget });
     } catch (e) {
       await pool.close();
       throw e;
@@ -333,7 +341,8 @@ export class Decoder {
 
   /** Resets every stored gradient to +0.0 (the zero-grad of ../../../docs/spec/training.md §4). */
   zeroGradients(): void {
-    this.gradients.fill(0);
+    if (this.#clearGradients !== null) this.#clearGradients();
+    else this.gradients.fill(0);
   }
 
   /** @returns the products helped so far (those counted in the help blocks replaced, and in the current one). */

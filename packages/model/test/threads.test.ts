@@ -283,6 +283,26 @@ describe('threaded training', () => {
     }
   });
 
+  it('clears the gradients to +0.0 on 2 and 3 threads, where they sit in a shared WebAssembly memory of their own', async () => {
+    const rng = new SplitMix64(46n);
+    const config = generatedConfig(rng);
+    const { many } = await decoders(config, 19n);
+    try {
+      for (const m of many) {
+        // Whole WebAssembly pages: the memory.fill path (kernels/wasm-clear.ts), not an ordinary SharedArrayBuffer.
+        expect(m.gradients.buffer.byteLength % 65536).toBe(0);
+        m.trainStep(randomBatch(rng, config.vocabularySize, 3, 5));
+        m.gradients[0] = -0;
+        m.gradients[m.gradients.length - 1] = NaN;
+        expect(m.gradients.some((x) => x !== 0)).toBe(true);
+        m.zeroGradients();
+        expect(m.gradients.findIndex((x) => !Object.is(x, 0))).toBe(-1);
+      }
+    } finally {
+      await Promise.all(many.map((m) => m.close()));
+    }
+  });
+
   // Which thread runs which sequence is timing otherwise (on these shapes the calling thread often runs all before a worker wakes).
   const kinds: KernelChoice[] = loadNativeKernels().addon === null ? ['wasm'] : ['wasm', 'native'];
   it.each(kinds)('gives the bits of one thread for every split of every wave between the calling thread and the workers (%s kernels)', async (kind) => {
