@@ -52,6 +52,7 @@ import { attentionBackward, attentionForward, attentionScratch, type AttentionSc
 import { crossEntropyBackward, crossEntropyForward } from './kernels/cross-entropy.ts';
 import { gemmCounters } from './internal/gemm-counters.ts';
 import { gemmArena, pinGemmOperand, recordResidentCopy, transpose } from './kernels/gemm.ts';
+import { wasmTranspose } from './kernels/wasm-transpose.ts';
 import { residentStride, type KernelArena, type SharedArenaMemory } from './kernels/kernel-arena.ts';
 import { ADD_DINP, ADD_DWEIGHT, DWEIGHT_TRANSPOSED, linearBackward, linearForward, linearWeight, residualForward, type LinearWeight } from './kernels/linear.ts';
 import { rmsNormBackward, rmsNormForward, type NormActivations } from './kernels/rmsnorm.ts';
@@ -536,8 +537,8 @@ export class DecoderPass {
     this.#accumulatorViews = modelViews(this.layout, this.#accumulator);
     this.#arena = arena;
     if (this.#params !== null) {
-      this.#transposeWeights(this.#params);
       this.#copyParameters(this.#params);
+      this.#transposeWeights(this.#paramsCopy, this.#resident);
       this.#weights = this.#views(this.#paramsCopy);
     }
   }
@@ -553,7 +554,7 @@ export class DecoderPass {
     this.#accumulator = null;
     this.#accumulatorViews = null;
     if (this.#params !== null) {
-      this.#transposeWeights(this.#params);
+      this.#transposeWeights(this.#params, null);
       this.#weights = this.#views(this.#params);
     }
   }
@@ -603,8 +604,12 @@ export class DecoderPass {
     return (this.#resident.offsets[k] as number) + Math.floor(i / width) * (this.#resident.strides[k] as number) + (i % width);
   }
 
-  /** Writes the transposes of the weights of `params` into `#wT`, placed by `#placeT`. */
-  #transposeWeights(params: Float64Array): void {
+  /**
+   * Writes the transposes of the weights into `#wT`, placed by `#placeT`: from the resident snapshot in the
+   * kernel arena (`at` its placement) with the WebAssembly kernel (kernels/wasm-transpose.ts), or from the
+   * parameters (`at` null) in JavaScript.
+   */
+  #transposeWeights(src: Float64Array, at: Placement | null): void {
     const wT = this.#wT;
     const { offsets, strides } = this.#placeT;
     const entries = this.layout.entries;
@@ -612,7 +617,8 @@ export class DecoderPass {
       const e = entries[k] as ParameterEntry;
       if (e.kind === 'gain') continue;
       const [rows, width] = storedShape(e, false);
-      transpose(wT, offsets[k] as number, strides[k] as number, params, e.offset, width, rows, width);
+      const [sOff, lds] = at === null ? [e.offset, width] : [at.offsets[k] as number, at.strides[k] as number];
+      if (!wasmTranspose(wT, offsets[k] as number, strides[k] as number, src, sOff, lds, rows, width)) transpose(wT, offsets[k] as number, strides[k] as number, src, sOff, lds, rows, width);
     }
   }
 
@@ -683,21 +689,23 @@ export class DecoderPass {
   prepare(params: Float64Array, version: number): void {
     if (version === this.#preparedVersion && version !== -1 && params === this.#params) return;
     const wT = this.#wT;
-    this.#transposeWeights(params);
     const copy = this.#paramsCopy;
     if (copy !== null) {
-      // Arena: the weights are read from a resident snapshot (and the transposes above were written there).
+      // Arena: the weights are read from a resident snapshot, and transposed from it (both in the arena).
       this.#copyParameters(params);
+      this.#transposeWeights(copy, this.#resident);
       if (this.#weights === null) this.#weights = this.#views(copy);
     } else if (this.capacity > 0) {
+      this.#transposeWeights(params, null);
       // Both are the right operand of most products of the step: packed for the kernel once, not per product
       // (the per-tensor views below are read through these pins). Not before the buffers exist: the first
       // forward may open an arena, which makes the pins dead weight.
       pinGemmOperand(params);
       pinGemmOperand(wT);
       if (params !== this.#params) this.#weights = this.#views(params);
-    } else if (params !== this.#params) {
-      this.#weights = this.#views(params);
+    } else {
+      this.#transposeWeights(params, null);
+      if (params !== this.#params) this.#weights = this.#views(params);
     }
     this.#params = params;
     this.#preparedVersion = version;
