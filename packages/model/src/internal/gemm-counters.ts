@@ -28,14 +28,16 @@ export interface GemmCounters {
    * forward: arrays outside a kernel arena; the attention softmax's batched exp when its kernel declines).
    */
   elementwiseValues: number;
-  /** Elements the WebAssembly SwiGLU, cross-entropy and attention softmax kernels computed in place in a kernel arena (nothing copied). */
+  /** Elements the WebAssembly SwiGLU, cross-entropy, attention softmax and RMSNorm kernels computed in place in a kernel arena (nothing copied). */
   elementwiseInPlace: number;
+  /** Weight values the WebAssembly transpose moved in place in a kernel arena (wasm-transpose.ts: the decoder pass's transposed weights). */
+  transposedInPlace: number;
   /** Products whose lower rows this thread offered to another thread (gemm.ts `setProductOffer`; parallel/help.ts). */
   offeredProducts: number;
 }
 
 /** This thread's counters. */
-export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0, offeredProducts: 0 };
+export const gemmCounters: GemmCounters = { operandsIn: 0, resultsOut: 0, scalarFallbacks: 0, gradientValues: 0, parameterValues: 0, arenaBytes: 0, elementwiseValues: 0, elementwiseInPlace: 0, transposedInPlace: 0, offeredProducts: 0 };
 
 /** Sets every counter of this thread to 0. */
 export function resetGemmCounters(): void {
@@ -47,5 +49,6 @@ export function resetGemmCounters(): void {
   gemmCounters.arenaBytes = 0;
   gemmCounters.elementwiseValues = 0;
   gemmCounters.elementwiseInPlace = 0;
+  gemmCounters.transposedInPlace = 0;
   gemmCounters.offeredProducts = 0;
 }

@@ -174,7 +174,7 @@ async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ b
 }
 
 describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
-  it('copies nothing around its products, SwiGLU, cross-entropy and attention softmax kernels; one thread writes the weight gradients once per batch', async () => {
+  it('copies nothing around its products, SwiGLU, cross-entropy and attention softmax kernels, nor to transpose the weights; one thread writes the weight gradients once per batch', async () => {
     setKernels('wasm');
     const { counters, weights } = await run(1);
     expect(counters.operandsIn).toBe(0);
@@ -183,6 +183,8 @@ describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
     // SwiGLU forward and backward, the cross-entropy forward and the attention softmax ran in place on the arena's activations.
     expect(counters.elementwiseValues).toBe(0);
     expect(counters.elementwiseInPlace).toBeGreaterThan(0);
+    // Every weight transposed once per parameter version (the step's, then the logits' after the parameters moved), in place from the resident snapshot (wasm-transpose.ts).
+    expect(counters.transposedInPlace).toBe(2 * weights);
     // Five sequences accumulate into the resident accumulator; the slot is written once.
     expect(counters.gradientValues).toBe(weights);
   });

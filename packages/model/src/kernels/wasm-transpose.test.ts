@@ -37,9 +37,9 @@ describe('the WebAssembly transpose', () => {
         const before = raw.slice();
         const expected = new Float64Array(dst.length).fill(SENTINEL);
         transpose(expected, dOff, ldd, src.slice(), sOff, lds, R, S);
-        const counted = gemmCounters.elementwiseInPlace;
+        const counted = gemmCounters.transposedInPlace;
         expect(wasmTranspose(dst, dOff, ldd, src, sOff, lds, R, S)).toBe(true);
-        expect(gemmCounters.elementwiseInPlace - counted).toBe(R * S);
+        expect(gemmCounters.transposedInPlace - counted).toBe(R * S);
         const first = (dst.byteOffset - all.byteOffset) / 8;
         for (let i = 0; i < all.length; i++) {
           const inDst = i >= first && i < first + dst.length;

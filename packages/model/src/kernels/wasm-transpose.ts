@@ -117,6 +117,6 @@ export function wasmTranspose(dst: Float64Array, dOff: number, ldd: number, src:
   const arena = kernels.arenaOf([dst, src]);
   if (arena === null) return false;
   arena.exports.transpose(dst.byteOffset + 8 * dOff, ldd, src.byteOffset + 8 * sOff, lds, R, S);
-  gemmCounters.elementwiseInPlace += R * S;
+  gemmCounters.transposedInPlace += R * S;
   return true;
 }
