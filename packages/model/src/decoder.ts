@@ -749,12 +749,8 @@ export class Decoder {
     checkCalls(spec);
     const inputs = spec.inputs ?? null;
     const outputs = spec.outputs ?? null;
-    const shared = (a: { buffer: unknown }): boolean => a.buffer instanceof SharedArrayBuffer;
-    const sharedTransfer = (t: { spans: Int32Array; arrays: readonly Float64Array[] } | null): boolean => t === null || (shared(t.spans) && t.arrays.every(shared));
-    if (
-      this.#threaded &&
-      !(shared(spec.memory) && shared(spec.calls) && sharedTransfer(inputs && { spans: inputs.spans, arrays: inputs.sources }) && sharedTransfer(outputs && { spans: outputs.spans, arrays: outputs.targets }))
-    ) {
+    const everything = [spec.memory, spec.calls, ...(inputs === null ? [] : [inputs.spans, ...inputs.sources]), ...(outputs === null ? [] : [outputs.spans, ...outputs.targets])];
+    if (this.#threaded && !everything.every((a) => a.buffer instanceof SharedArrayBuffer)) {
       throw new TypeError('shareCalls: with worker threads the memory, the calls, the inputs and the outputs must be shared (a shared WebAssembly.Memory, arrays on SharedArrayBuffers)');
     }
     const id = ++this.#callSets;

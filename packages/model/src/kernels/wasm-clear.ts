@@ -7,7 +7,7 @@
  * every step (zero-grad), therefore live at the start of a shared
  * WebAssembly memory of their own (decoder.ts).
  */
-import { Code, I32, compileModule, fixedMemory, importedMemoryModuleBytes, type WasmApi } from './wasm-assembler.ts';
+import { Code, I32, compileModule, fixedMemory, importedMemoryModuleBytes, perMemoryKind, type WasmApi } from './wasm-assembler.ts';
 
 /** Bytes of a WebAssembly page. */
 const PAGE = 65536;
@@ -19,19 +19,12 @@ const PAGE = 65536;
  */
 const FILL_MAX_BYTES = 4 << 20;
 
-let made: { module: object | null } | null = null;
-
-/** `clear(bytes)`: `memory.fill(0, 0, bytes)` on the imported shared memory. */
-function clearModule(): object | null {
-  made ??= {
-    module: (() => {
-      const e = new Code();
-      e.i32(0).i32(0).get(0).op(0xfc, 0x0b, 0x00).end();
-      return compileModule(importedMemoryModuleBytes([{ name: 'clear', params: [I32], results: [], locals: [], body: e.bytes }], true));
-    })(),
-  };
-  return made.module;
-}
+/** `clear(bytes)`: `memory.fill(0, 0, bytes)` on the imported shared memory (compiled once per thread). */
+const clearModule = perMemoryKind((shared) => {
+  const e = new Code();
+  e.i32(0).i32(0).get(0).op(0xfc, 0x0b, 0x00).end();
+  return compileModule(importedMemoryModuleBytes([{ name: 'clear', params: [I32], results: [], locals: [], body: e.bytes }], shared));
+});
 
 /** An array and the function that sets every element of it to +0.0. */
 export interface ClearableArray {
@@ -44,7 +37,7 @@ export interface ClearableArray {
  * @returns `n` elements at the start of a shared WebAssembly memory of their own (on a SharedArrayBuffer, so worker threads can read and write them) and their clear (`memory.fill`, up to {@link FILL_MAX_BYTES}), or null without WebAssembly or when the memory cannot be had.
  */
 export function clearableSharedF64(n: number): ClearableArray | null {
-  const module = clearModule();
+  const module = clearModule(true);
   const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
   if (module === null || api === undefined) return null;
   try {
