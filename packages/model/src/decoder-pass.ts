@@ -41,8 +41,11 @@
  * stride. So do the activations and adjoints that the weight-gradient
  * products walk along k with such a width: the (T, F) buffers and the logits'
  * adjoint (`strides`; their padding stays +0). The other activations and the
- * accumulator keep contiguous rows. With the native or the scalar kernels
- * everything is an ordinary array with contiguous rows.
+ * accumulator keep contiguous rows. With the scalar kernels, and with the
+ * native kernels on one thread, everything is an ordinary array with
+ * contiguous rows; the native kernels read the views of an arena in place
+ * too, and a threaded decoder's passes open their arenas on the shared
+ * memories with them as well, for the help at the end of a wave.
  */
 import type { DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
@@ -392,7 +395,7 @@ export class DecoderPass {
   /** Where the weight views' tensors sit: the parameters (or their resident snapshot), and `#wT`. */
   #place: Placement;
   #placeT: Placement;
-  /** The kernel arena holding every buffer of the pass, or null (ordinary arrays: native or scalar kernels). */
+  /** The kernel arena holding every buffer of the pass, or null (ordinary arrays: scalar kernels, or native ones on a memory of the pass's own). */
   #arena: KernelArena | null = null;
   /** A shared memory to open the arena on, after its front ({@link adoptArenaMemory}); null: a memory of the arena's own. */
   #adopted: SharedArenaMemory | null = null;
@@ -502,7 +505,7 @@ export class DecoderPass {
   adoptArenaMemory(shared: SharedArenaMemory, T: number): void {
     const held = this.#adopted;
     const same = held !== null && held.memory.buffer === shared.memory.buffer && held.front === shared.front;
-    // Already open there (or there is no arena: native or scalar kernels), and not left for a memory of its own: nothing to do.
+    // Already open there (or there is no arena: scalar kernels, or none can be made), and not left for a memory of its own: nothing to do.
     if (same && (this.#arena === null || this.#arena.kernel.memory.buffer === shared.memory.buffer)) return;
     this.#adopted = shared;
     this.capacity = 0;

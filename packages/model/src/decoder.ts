@@ -77,8 +77,8 @@ export interface ParallelStats {
   /**
    * Matrix products whose lower rows a thread with no sequence left computed
    * so far, for a thread still running one (0 with one thread, and with the
-   * native or scalar kernels). The bits are the same whichever thread
-   * computes which rows.
+   * scalar kernels). The bits are the same whichever thread, and whichever
+   * kernels, compute which rows.
    */
   readonly helpedProducts: number;
   /**
@@ -418,9 +418,10 @@ export class Decoder {
    * The workers' arena memories for `reserved` partial elements each and
    * sequences of `T` positions: the current ones when they are large enough,
    * else new ones (at least as large as the old, so alternating batch shapes
-   * settle on one set). A worker opens its kernel arena after its slots; with
-   * the native or scalar kernels the arena part stays untouched (memory is
-   * committed when written). The first worker's memory also holds the pass
+   * settle on one set). A worker opens its kernel arena after its slots (with
+   * the native kernels too: they read its views in place); with the scalar
+   * kernels the arena part stays untouched (memory is committed when
+   * written). The first worker's memory also holds the pass
    * adjoint, after its slots, where the memory allows (else the adjoint stays
    * an array of its own and the reduction adds in JavaScript). Null when they
    * cannot be made (no shared WebAssembly memory here, or too large for one):

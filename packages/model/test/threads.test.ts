@@ -349,11 +349,12 @@ describe('threaded training', () => {
     }
   });
 
-  it('gives the bits of one thread when other threads compute the lower rows of every product (help forced; the calling thread, or the workers, run all sequences)', async () => {
+  it.each(kinds)('gives the bits of one thread when other threads compute the lower rows of every product (help forced; the calling thread, or the workers, run all sequences; %s kernels)', async (kind) => {
     // Forced, the lower rows of every product whose operands are all in the running thread's kernel arena are offered and left to a thread with no sequence.
-    setKernels('wasm');
+    // With the native kernels too: a threaded decoder's passes then open their arenas on the shared memories, and the helpers run the native kernels there.
+    setKernels(kind);
     helpTuning.force = true;
-    const rng = new SplitMix64(49n);
+    const rng = new SplitMix64(kind === 'wasm' ? 49n : 52n);
     for (let c = 0; c < 2; c++) {
       const config = generatedConfig(rng);
       const { one, many } = await decoders(config, BigInt(13 + c));
@@ -417,24 +418,6 @@ describe('threaded training', () => {
     const tokens = Array.from({ length: 8 }, () => rng.nextBelow(TINY.vocabularySize));
     expect(bitsOf(m.logits(tokens))).toEqual(bitsOf(one.logits(tokens)));
     train();
-  });
-
-  it.runIf(loadNativeKernels().addon !== null)('offers no product with the native kernels (their operands are not in a shared kernel memory), and gives the bits of one thread', async () => {
-    setKernels('native');
-    helpTuning.force = true;
-    claimPlan.frontShare = (_w, n) => n;
-    const { one, many } = await decoders(TINY, 17n);
-    try {
-      const batch = randomBatch(new SplitMix64(50n), TINY.vocabularySize, 6, 8);
-      const loss = one.trainStep(batch);
-      for (const m of many) {
-        expect(m.trainStep(batch)).toBe(loss);
-        expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
-        expect(m.parallelStats().helpedProducts).toBe(0);
-      }
-    } finally {
-      await Promise.all(many.map((m) => m.close()));
-    }
   });
 
   it('refuses a claim plan that gives no number, and trains as before afterwards', async () => {

@@ -23,7 +23,7 @@
  */
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { openKernelArena, residentKernel, type KernelArena, type SharedArenaMemory } from './kernel-arena.ts';
-import { activeNativeKernels } from './native.ts';
+import { activeNativeKernels, type NativeAddon } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
 
 /** `C = C + A·B` (the contribution is summed from +0.0 first, then added): "previous + contribution" of the tape. */
@@ -159,7 +159,7 @@ export function gemm(
     // The native kernels (native.ts) work on the arrays in place: no copies, so no size threshold.
     const native = activeNativeKernels();
     if (native !== null) {
-      native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+      nativeProduct(native, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
       return;
     }
   }
@@ -182,17 +182,20 @@ export function gemm(
 }
 
 /**
- * A kernel arena for the operands of this thread's products (kernel-arena.ts),
- * when products on this thread run on the WebAssembly SIMD kernel: not under
- * {@link setGemmBackend}('scalar'), not while the native kernels are active
- * (they read ordinary arrays in place), not without WebAssembly SIMD.
+ * A kernel arena for the operands of this thread's products (kernel-arena.ts):
+ * when products on this thread run on the WebAssembly SIMD kernel, and, while
+ * the native kernels are active, only on a `shared` memory — they read any
+ * array in place, so there the arena serves only to put the operands where
+ * a thread with no sequence left can compute rows of the products
+ * (parallel/help.ts). None under {@link setGemmBackend}('scalar'), nor
+ * without WebAssembly SIMD.
  *
  * @param elements - the views' total size (the memory is sized once: the arena never grows).
  * @param shared - a shared memory to open it on (kernel-arena.ts {@link openKernelArena}), instead of a new one.
  * @returns the arena, or null (use ordinary arrays; also when `shared` is too small).
  */
 export function gemmArena(elements: number, shared?: SharedArenaMemory): KernelArena | null {
-  if (backend === 'scalar' || activeNativeKernels() !== null) return null;
+  if (backend === 'scalar' || (shared === undefined && activeNativeKernels() !== null)) return null;
   if (wasm === undefined) wasm = createWasmGemm();
   if (wasm === null) return null;
   return openKernelArena(elements, shared);
@@ -210,6 +213,60 @@ function copyRows(dst: Float64Array, dOff: number, ldd: number, src: Float64Arra
     const d0 = dOff + r * ldd;
     for (let c = 0; c < width; c++) dst[d0 + c] = src[s0 + c] as number;
   }
+}
+
+/**
+ * The first of the rows of an M-row product that {@link ProductOffer.offer}
+ * hands to another thread (the lower ones): about half, from a multiple of
+ * four (the WebAssembly kernel's row tile). Any split gives the same bits:
+ * each output is one whole dot product either way.
+ */
+function offeredFrom(M: number): number {
+  return ((M >> 1) + 3) & ~3;
+}
+
+/** Offset of row `h` of A (stored transposed under {@link TRANS_A}: then a column). */
+function rowOfA(a: number, lda: number, h: number, flags: number): number {
+  return (flags & TRANS_A) !== 0 ? a + h : a + h * lda;
+}
+
+/**
+ * The native kernels on {@link gemm}'s operands, in place. While this thread
+ * offers products (a training phase, parallel/help.ts) and all three
+ * operands are views of the offer's memory (the threaded decoder's kernel
+ * arena), the lower rows are offered to a thread with no sequence left, as
+ * on the WebAssembly path ({@link gemmSimd}); the helper computes them with
+ * its own kernels, which give the same bits.
+ */
+function nativeProduct(
+  native: NativeAddon,
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  const offer = productOffer;
+  if (offer !== null && (flags & ROW_DEPENDENT) === 0 && C.buffer === offer.buffer && A.buffer === offer.buffer && B.buffer === offer.buffer) {
+    const h = offeredFrom(M);
+    const c = C.byteOffset / 8 + cOff;
+    const a = A.byteOffset / 8 + aOff;
+    if (h > 0 && h < M && offer.offer(c + h * ldc, ldc, rowOfA(a, lda, h, flags), lda, B.byteOffset / 8 + bOff, ldb, M - h, N, K, flags)) {
+      gemmCounters.offeredProducts++;
+      native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, h, N, K, flags);
+      if (!offer.settle()) native.gemm(C, cOff + h * ldc, ldc, A, rowOfA(aOff, lda, h, flags), lda, B, bOff, ldb, M - h, N, K, flags);
+      return;
+    }
+  }
+  native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
 }
 
 // The WebAssembly kernel on {@link gemm}'s operands: resident operands (views
@@ -270,12 +327,12 @@ function gemmSimd(
   const offer = productOffer;
   if (offer !== null && pa >= 0 && pb >= 0 && pc >= 0 && (flags & ROW_DEPENDENT) === 0 && w.view.buffer === offer.buffer) {
     // Every operand where it is: the lower rows (from a multiple of the kernel's four-row tile) may go to another thread, each output still one whole dot product.
-    const h = ((M >> 1) + 3) & ~3;
-    const lower = (x: number, ld: number): number => (transA ? x + h : x + h * ld);
-    if (h > 0 && h < M && offer.offer(c + h * lc, lc, lower(a, la), la, b, lb, M - h, N, K, flags)) {
+    const h = offeredFrom(M);
+    const lowerA = rowOfA(a, la, h, flags);
+    if (h > 0 && h < M && offer.offer(c + h * lc, lc, lowerA, la, b, lb, M - h, N, K, flags)) {
       gemmCounters.offeredProducts++;
       w.run(c, lc, a, la, b, lb, h, N, K, flags);
-      if (!offer.settle()) w.run(c + h * lc, lc, lower(a, la), la, b, lb, M - h, N, K, flags);
+      if (!offer.settle()) w.run(c + h * lc, lc, lowerA, la, b, lb, M - h, N, K, flags);
       return;
     }
   }
@@ -581,7 +638,7 @@ export function gemmTransA(
     // The native kernels read the transposed layout in place too (native/kernels.c, flag TRANS_A).
     const native = activeNativeKernels();
     if (native !== null) {
-      native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags | TRANS_A);
+      nativeProduct(native, C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags | TRANS_A);
       return;
     }
   }

@@ -11,20 +11,23 @@
  * WebAssembly.Memory — offers its lower rows ({@link HelpDesk.offer}),
  * computes its upper rows, and then settles: the lower rows were computed by
  * a helper, or they are taken back unclaimed and computed here. The helper
- * runs its own instance of the same WebAssembly kernel on that memory, reading
- * and writing the operands in place. Each output element is still one whole
- * dot product computed by the same code, so which thread computed which rows
- * changes no bit. Masked products (an output row's terms depend on its index)
- * are not split; nor are products of fewer than {@link MIN_WORK}
- * multiply-adds, nor any product with the native or scalar kernels (their
- * operands are ordinary arrays).
+ * runs its own kernels on that memory — an instance of the same WebAssembly
+ * kernel, or the native kernels when they are active (kernels/native.ts; the
+ * threaded decoder's passes then open their arenas on the shared memories
+ * too: gemm.ts `gemmArena`) — reading and writing the operands in place. Each
+ * output element is still one whole dot product, and every kernel gives the
+ * same bits, so which thread computed which rows changes no bit. Masked
+ * products (an output row's terms depend on its index) are not split; nor are
+ * products of fewer than {@link MIN_WORK} multiply-adds, nor any product with
+ * the scalar kernels (their operands are ordinary arrays).
  *
  * The help block, a shared Int32Array the calling thread makes with the
  * threads' memories (decoder.ts), holds a few counters and one offer slot per
  * thread (its owner writes it, any helper claims it by compare-and-exchange).
  */
 import type { ProductOffer } from '../kernels/gemm.ts';
-import { createWasmGemm, type WasmGemm } from '../kernels/wasm-gemm.ts';
+import { activeNativeKernels, type NativeAddon } from '../kernels/native.ts';
+import { createWasmGemm } from '../kernels/wasm-gemm.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 
 /** Indices of the help block's counters. */
@@ -56,6 +59,28 @@ export const helpTuning: { enabled: boolean; force: boolean } = { enabled: true,
 
 /** Products of fewer multiply-adds than this (about two microseconds) are not offered unless forced: handing them over would cost more than it saves. */
 export const MIN_WORK = 16384;
+
+/**
+ * With the native kernels, products of fewer lower rows than this are not
+ * offered either (unless forced). The native kernel packs panels of B once
+ * per call for up to 128 rows and runs products of 32 rows or fewer
+ * unpacked (native/kernels.c), and the helper reads B from the other core's
+ * cache: two halves of a 64-row product cost more than the whole. Measured on
+ * medium (T = 64), 2 threads, in one process: every product offered 0.2–1.8 %
+ * slower a step than no help; from 128 rows (64 lower ones) no slower; large
+ * (T = 128) about 3 % faster either way.
+ */
+export const NATIVE_MIN_ROWS = 64;
+
+/**
+ * @param M - rows offered (the lower part of a product).
+ * @param N - columns.
+ * @param K - contracted length.
+ * @returns whether handing these rows to another thread pays, for the kernels active on this (the offering) thread.
+ */
+function worthOffering(M: number, N: number, K: number): boolean {
+  return M * N * K >= MIN_WORK && (M >= NATIVE_MIN_ROWS || activeNativeKernels() === null);
+}
 
 /** The first offer slot, and the Int32 elements of each. */
 const SLOTS = 8;
@@ -110,7 +135,7 @@ export class HelpDesk implements ProductOffer {
 
   offer(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): boolean {
     const h = this.#help;
-    if (Atomics.load(h, HELP.FORCE) === 0 && (Atomics.load(h, HELP.SERVING) === 0 || Atomics.load(h, HELP.ENABLED) === 0 || M * N * K < MIN_WORK)) return false;
+    if (Atomics.load(h, HELP.FORCE) === 0 && (Atomics.load(h, HELP.SERVING) === 0 || Atomics.load(h, HELP.ENABLED) === 0 || !worthOffering(M, N, K))) return false;
     const s = this.#slot + ARGS;
     h[s] = c;
     h[s + 1] = ldc;
@@ -137,16 +162,33 @@ export class HelpDesk implements ProductOffer {
   }
 }
 
+/** A product kernel on one thread's memory: `gemm(c, ldc, a, lda, b, ldb, M, N, K, flags)` with element offsets into it. */
+export interface HelperKernel {
+  run(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): void;
+}
+
 /** A helper's kernels on the other threads' memories, per thread index (null for itself), made once per set of memories. */
-export type HelperKernels = readonly (WasmGemm | null)[];
+export type HelperKernels = readonly (HelperKernel | null)[];
+
+/**
+ * The native kernels on a whole memory (its three operands are views of it).
+ * @param native - this thread's native kernels.
+ * @param memory - another thread's arena memory.
+ * @returns the kernel.
+ */
+function nativeOn(native: NativeAddon, memory: WasmMemory): HelperKernel {
+  const view = new Float64Array(memory.buffer);
+  return { run: (c, ldc, a, lda, b, ldb, M, N, K, flags) => native.gemm(view, c, ldc, view, a, lda, view, b, ldb, M, N, K, flags) };
+}
 
 /**
  * @param memories - per thread index, its arena memory.
  * @param self - this thread's index (no kernel for it).
- * @returns kernels of this thread's own on the others' memories.
+ * @returns kernels of this thread's own on the others' memories: the native kernels while they are active on this thread, else WebAssembly (the same bits).
  */
 export function helperKernels(memories: readonly WasmMemory[], self: number): HelperKernels {
-  return memories.map((m, t) => (t === self ? null : createWasmGemm(m.buffer.byteLength / 8, m)));
+  const native = activeNativeKernels();
+  return memories.map((m, t) => (t === self ? null : native !== null ? nativeOn(native, m) : createWasmGemm(m.buffer.byteLength / 8, m)));
 }
 
 /**
