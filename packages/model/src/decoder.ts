@@ -7,7 +7,7 @@ import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
 import { initializeParameters } from './init.ts';
 import { activeNativeKernels } from './kernels/native.ts';
-import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuning } from './internal/batch-reduce.ts';
+import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuning, reduceWork } from './internal/batch-reduce.ts';
 import { DecoderPass } from './decoder-pass.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
@@ -490,10 +490,7 @@ export class Decoder {
     Atomics.store(c, CTRL.FAILED, 0);
     Atomics.store(c, CTRL.FAULT, reduceFault.slice < 0 ? 0 : 2 * (reduceFault.slice + 1) + (reduceFault.throws ? 1 : 0));
     Atomics.add(c, CTRL.PARTIAL_SEQUENCES, end - from);
-    // Element reads: the partials, then (finishing) the gain terms, input adjoints and two passes over the adjoint.
-    const P = this.layout.size;
-    const n = this.#ctx.buffers.rows * this.#ctx.buffers.columns;
-    const work = (end - from) * P + (finish ? 2 * P + (2 * this.config.layers + 2) * n * this.config.modelWidth : 0);
+    const work = reduceWork(this.layout, end - from, finish, this.#ctx.buffers.rows * this.#ctx.buffers.columns);
     if (this.threads === 1 || work < reduceTuning.localElements) {
       // The calling thread alone, as the only slice: cheaper than waking the workers.
       Atomics.store(c, CTRL.SLICES, 1);

@@ -10,7 +10,7 @@ import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
-import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceTuning } from '../src/internal/batch-reduce.ts';
+import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceSlices, reduceTuning, reduceWork } from '../src/internal/batch-reduce.ts';
 import { gemmCounters } from '../src/internal/gemm-counters.ts';
 import { fixedMemory } from '../src/kernels/wasm-assembler.ts';
 import { createWasmFold } from '../src/kernels/wasm-fold.ts';
@@ -143,6 +143,41 @@ describe('batch reduction pieces', () => {
       ),
       { numRuns: 3000 },
     );
+  });
+
+  it("cuts a reduction into D-aligned slices of about equal work, whatever the shape, partials and finishing (each within one row's work of an even share)", () => {
+    const rng = new SplitMix64(43n);
+    for (let trial = 0; trial < 200; trial++) {
+      const config = generatedConfig(rng);
+      const layout = parameterLayout(config);
+      const D = config.modelWidth;
+      const slices = 1 + rng.nextBelow(5);
+      const partials = rng.nextBelow(9);
+      const finish = partials === 0 || rng.nextBelow(2) === 0;
+      const n = 1 + rng.nextBelow(600);
+      const cuts = reduceSlices(layout, D, slices, partials, finish, n);
+      expect(cuts.length).toBe(slices + 1);
+      expect([cuts[0], cuts[slices]]).toEqual([0, layout.size]);
+      // The work of elements [a, b): the whole reduction's work of a layout cut down to them, entry by entry.
+      const work = (a: number, b: number): number => {
+        let w = 0;
+        for (const e of layout.entries) {
+          const lo = Math.max(a, e.offset);
+          const hi = Math.min(b, e.offset + e.length);
+          if (lo < hi) w += reduceWork({ ...layout, entries: [{ ...e, length: hi - lo }] }, partials, finish, n);
+        }
+        return w;
+      };
+      const total = reduceWork(layout, partials, finish, n);
+      expect(work(0, layout.size)).toBeCloseTo(total, 6);
+      const widest = Math.max(...layout.entries.map((e) => work(e.offset, e.offset + D)));
+      for (let s = 0; s < slices; s++) {
+        const [from, to] = [cuts[s] as number, cuts[s + 1] as number];
+        expect(from % D).toBe(0);
+        expect(to).toBeGreaterThanOrEqual(from);
+        expect(Math.abs(work(from, to) - total / slices)).toBeLessThanOrEqual(widest * (1 + 1e-9));
+      }
+    }
   });
 
   it('finishSlice over D-aligned slices gives the bits of the whole finishing and the first non-finite element', () => {

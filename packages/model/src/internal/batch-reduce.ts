@@ -9,7 +9,7 @@
  * - loss: the row losses summed in row-major order, divided by N.
  */
 import type { WasmFold } from '../kernels/wasm-fold.ts';
-import type { ParameterLayout } from '../layout.ts';
+import type { ParameterEntry, ParameterKind, ParameterLayout } from '../layout.ts';
 
 /** Shared (or thread-local) buffers of one batch. */
 export interface BatchBuffers {
@@ -89,11 +89,76 @@ export function allocateBatchBuffers(
 
 /**
  * Tuning of the batch reduction; the bits never depend on it (tests set it to force either path).
- * `localElements`: below this many element reads (partials to add plus the
- * finishing of the adjoint) the calling thread reduces alone, since waking the
- * worker threads would cost more than their share of the work.
+ * `localElements`: below this much work ({@link reduceWork}: about one unit
+ * per element read by the fold) the calling thread reduces alone, since
+ * waking the worker threads would cost more than their share of the work.
  */
 export const reduceTuning: { localElements: number } = { localElements: 1 << 19 };
+
+/**
+ * The work of reducing one element, in units of about one element read by the
+ * fold (kernels/wasm-fold.ts), for the elements of a kind of tensor: each of
+ * the `partials` read; when the reduction finishes, the finiteness scan and
+ * the write into the gradients (JavaScript, 3), a gain element's column sum
+ * over the n rows (2 a row), an embedding element's zeroing, lookup add and
+ * its share of the n scattered rows (4 + 2·n/V). From a 2-thread medium step
+ * (partials 0.6 ns an element each, scan and write 1.8, gain sums 1.2 a row,
+ * embedding about 6 ns an element): the slices' work, not their length, is
+ * what the threads should share.
+ */
+function elementWork(kind: ParameterKind, partials: number, finish: boolean, n: number, V: number): number {
+  if (!finish) return partials;
+  return partials + 3 + (kind === 'gain' ? 2 * n : kind === 'embedding' ? 4 + (2 * n) / V : 0);
+}
+
+/**
+ * @param layout - parameter layout.
+ * @param partials - the partials the reduction adds.
+ * @param finish - whether it finishes the adjoint too.
+ * @param n - B·T rows.
+ * @returns the work of the whole reduction (units of {@link elementWork}).
+ */
+export function reduceWork(layout: ParameterLayout, partials: number, finish: boolean, n: number): number {
+  const V = (layout.entries[0] as ParameterEntry).shape[0] as number;
+  let work = 0;
+  for (const e of layout.entries) work += e.length * elementWork(e.kind, partials, finish, n, V);
+  return work;
+}
+
+/**
+ * Where the slices of a reduction shared by `slices` threads begin: whole
+ * D-element rows (every tensor is a multiple of D long, so a slice finishes
+ * only its own elements), cut so that each slice holds about the same work
+ * ({@link elementWork}; within one row's work of an even share). The bits do
+ * not depend on the cuts.
+ *
+ * @param layout - parameter layout.
+ * @param D - model width.
+ * @param slices - slices.
+ * @param partials - the partials the reduction adds.
+ * @param finish - whether it finishes the adjoint too.
+ * @param n - B·T rows.
+ * @returns slices + 1 element offsets, from 0 to P, non-decreasing, each a multiple of D.
+ */
+export function reduceSlices(layout: ParameterLayout, D: number, slices: number, partials: number, finish: boolean, n: number): number[] {
+  const V = (layout.entries[0] as ParameterEntry).shape[0] as number;
+  const total = reduceWork(layout, partials, finish, n);
+  const cuts = [0];
+  let before = 0; // the work of the entries before e
+  let s = 1;
+  for (const e of layout.entries) {
+    const row = D * elementWork(e.kind, partials, finish, n, V);
+    const rows = e.length / D;
+    // Slice s starts at the first row before which at least s/slices of the work lies.
+    for (; s < slices && before + rows * row >= (total * s) / slices; s++) {
+      cuts.push(e.offset + (row > 0 ? D * Math.min(rows, Math.max(0, Math.ceil(((total * s) / slices - before) / row))) : 0));
+    }
+    before += rows * row;
+  }
+  while (cuts.length <= slices) cuts.push(layout.size);
+  cuts[slices] = layout.size;
+  return cuts;
+}
 
 /** Elements reduced per block of {@link reducePartials}: the accumulator block stays in cache across the sequences. */
 const REDUCE_BLOCK = 2048;

@@ -11,7 +11,7 @@
  */
 import type { DecoderConfig } from '@llmcp/format';
 import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
-import { finishSlice, reducePartials, type BatchBuffers } from '../internal/batch-reduce.ts';
+import { finishSlice, reducePartials, reduceSlices, type BatchBuffers } from '../internal/batch-reduce.ts';
 import { setProductOffer } from '../kernels/gemm.ts';
 import { arenaFront } from '../kernels/kernel-arena.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
@@ -202,21 +202,6 @@ function recordFirstBad(ctrl: Int32Array, index: number): void {
 }
 
 /**
- * A thread's slice of the P parameters when `slices` threads share them:
- * whole D-element rows (every tensor is a multiple of D long), so finishing
- * a slice touches only its own elements.
- * @param P - parameters.
- * @param D - model width.
- * @param index - the thread's slice.
- * @param slices - slices.
- * @returns its first element and end.
- */
-function sliceOf(P: number, D: number, index: number, slices: number): [number, number] {
-  const rows = P / D;
-  return [D * Math.floor((rows * index) / slices), D * Math.floor((rows * (index + 1)) / slices)];
-}
-
-/**
  * Runs the current phase's share of one thread.
  *
  * Training: the calling thread (index 0) claims sequences from the front of
@@ -306,13 +291,19 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
     if (ok) copyOutputs(set as CallSet, threadIndex, threads);
   } else if (command === COMMAND.REDUCE) {
     const slices = Atomics.load(ctrl, CTRL.SLICES);
-    const [from, to] = sliceOf(P, D, threadIndex, slices);
     const write = Atomics.load(ctrl, CTRL.GRADIENTS);
     let ok = false;
+    let from = 0;
+    let to = 0;
     try {
       const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
       const first = Atomics.load(ctrl, CTRL.REDUCE_FROM);
       const end = Atomics.load(ctrl, CTRL.END);
+      const finish = Atomics.load(ctrl, CTRL.FINISH) !== 0;
+      // This thread's slice: every thread cuts the same way.
+      const cuts = reduceSlices(pass.layout, D, slices, end - first, finish, B * T);
+      from = cuts[threadIndex] as number;
+      to = cuts[threadIndex + 1] as number;
       const partials: Float64Array[] = [];
       for (let s = first - waveStart; s < end - waveStart; s++) {
         const w = buffers.owners[s] as number;
@@ -320,7 +311,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       }
       const folded = reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
       if (folded > 0) Atomics.add(ctrl, CTRL.FOLDED, folded);
-      if (Atomics.load(ctrl, CTRL.FINISH) !== 0) {
+      if (finish) {
         const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
         if (bad >= 0) recordFirstBad(ctrl, bad);
         const fault = Atomics.load(ctrl, CTRL.FAULT);
