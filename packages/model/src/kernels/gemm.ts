@@ -661,6 +661,61 @@ export function gemmTransA(
   gemm(C, cOff, ldc, transposed, 0, K, B, bOff, ldb, M, N, K, flags);
 }
 
+/**
+ * Offers the whole product {@link gemmTransA}`(C, …)` to a thread with no
+ * sequence left (parallel/help.ts) while this thread computes another,
+ * independent one — a layer's weight gradient beside its input adjoint
+ * (linear.ts). Offered only while this thread offers products, when all three
+ * operands are views of the offer's memory and the product is not masked;
+ * meanwhile the products this thread computes are not split (one offer at a
+ * time). The helper's kernels give the same bits.
+ *
+ * @returns true when it is offered: then {@link settleTransA} with the same arguments must follow, before its operands change.
+ */
+export function offerTransA(
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): boolean {
+  const offer = productOffer;
+  if (offer === null || (flags & ROW_DEPENDENT) !== 0 || C.buffer !== offer.buffer || A.buffer !== offer.buffer || B.buffer !== offer.buffer) return false;
+  if (!offer.offer(C.byteOffset / 8 + cOff, ldc, A.byteOffset / 8 + aOff, lda, B.byteOffset / 8 + bOff, ldb, M, N, K, flags | TRANS_A)) return false;
+  gemmCounters.offeredProducts++;
+  return true;
+}
+
+/**
+ * Ends an {@link offerTransA}: waits for the helper that took the product, or
+ * takes it back and computes it here.
+ */
+export function settleTransA(
+  C: Float64Array,
+  cOff: number,
+  ldc: number,
+  A: Float64Array,
+  aOff: number,
+  lda: number,
+  B: Float64Array,
+  bOff: number,
+  ldb: number,
+  M: number,
+  N: number,
+  K: number,
+  flags: number,
+): void {
+  if (!(productOffer as ProductOffer).settle()) gemmTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+}
+
 // ── Pinned operands: read in place from the WebAssembly kernel's memory ──
 
 /** Pinned arrays of this thread, their element offsets in the kernel's memory, and the end of the pinned region. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
-import { GEMM_ADD, gemm, gemmArena, gemmScalar, gemmTransA, setProductOffer, transpose, type ProductOffer } from '../kernels/gemm.ts';
+import { GEMM_ADD, gemm, gemmArena, gemmScalar, gemmTransA, offerTransA, setProductOffer, settleTransA, transpose, type ProductOffer } from '../kernels/gemm.ts';
 import { kernelArenaPages } from '../kernels/kernel-arena.ts';
 import { kernelChoice, loadNativeKernels, setKernels, type KernelChoice } from '../kernels/native.ts';
 import { fixedMemory } from '../kernels/wasm-assembler.ts';
@@ -27,7 +27,7 @@ afterEach(() => {
 });
 
 describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) => {
-  it("computes the offered lower rows with the helper's kernels on the offering thread's memory, the upper ones in place: the bits of the whole product, for plain and transposed A, set and add, taken or taken back", () => {
+  it("computes the offered lower rows, or the whole product handed over, with the helper's kernels on the offering thread's memory, the rest in place: the bits of the whole product, for plain and transposed A, set and add, taken or taken back", () => {
     setKernels(kind);
     // One thread's arena on a shared memory, as a threaded decoder's pass opens it (the operands are views of it).
     const elements = SIZE.A + SIZE.B + SIZE.C;
@@ -46,12 +46,13 @@ describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) 
           K: fc.integer({ min: 1, max: MAX.K }),
           pads: fc.tuple(fc.nat(MAX.pad), fc.nat(MAX.pad), fc.nat(MAX.pad)),
           offsets: fc.tuple(fc.nat(8), fc.nat(8), fc.nat(8)),
-          transA: fc.boolean(),
+          mode: fc.constantFrom('rows', 'rows of a transposed A', 'whole'),
           add: fc.boolean(),
           taken: fc.boolean(),
           seed: fc.integer(),
         }),
-        ({ M, N, K, pads, offsets, transA, add, taken, seed }) => {
+        ({ M, N, K, pads, offsets, mode, add, taken, seed }) => {
+          const transA = mode !== 'rows';
           const [aOff, bOff, cOff] = offsets;
           const lda = (transA ? M : K) + pads[0];
           const ldb = N + pads[1];
@@ -66,32 +67,36 @@ describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) 
           const expected = C.slice();
           const flags = add ? GEMM_ADD : 0;
           gemmScalar(expected, cOff, ldc, plainA, 0, K, B.slice(), bOff, ldb, M, N, K, flags);
-          let offered: number[] | null = null;
+          // Every offer made, in order; a settle answers the last one (a product taken back may be split again when computed here).
+          const offered: number[][] = [];
           const offer: ProductOffer = {
             buffer: memory.buffer,
             offer: (...args) => {
-              offered = args;
+              offered.push(args);
               return true;
             },
             settle: () => {
-              if (taken) helper.run(...(offered as Parameters<typeof helper.run>));
+              if (taken) helper.run(...(offered[offered.length - 1] as Parameters<typeof helper.run>));
               return taken;
             },
           };
           const before = gemmCounters.offeredProducts;
           setProductOffer(offer);
           try {
-            (transA ? gemmTransA : gemm)(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+            if (mode === 'whole') {
+              // Handed over whole (linear.ts: the weight gradient beside the input adjoint), settled afterwards.
+              expect(offerTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags)).toBe(true);
+              settleTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+            } else (transA ? gemmTransA : gemm)(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
           } finally {
             setProductOffer(null);
           }
           const from = ((M >> 1) + 3) & ~3;
           const split = from > 0 && from < M;
-          // Offered exactly when there are rows on both sides of the split: the lower M − from rows, with the strides as given.
-          expect(offered === null ? null : [(offered as number[])[1], (offered as number[])[3], (offered as number[])[5], (offered as number[])[6]]).toEqual(
-            split ? [ldc, lda, ldb, M - from] : null,
-          );
-          expect(gemmCounters.offeredProducts - before).toBe(split ? 1 : 0);
+          // The lower M − from rows offered when there are rows on both sides of the split (whole: all M rows first; taken back, its computation here splits too).
+          const expectedOffers = mode === 'whole' ? [M, ...(split && !taken ? [M - from] : [])] : split ? [M - from] : [];
+          expect(offered.map((args) => [args[1], args[3], args[5], args[6]])).toEqual(expectedOffers.map((rows) => [ldc, lda, ldb, rows]));
+          expect(gemmCounters.offeredProducts - before).toBe(expectedOffers.length);
           expect(C.every((x, i) => Object.is(x, expected[i]))).toBe(true);
         },
       ),
@@ -101,27 +106,35 @@ describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) 
 });
 
 describe('what a thread offers', () => {
-  it.each(kinds)('offers only products worth handing over while another thread serves: enough multiply-adds, and with the native kernels enough rows; everything when forced (%s kernels)', (kind) => {
+  it.each(kinds)('offers only products worth handing over while another thread serves: enough multiply-adds, and with the native kernels enough rows; everything when forced; one at a time (%s kernels)', (kind) => {
     setKernels(kind);
-    const block = helpBlock(2);
-    const desk = new HelpDesk(block, 0, fixedMemory(1, true));
-    const offers = (M: number, N: number, K: number): boolean => desk.offer(0, N, 0, K, 0, N, M, N, K, 0);
+    const memory = fixedMemory(1, true);
+    /** A fresh help block of two threads with the calling thread's desk, as a phase starts, then changed as given. */
+    const desk = (force: boolean, serving: boolean, enabled = true): HelpDesk => {
+      const block = helpBlock(2);
+      helpTuning.force = force;
+      resetHelp(block, 2);
+      if (serving) Atomics.store(block, HELP.SERVING, 1);
+      if (!enabled) Atomics.store(block, HELP.ENABLED, 0);
+      return new HelpDesk(block, 0, memory);
+    };
+    const offers = (d: HelpDesk, M: number, N: number, K: number): boolean => d.offer(0, N, 0, K, 0, N, M, N, K, 0);
     try {
+      const rows = NATIVE_MIN_ROWS;
+      const small = Math.ceil(MIN_WORK / (rows * 8)) - 1; // rows × 8 × small < MIN_WORK
       for (const force of [false, true]) {
-        helpTuning.force = force;
-        resetHelp(block, 2);
         // Nobody serves: nothing is offered unless forced.
-        expect(offers(NATIVE_MIN_ROWS, 64, 64)).toBe(force);
-        Atomics.store(block, HELP.SERVING, 1);
-        const rows = NATIVE_MIN_ROWS;
-        const small = Math.ceil(MIN_WORK / (rows * 8)) - 1; // rows × 8 × small < MIN_WORK
-        expect(offers(rows, 8, small)).toBe(force);
-        expect(offers(rows, 8, small + 1)).toBe(true);
+        expect(offers(desk(force, false), rows, 64, 64)).toBe(force);
+        expect(offers(desk(force, true), rows, 8, small)).toBe(force);
+        expect(offers(desk(force, true), rows, 8, small + 1)).toBe(true);
         // One row fewer than the native kernels' minimum, with plenty of multiply-adds.
-        expect(offers(rows - 1, 256, 256)).toBe(force || kind === 'wasm');
-        expect(offers(rows, 256, 256)).toBe(true);
-        Atomics.store(block, HELP.ENABLED, 0);
-        expect(offers(rows, 256, 256)).toBe(force);
+        expect(offers(desk(force, true), rows - 1, 256, 256)).toBe(force || kind === 'wasm');
+        expect(offers(desk(force, true), rows, 256, 256)).toBe(true);
+        expect(offers(desk(force, true, false), rows, 256, 256)).toBe(force);
+        // While one offer is out, no other.
+        const d = desk(force, true);
+        expect(offers(d, rows, 256, 256)).toBe(true);
+        expect(offers(d, rows, 256, 256)).toBe(false);
       }
     } finally {
       helpTuning.force = false;
