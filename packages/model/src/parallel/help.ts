@@ -65,8 +65,8 @@ export const helpTuning: { enabled: boolean; force: boolean } = { enabled: true,
 export const MIN_WORK = 16384;
 
 /**
- * With the native kernels, products of fewer lower rows than this are not
- * offered either (unless forced). The native kernel packs panels of B once
+ * With the native kernels, fewer rows than this are not offered either
+ * (unless forced). The native kernel packs panels of B once
  * per call for up to 128 rows and runs products of 32 rows or fewer
  * unpacked (native/kernels.c), and the helper reads B from the other core's
  * cache: two halves of a 64-row product cost more than the whole. Measured on
@@ -77,7 +77,7 @@ export const MIN_WORK = 16384;
 export const NATIVE_MIN_ROWS = 64;
 
 /**
- * @param M - rows offered (the lower part of a product).
+ * @param M - rows offered (the lower part of a product, or a whole one).
  * @param N - columns.
  * @param K - contracted length.
  * @returns whether handing these rows to another thread pays, for the kernels active on this (the offering) thread.
