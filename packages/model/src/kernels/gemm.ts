@@ -215,19 +215,24 @@ function copyRows(dst: Float64Array, dOff: number, ldd: number, src: Float64Arra
   }
 }
 
-/**
- * The first of the rows of an M-row product that {@link ProductOffer.offer}
- * hands to another thread (the lower ones): about half, from a multiple of
- * four (the WebAssembly kernel's row tile). Any split gives the same bits:
- * each output is one whole dot product either way.
- */
-function offeredFrom(M: number): number {
-  return ((M >> 1) + 3) & ~3;
-}
-
 /** Offset of row `h` of A (stored transposed under {@link TRANS_A}: then a column). */
 function rowOfA(a: number, lda: number, h: number, flags: number): number {
   return (flags & TRANS_A) !== 0 ? a + h : a + h * lda;
+}
+
+/**
+ * Offers the lower rows of an M-row product whose operands are all in the
+ * offer's memory (element offsets `c`, `a`, `b` there): from about half, a
+ * multiple of four (the WebAssembly kernel's row tile). Any split gives the
+ * same bits: each output is one whole dot product either way.
+ *
+ * @returns the first offered row h (then the caller computes rows 0 … h−1 and settles), or 0 when nothing was offered.
+ */
+function offerLowerRows(offer: ProductOffer, c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): number {
+  const h = ((M >> 1) + 3) & ~3;
+  if (h === 0 || h >= M || !offer.offer(c + h * ldc, ldc, rowOfA(a, lda, h, flags), lda, b, ldb, M - h, N, K, flags)) return 0;
+  gemmCounters.offeredProducts++;
+  return h;
 }
 
 /**
@@ -256,11 +261,8 @@ function nativeProduct(
 ): void {
   const offer = productOffer;
   if (offer !== null && (flags & ROW_DEPENDENT) === 0 && C.buffer === offer.buffer && A.buffer === offer.buffer && B.buffer === offer.buffer) {
-    const h = offeredFrom(M);
-    const c = C.byteOffset / 8 + cOff;
-    const a = A.byteOffset / 8 + aOff;
-    if (h > 0 && h < M && offer.offer(c + h * ldc, ldc, rowOfA(a, lda, h, flags), lda, B.byteOffset / 8 + bOff, ldb, M - h, N, K, flags)) {
-      gemmCounters.offeredProducts++;
+    const h = offerLowerRows(offer, C.byteOffset / 8 + cOff, ldc, A.byteOffset / 8 + aOff, lda, B.byteOffset / 8 + bOff, ldb, M, N, K, flags);
+    if (h > 0) {
       native.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, h, N, K, flags);
       if (!offer.settle()) native.gemm(C, cOff + h * ldc, ldc, A, rowOfA(aOff, lda, h, flags), lda, B, bOff, ldb, M - h, N, K, flags);
       return;
@@ -327,12 +329,10 @@ function gemmSimd(
   const offer = productOffer;
   if (offer !== null && pa >= 0 && pb >= 0 && pc >= 0 && (flags & ROW_DEPENDENT) === 0 && w.view.buffer === offer.buffer) {
     // Every operand where it is: the lower rows (from a multiple of the kernel's four-row tile) may go to another thread, each output still one whole dot product.
-    const h = offeredFrom(M);
-    const lowerA = rowOfA(a, la, h, flags);
-    if (h > 0 && h < M && offer.offer(c + h * lc, lc, lowerA, la, b, lb, M - h, N, K, flags)) {
-      gemmCounters.offeredProducts++;
+    const h = offerLowerRows(offer, c, lc, a, la, b, lb, M, N, K, flags);
+    if (h > 0) {
       w.run(c, lc, a, la, b, lb, h, N, K, flags);
-      if (!offer.settle()) w.run(c + h * lc, lc, lowerA, la, b, lb, M - h, N, K, flags);
+      if (!offer.settle()) w.run(c + h * lc, lc, rowOfA(a, la, h, flags), la, b, lb, M - h, N, K, flags);
       return;
     }
   }
@@ -662,17 +662,17 @@ export function gemmTransA(
 }
 
 /**
- * Offers the whole product {@link gemmTransA}`(C, …)` to a thread with no
- * sequence left (parallel/help.ts) while this thread computes another,
- * independent one — a layer's weight gradient beside its input adjoint
- * (linear.ts). Offered only while this thread offers products, when all three
- * operands are views of the offer's memory and the product is not masked;
- * meanwhile the products this thread computes are not split (one offer at a
- * time). The helper's kernels give the same bits.
- *
- * @returns true when it is offered: then {@link settleTransA} with the same arguments must follow, before its operands change.
+ * {@link gemmTransA}`(C, …)` beside an independent product, `meanwhile` — a
+ * layer's weight gradient beside its input adjoint (linear.ts). While this
+ * thread offers products (the end of a wave, parallel/help.ts), all three
+ * operands are views of the offer's memory and the product is not masked, it
+ * is offered whole to a thread with no sequence left before `meanwhile` runs
+ * (whose own products are then not split: one offer at a time), and settled
+ * after it: computed by the helper's kernels, which give the same bits, or
+ * taken back and computed here. Otherwise `meanwhile` runs first, then the
+ * product here.
  */
-export function offerTransA(
+export function gemmTransABeside(
   C: Float64Array,
   cOff: number,
   ldc: number,
@@ -686,34 +686,19 @@ export function offerTransA(
   N: number,
   K: number,
   flags: number,
-): boolean {
-  const offer = productOffer;
-  if (offer === null || (flags & ROW_DEPENDENT) !== 0 || C.buffer !== offer.buffer || A.buffer !== offer.buffer || B.buffer !== offer.buffer) return false;
-  if (!offer.offer(C.byteOffset / 8 + cOff, ldc, A.byteOffset / 8 + aOff, lda, B.byteOffset / 8 + bOff, ldb, M, N, K, flags | TRANS_A)) return false;
-  gemmCounters.offeredProducts++;
-  return true;
-}
-
-/**
- * Ends an {@link offerTransA}: waits for the helper that took the product, or
- * takes it back and computes it here.
- */
-export function settleTransA(
-  C: Float64Array,
-  cOff: number,
-  ldc: number,
-  A: Float64Array,
-  aOff: number,
-  lda: number,
-  B: Float64Array,
-  bOff: number,
-  ldb: number,
-  M: number,
-  N: number,
-  K: number,
-  flags: number,
+  meanwhile: () => void,
 ): void {
-  if (!(productOffer as ProductOffer).settle()) gemmTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+  const offer = productOffer;
+  const handed =
+    offer !== null &&
+    (flags & ROW_DEPENDENT) === 0 &&
+    C.buffer === offer.buffer &&
+    A.buffer === offer.buffer &&
+    B.buffer === offer.buffer &&
+    offer.offer(C.byteOffset / 8 + cOff, ldc, A.byteOffset / 8 + aOff, lda, B.byteOffset / 8 + bOff, ldb, M, N, K, flags | TRANS_A);
+  if (handed) gemmCounters.offeredProducts++;
+  meanwhile();
+  if (!handed || !offer.settle()) gemmTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
 }
 
 // ── Pinned operands: read in place from the WebAssembly kernel's memory ──

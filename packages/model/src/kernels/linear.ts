@@ -18,7 +18,7 @@
  * Reference: llm.c `matmul_forward` / `matmul_backward` (here without bias and
  * with the weight gradient summed per sequence, then across the batch in order).
  */
-import { GEMM_ADD, gemm, gemmTransA, offerTransA, settleTransA } from './gemm.ts';
+import { GEMM_ADD, gemm, gemmTransABeside } from './gemm.ts';
 
 /** A linear layer's weight: W [inputs, outputs] and its transpose Wᵀ [outputs, inputs], both row-major views with row strides. */
 export interface LinearWeight {
@@ -104,13 +104,11 @@ export function linearBackward(
   ldOut: number = weight.outputs,
 ): void {
   const { inputs: K, outputs: N } = weight;
+  const inputAdjoint = (): void => gemm(dinp, 0, ldIn, dout, 0, ldOut, weight.wT, 0, weight.ldwT, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
   const add = (flags & ADD_DWEIGHT) !== 0 ? GEMM_ADD : 0;
-  const [x, ldx, y, ldy, M, cols] = (flags & DWEIGHT_TRANSPOSED) !== 0 ? [dout, ldOut, inp, ldIn, N, K] : [inp, ldIn, dout, ldOut, K, N];
   // The two products are independent: at the end of a wave the weight gradient may go whole to a thread with no sequence left (help.ts).
-  const handed = offerTransA(dweight, 0, cols, x, 0, ldx, y, 0, ldy, M, cols, rows, add);
-  gemm(dinp, 0, ldIn, dout, 0, ldOut, weight.wT, 0, weight.ldwT, rows, K, N, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
-  if (handed) settleTransA(dweight, 0, cols, x, 0, ldx, y, 0, ldy, M, cols, rows, add);
-  else gemmTransA(dweight, 0, cols, x, 0, ldx, y, 0, ldy, M, cols, rows, add);
+  if ((flags & DWEIGHT_TRANSPOSED) !== 0) gemmTransABeside(dweight, 0, K, dout, 0, ldOut, inp, 0, ldIn, N, K, rows, add, inputAdjoint);
+  else gemmTransABeside(dweight, 0, N, inp, 0, ldIn, dout, 0, ldOut, K, N, rows, add, inputAdjoint);
 }
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
-import { GEMM_ADD, gemm, gemmArena, gemmScalar, gemmTransA, offerTransA, setProductOffer, settleTransA, transpose, type ProductOffer } from '../kernels/gemm.ts';
+import { GEMM_ADD, gemm, gemmArena, gemmScalar, gemmTransA, gemmTransABeside, setProductOffer, transpose, type ProductOffer } from '../kernels/gemm.ts';
 import { kernelArenaPages } from '../kernels/kernel-arena.ts';
 import { kernelChoice, loadNativeKernels, setKernels, type KernelChoice } from '../kernels/native.ts';
 import { fixedMemory } from '../kernels/wasm-assembler.ts';
@@ -84,9 +84,13 @@ describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) 
           setProductOffer(offer);
           try {
             if (mode === 'whole') {
-              // Handed over whole (linear.ts: the weight gradient beside the input adjoint), settled afterwards.
-              expect(offerTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags)).toBe(true);
-              settleTransA(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
+              // Handed over whole (linear.ts: the weight gradient beside the input adjoint) before the other product runs, settled after it.
+              let meanwhile = false;
+              gemmTransABeside(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags, () => {
+                expect(offered.length).toBe(1);
+                meanwhile = true;
+              });
+              expect(meanwhile).toBe(true);
             } else (transA ? gemmTransA : gemm)(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
           } finally {
             setProductOffer(null);

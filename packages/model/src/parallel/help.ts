@@ -13,7 +13,7 @@
  * a helper, or they are taken back unclaimed and computed here. A layer's
  * weight gradient is offered whole instead, while the thread computes the
  * layer's input adjoint, an independent product of the same size
- * (kernels/linear.ts, gemm.ts `offerTransA`); a thread has one offer out at a
+ * (kernels/linear.ts, gemm.ts `gemmTransABeside`); a thread has one offer out at a
  * time, so the products it computes meanwhile are not split. The helper
  * runs its own kernels on that memory — an instance of the same WebAssembly
  * kernel, or the native kernels when they are active (kernels/native.ts; the
@@ -139,7 +139,7 @@ export class HelpDesk implements ProductOffer {
 
   offer(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): boolean {
     const h = this.#help;
-    // One offer at a time: while a product handed over whole is out (gemm.ts offerTransA), the products computed meanwhile are not split.
+    // One offer at a time: while a product handed over whole is out (gemm.ts gemmTransABeside), the products computed meanwhile are not split.
     if (Atomics.load(h, this.#slot + STATE) !== EMPTY) return false;
     if (Atomics.load(h, HELP.FORCE) === 0 && (Atomics.load(h, HELP.SERVING) === 0 || Atomics.load(h, HELP.ENABLED) === 0 || !worthOffering(M, N, K))) return false;
     const s = this.#slot + ARGS;
