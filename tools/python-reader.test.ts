@@ -1,11 +1,11 @@
 /**
- * Issue 10 §3, acceptance 3: the Python reader (`python/llmcp_format.py`)
- * agrees with `@llmcp/format` on every file we can throw at it.
+ * The Python package's reader (`python/llmcp`, `import llmcp`) agrees with
+ * `@llmcp/format` on every file we can throw at it.
  *
  * This file builds the inputs — the conformance corpus, checkpoints of two
  * tiny `@llmcp/trainer` runs, random valid states and a few thousand hostile
  * mutations (checksums recomputed) — decodes each with `@llmcp/format`, then
- * runs `python/test_llmcp_format.py` (unittest, under `/usr/bin/python3` or
+ * runs the package's tests (`python/tests/run.py`, unittest, under `/usr/bin/python3` or
  * `$LLMCP_PYTHON`) on the same bytes and compares its structured JSON output:
  * the same accept/reject outcome, the same code, category, reason and error
  * context (offset, field, record, element), and byte-identical re-encoding of
@@ -24,7 +24,7 @@ import { checkpointsDir, parseConfig, RUN_FILES, trainRun } from '@llmcp/trainer
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PYTHON = process.env.LLMCP_PYTHON ?? '/usr/bin/python3';
-const SCRIPT = path.join(ROOT, 'python', 'test_llmcp_format.py');
+const SCRIPT = path.join(ROOT, 'python', 'tests', 'run.py');
 const MUTATIONS = 3000;
 
 function pythonProblem(): string | null {
@@ -453,7 +453,7 @@ function sameError(a: Outcome, b: PyOutcome): boolean {
   return JSON.stringify(a.error, Object.keys(a.error).sort()) === JSON.stringify(b.error, Object.keys(b.error).sort());
 }
 
-describe.skipIf(SKIP !== null)(`python/llmcp_format.py agrees with @llmcp/format${SKIP === null ? '' : ` (skipped: ${SKIP})`}`, () => {
+describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/format${SKIP === null ? '' : ` (skipped: ${SKIP})`}`, () => {
   let dir = '';
   const entries: Entry[] = [];
   let py: PyResult;
@@ -495,7 +495,8 @@ describe.skipIf(SKIP !== null)(`python/llmcp_format.py agrees with @llmcp/format
     writeFileSync(path.join(dir, 'bundle.bin'), bundle);
     writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ bundle: path.join(dir, 'bundle.bin'), entries: index }));
     const out = path.join(dir, 'result.json');
-    const run = spawnSync(PYTHON, [SCRIPT, '--job', path.join(dir, 'job.json'), '--out', out], {
+    // The install into a virtual environment runs in a test of its own (below).
+    const run = spawnSync(PYTHON, [SCRIPT, '--skip', 'test_install', '--job', path.join(dir, 'job.json'), '--out', out], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 120_000,
@@ -534,6 +535,19 @@ describe.skipIf(SKIP !== null)(`python/llmcp_format.py agrees with @llmcp/format
     expect(py.unittest.successful).toBe(true);
     expect(py.unittest.skipped.map((s) => s[0]).filter((name) => name.includes('test_job_files'))).toEqual([]);
   });
+
+  it('installs with pip install ./python: llmcp, llmcp_format and python -m llmcp from a virtual environment', async ({ annotate, skip }) => {
+    const out = path.join(dir, 'install.json');
+    const run = spawnSync(PYTHON, [SCRIPT, '--only', 'test_install', '--out', out], { cwd: ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    if (!existsSync(out)) throw new Error(`${PYTHON} ${SCRIPT} --only test_install wrote no result (status ${run.status}):\n${run.stderr}`);
+    const result = JSON.parse(readFileSync(out, 'utf8')) as PyResult;
+    expect(result.unittest.failures).toEqual([]);
+    expect(result.unittest.errors).toEqual([]);
+    expect(result.unittest.testsRun).toBe(1);
+    const skipped = result.unittest.skipped[0];
+    if (skipped !== undefined) skip(skipped[1]);
+    await annotate(`installed into a venv and imported from there in ${result.seconds.toFixed(1)} s`);
+  }, 150_000);
 
   it('decodes the golden file and re-encodes the identical 6330 bytes', () => {
     const golden = entries.find((e) => e.group === 'golden') as Entry;
