@@ -8,17 +8,21 @@
  * runs the package's tests (`python/tests/run.py`, unittest, under `/usr/bin/python3` or
  * `$LLMCP_PYTHON`) on the same bytes and compares its structured JSON output:
  * the same accept/reject outcome, the same code, category, reason and error
- * context (offset, field, record, element), and byte-identical re-encoding of
- * every accepted file. Skips, saying why, where the interpreter is absent.
+ * context (offset, field, record, element, and the `expected` and `found`
+ * texts: all of `formatErrorData` but the prose message), and byte-identical
+ * re-encoding of every accepted file. Generated f64 bit patterns check the
+ * number texts on their own: JavaScript's `String` and `f64Text` against the
+ * package's. Skips, saying why, where the interpreter is absent.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadFixture, loadManifest, parseRawCheckpoint, serializeRawCheckpoint, type RawCheckpoint } from '@llmcp/conformance';
-import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, fnv1a64, isFormatError, SplitMix64, type CheckpointState, type MomentState, type NamedTensor } from '@llmcp/format';
+import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, f64FromBits, f64Text, f64ToBits, fnv1a64, isFormatError, SplitMix64, type CheckpointState, type MomentState, type NamedTensor } from '@llmcp/format';
 import { formatErrorData, inspectCheckpoint } from '@llmcp/format/inspect';
 import { checkpointsDir, parseConfig, RUN_FILES, trainRun } from '@llmcp/trainer';
 
@@ -26,6 +30,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PYTHON = process.env.LLMCP_PYTHON ?? '/usr/bin/python3';
 const SCRIPT = path.join(ROOT, 'python', 'tests', 'run.py');
 const MUTATIONS = 3000;
+/** f64 bit patterns whose text both sides write (JavaScript's `String` and `f64Text`, the texts of `found` and `expected`). */
+const F64_TEXT_CASES = 20_000;
 
 function pythonProblem(): string | null {
   if (!existsSync(PYTHON)) return `${PYTHON} not found (set LLMCP_PYTHON to another interpreter)`;
@@ -34,8 +40,8 @@ function pythonProblem(): string | null {
 }
 const SKIP = pythonProblem();
 
-/** The error fields both implementations must agree on (message, expected and found are prose). */
-type ErrorData = { code: string; category: string; reason: string; offset?: number; field?: string; recordName?: string; recordIndex?: number; elementIndex?: number };
+/** The error fields both implementations must agree on: all of `formatErrorData` but the prose `message`. */
+type ErrorData = { code: string; category: string; reason: string; offset?: number; field?: string; recordName?: string; recordIndex?: number; elementIndex?: number; expected?: string; found?: string };
 type Outcome = { ok: true; checksum: string; step: string } | { ok: false; error: ErrorData };
 type PyOutcome = ({ ok: true; reencodeIdentical: boolean; checksum: string; step: string } | { ok: false; error: ErrorData }) & { id: string };
 interface Entry {
@@ -59,7 +65,7 @@ function tsOutcome(bytes: Uint8Array): Outcome {
     return { ok: true, checksum: c.layout.checksumLabel, step: String(c.selectedStep) };
   } catch (e) {
     if (!isFormatError(e)) throw e;
-    const { message: _m, expected: _e, found: _f, ...error } = formatErrorData(e);
+    const { message: _m, ...error } = formatErrorData(e);
     return { ok: false, error };
   }
 }
@@ -177,6 +183,35 @@ function randomState(rng: SplitMix64): CheckpointState {
     samplingRngState: rng.nextU64(),
   };
 }
+
+// ---------------------------------------------------------------------------
+// f64 bit patterns for the number texts
+// ---------------------------------------------------------------------------
+
+const U64_MAX = (1n << 64n) - 1n;
+const SIGN = 1n << 63n;
+
+/** The bits of `v`, moved by a few units in the last place (staying in u64) and given either sign. */
+const near = (v: number): fc.Arbitrary<bigint> =>
+  fc.tuple(fc.integer({ min: -2, max: 2 }), fc.boolean()).map(([d, negative]) => {
+    const bits = (f64ToBits(Math.abs(v)) + BigInt(d)) & U64_MAX & ~SIGN;
+    return negative ? bits | SIGN : bits;
+  });
+
+/**
+ * f64 bit patterns where number texts go wrong: signed zeros, subnormals, every power of two (and its
+ * neighbours), integers between 2^52 and 2^64 (where JavaScript pads the shortest digits with zeros),
+ * powers of ten around the exponent thresholds (an exponent below 1e-6 and from 1e21), NaN payloads,
+ * infinities, and any pattern.
+ */
+const F64_BITS: fc.Arbitrary<bigint> = fc.oneof(
+  fc.bigInt({ min: 0n, max: U64_MAX }),
+  fc.integer({ min: -1074, max: 1023 }).chain((k) => near(2 ** k)),
+  fc.bigInt({ min: 1n << 52n, max: 1n << 64n }).chain((n) => near(Number(n))),
+  fc.integer({ min: -324, max: 308 }).chain((k) => near(Number(`1e${k}`))),
+  fc.oneof(fc.constantFrom(0, 5e-324, 2.2250738585072014e-308, 2.225073858507201e-308, 1e-7, 1e-6, 1e21, 2 ** 53, 2 ** 63, 2 ** 64, Number.MAX_VALUE), fc.double({ noNaN: true })).chain(near),
+  fc.bigInt({ min: 0x7ff0000000000000n, max: 0x7fffffffffffffffn }).chain((b) => fc.boolean().map((negative) => (negative ? b | SIGN : b))),
+);
 
 // ---------------------------------------------------------------------------
 // Hostile mutations
@@ -458,6 +493,7 @@ describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/form
   const entries: Entry[] = [];
   let py: PyResult;
   const byId = new Map<string, PyOutcome>();
+  const f64Bits = fc.sample(F64_BITS, { seed: 0x29, numRuns: F64_TEXT_CASES });
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'llmcp-python-reader-'));
@@ -493,7 +529,8 @@ describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/form
     const bundle = new Uint8Array(offset);
     entries.forEach((e, i) => bundle.set(e.bytes, (index[i] as { offset: number }).offset));
     writeFileSync(path.join(dir, 'bundle.bin'), bundle);
-    writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ bundle: path.join(dir, 'bundle.bin'), entries: index }));
+    const f64BitsHex = f64Bits.map((b) => b.toString(16).padStart(16, '0'));
+    writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ bundle: path.join(dir, 'bundle.bin'), entries: index, f64Bits: f64BitsHex }));
     const out = path.join(dir, 'result.json');
     // The install into a virtual environment runs in a test of its own (below).
     const run = spawnSync(PYTHON, [SCRIPT, '--skip', 'test_install', '--job', path.join(dir, 'job.json'), '--out', out], {
@@ -548,6 +585,28 @@ describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/form
     if (skipped !== undefined) skip(skipped[1]);
     await annotate(`installed into a venv and imported from there in ${result.seconds.toFixed(1)} s`);
   }, 150_000);
+
+  it('writes every generated f64 as JavaScript writes it: String and f64Text, the texts of found and expected', async ({ annotate }) => {
+    const texts = (py.results.find((r) => r.id === 'f64-text') as { texts?: [string, string][] } | undefined)?.texts ?? [];
+    expect(texts.length).toBe(F64_TEXT_CASES);
+    const differ: string[] = [];
+    let zeros = 0;
+    let integers = 0;
+    let exponents = 0;
+    f64Bits.forEach((bits, i) => {
+      const v = f64FromBits(bits);
+      const want: [string, string] = [String(v), f64Text(v)];
+      const got = texts[i] as [string, string];
+      if (v === 0) zeros += 1;
+      else if (Number.isInteger(v) && Math.abs(v) >= 2 ** 53 && Math.abs(v) < 1e21) integers += 1;
+      if (want[0].includes('e')) exponents += 1;
+      if (got[0] !== want[0] || got[1] !== want[1]) differ.push(`0x${bits.toString(16).padStart(16, '0')}: JavaScript ${JSON.stringify(want)}, Python ${JSON.stringify(got)}`);
+    });
+    await annotate(`${F64_TEXT_CASES} f64 bit patterns: ${F64_TEXT_CASES - differ.length} written alike (${zeros} zeros, ${integers} integers in [2^53, 1e21), ${exponents} with an exponent)`);
+    expect(zeros).toBeGreaterThan(0);
+    expect(integers).toBeGreaterThan(100);
+    expect(differ.slice(0, 10)).toEqual([]);
+  });
 
   it('decodes the golden file and re-encodes the identical 6330 bytes', () => {
     const golden = entries.find((e) => e.group === 'golden') as Entry;

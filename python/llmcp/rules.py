@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 from . import tensors
 from .errors import FormatError
-from .text import f64_text, shape_text
+from .text import f64_text, js_number_text, shape_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from .checkpoint import DecoderConfig
@@ -159,7 +159,7 @@ _ADAMW_FIELDS = (('learningRate', 131), ('beta1', 139), ('beta2', 147), ('epsilo
 
 
 def validate_adamw_config(values: Tuple[float, float, float, float, float]) -> None:
-    """SPEC §6.2, in order."""
+    """SPEC §6.2, in order. Values read as ``String(value)`` there (``-0`` as ``0``; adamw-rules.ts)."""
     lr, beta1, beta2, eps, wd = values
     rules = (
         (_is_finite(lr) and lr > 0, 'invalid-learning-rate', 0, 'a finite value > 0', lr),
@@ -172,16 +172,16 @@ def validate_adamw_config(values: Tuple[float, float, float, float, float]) -> N
         if not ok:
             name, offset = _ADAMW_FIELDS[k]
             raise FormatError(
-                'FORMAT_ADAMW_CONFIG', f'invalid AdamW {name} at offset {offset}: expected {rule}, found {f64_text(value)}',
-                reason=reason, offset=offset, field=name, expected=rule, found=f64_text(value),
+                'FORMAT_ADAMW_CONFIG', f'invalid AdamW {name} at offset {offset}: expected {rule}, found {js_number_text(value)}',
+                reason=reason, offset=offset, field=name, expected=rule, found=js_number_text(value),
             )
     if wd != 0:
         product = lr * wd
         if not (_is_finite(product) and 0 < product < 1):
             raise FormatError(
-                'FORMAT_ADAMW_CONFIG', f'invalid AdamW decay product learning_rate × weight_decay = {f64_text(product)}: expected a finite value in (0, 1)',
+                'FORMAT_ADAMW_CONFIG', f'invalid AdamW decay product learning_rate × weight_decay = {js_number_text(product)}: expected a finite value in (0, 1)',
                 reason='invalid-decay-product', offset=163, field='weightDecay',
-                expected='learning_rate × weight_decay in (0, 1)', found=f64_text(product),
+                expected='learning_rate × weight_decay in (0, 1)', found=js_number_text(product),
             )
 
 
@@ -440,9 +440,9 @@ def _validate_decoder_config(c: Tuple[int, int, int, int, int, int, float, float
     if positions < 1:
         raise _model_error('invalid-max-positions', f'decoder max_positions is {positions}: expected >= 1', field='maxPositions', expected='>= 1', found=str(positions))
     if not (_is_finite(rope_base) and rope_base > 0):
-        raise _model_error('invalid-rope-base', f'decoder rope_base is {f64_text(rope_base)}: expected a finite value > 0', field='ropeBase', expected='finite > 0', found=f64_text(rope_base))
+        raise _model_error('invalid-rope-base', f'decoder rope_base is {js_number_text(rope_base)}: expected a finite value > 0', field='ropeBase', expected='finite > 0', found=js_number_text(rope_base))
     if not (_is_finite(rms_eps) and rms_eps >= 0):
-        raise _model_error('invalid-rms-epsilon', f'decoder rms_epsilon is {f64_text(rms_eps)}: expected a finite value >= 0', field='rmsEpsilon', expected='finite >= 0', found=f64_text(rms_eps))
+        raise _model_error('invalid-rms-epsilon', f'decoder rms_epsilon is {js_number_text(rms_eps)}: expected a finite value >= 0', field='rmsEpsilon', expected='finite >= 0', found=js_number_text(rms_eps))
 
 
 def _rotary_problem(head_width: int, max_positions: int, rope_base: float) -> Optional[str]:
@@ -454,9 +454,9 @@ def _rotary_problem(head_width: int, max_positions: int, rope_base: float) -> Op
     for i in range(pairs):
         inverse = _finite_pow(rope_base, (-2 * i) / head_width)
         if not _is_finite(inverse):
-            return f'inverse frequency {i} ({rope_base}^({-2 * i}/{head_width})) is not finite'
+            return f'inverse frequency {i} ({js_number_text(rope_base)}^({-2 * i}/{head_width})) is not finite'
         if not _is_finite(last * inverse):
-            return f'rotary angle at position {int(last)}, pair {i} is not finite'
+            return f'rotary angle at position {js_number_text(last)}, pair {i} is not finite'
     return None
 
 
@@ -557,7 +557,10 @@ def _validate_model_shapes(c: Tuple[int, int, int, int, int, int, float, float],
 
 
 def _validate_beta_powers(step: int, b1: float, b2: float, offsets: Tuple[int, int]) -> None:
-    """SPEC §6.4: exactly 1.0 at step 0 (1.0 has one bit pattern, so == is a bit test), finite in [0, 1) after."""
+    """SPEC §6.4: exactly 1.0 at step 0 (1.0 has one bit pattern, so == is a bit test), finite in [0, 1) after.
+
+    Here the value reads as ``f64Text`` writes it (``-0`` kept), the other f64 rules as ``String`` does.
+    """
     for name, value, offset in (('beta1Power', b1, offsets[0]), ('beta2Power', b2, offsets[1])):
         ok = value == 1.0 if step == 0 else (_is_finite(value) and 0 <= value < 1)
         if not ok:
@@ -608,9 +611,9 @@ def validate_records(data: bytes, h: RawHeader, partition: Tuple[int, int, int])
         if bad >= 0:
             at = d.offset + 8 * bad
             raise FormatError(
-                'FORMAT_INVALID_PARAMETER', f'parameter "{d.name}" element {bad} at offset {at} is {f64_text(value)}: expected a finite value',
+                'FORMAT_INVALID_PARAMETER', f'parameter "{d.name}" element {bad} at offset {at} is {js_number_text(value)}: expected a finite value',
                 reason='non-finite-parameter', offset=at, record_index=d.index, record_name=d.name, element_index=bad,
-                expected='finite', found=f64_text(value),
+                expected='finite', found=js_number_text(value),
             )
     _validate_decoder_config(h.decoder)
     layers = h.decoder[4]
@@ -643,16 +646,16 @@ def validate_records(data: bytes, h: RawHeader, partition: Tuple[int, int, int])
             if bad >= 0:
                 at = d.offset + 8 * bad
                 raise FormatError(
-                    'FORMAT_ADAMW_STATE', f'{"first" if d.role_tag == 4 else "second"} moment of "{d.name}" element {bad} at offset {at} is {f64_text(value)}: expected a finite value',
-                    reason='non-finite-moment', offset=at, record_index=d.index, record_name=d.name, element_index=bad, expected='finite', found=f64_text(value),
+                    'FORMAT_ADAMW_STATE', f'{"first" if d.role_tag == 4 else "second"} moment of "{d.name}" element {bad} at offset {at} is {js_number_text(value)}: expected a finite value',
+                    reason='non-finite-moment', offset=at, record_index=d.index, record_name=d.name, element_index=bad, expected='finite', found=js_number_text(value),
                 )
         neg, value = _first_negative(record_bytes(data, second))
         if neg >= 0:
             at = second.offset + 8 * neg
             raise FormatError(
-                'FORMAT_ADAMW_STATE', f'second moment of "{second.name}" element {neg} at offset {at} is {f64_text(value)}: expected a value >= 0',
+                'FORMAT_ADAMW_STATE', f'second moment of "{second.name}" element {neg} at offset {at} is {js_number_text(value)}: expected a value >= 0',
                 reason='negative-second-moment', offset=at, record_index=second.index, record_name=second.name, element_index=neg,
-                expected='>= 0', found=f64_text(value),
+                expected='>= 0', found=js_number_text(value),
             )
         moments.append((first, second))
     step = h.optimizer_step

@@ -49,8 +49,6 @@ def outcome(data, tensors='auto'):
     except llmcp.FormatError as e:
         d = e.to_dict()
         d.pop('message')
-        d.pop('expected', None)
-        d.pop('found', None)
         return {'ok': False, 'error': d}
     again = llmcp.encode(ckpt)
     return {'ok': True, 'reencodeIdentical': again == data, 'checksum': ckpt.layout.checksum_label, 'step': str(ckpt.selected_step)}

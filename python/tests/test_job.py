@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
 import unittest
 
 from support import RESULTS, TESTS_DIR, np, outcome, read
+
+from llmcp.text import f64_text, js_number_text
 
 
 class JobTest(unittest.TestCase):
@@ -37,6 +40,9 @@ class JobTest(unittest.TestCase):
             if got['ok'] and not got['reencodeIdentical']:
                 failures.append(entry['id'])
         RESULTS.append({'id': 'job-seconds', 'seconds': time.time() - started})
+        # Number texts: each bit pattern as String and f64Text of JavaScript would write it (compared on the vitest side).
+        values = [struct.unpack('>d', bytes.fromhex(h))[0] for h in job.get('f64Bits', [])]
+        RESULTS.append({'id': 'f64-text', 'texts': [[js_number_text(v), f64_text(v)] for v in values]})
         self.assertEqual(failures, [], 'files that raised a non-FormatError or did not re-encode identically')
         if np is None:
             return
