@@ -15,40 +15,31 @@
  * package's. Skips, saying why, where the interpreter is absent.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadFixture, loadManifest, parseRawCheckpoint, serializeRawCheckpoint, type RawCheckpoint } from '@llmcp/conformance';
-import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, f64FromBits, f64Text, f64ToBits, fnv1a64, isFormatError, SplitMix64, type CheckpointState, type MomentState, type NamedTensor } from '@llmcp/format';
-import { formatErrorData, inspectCheckpoint } from '@llmcp/format/inspect';
+import { decodeCheckpoint, encodeCheckpoint, expectedParameterShapes, f64FromBits, f64Text, f64ToBits, fnv1a64, SplitMix64, type CheckpointState, type MomentState, type NamedTensor } from '@llmcp/format';
+import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { checkpointsDir, parseConfig, RUN_FILES, trainRun } from '@llmcp/trainer';
+import { PYTHON, pythonProblem, sameOutcome, tsOutcome, writeOracleJob, type OracleOutcome, type PythonOutcome } from './reliability/src/python-oracle.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const PYTHON = process.env.LLMCP_PYTHON ?? '/usr/bin/python3';
 const SCRIPT = path.join(ROOT, 'python', 'tests', 'run.py');
 const MUTATIONS = 3000;
 /** f64 bit patterns whose text both sides write (JavaScript's `String` and `f64Text`, the texts of `found` and `expected`). */
 const F64_TEXT_CASES = 20_000;
 
-function pythonProblem(): string | null {
-  if (!existsSync(PYTHON)) return `${PYTHON} not found (set LLMCP_PYTHON to another interpreter)`;
-  const r = spawnSync(PYTHON, ['-c', 'import sys; assert sys.version_info >= (3, 8)'], { encoding: 'utf8' });
-  return r.status === 0 ? null : `${PYTHON} is not a usable Python >= 3.8 (${(r.stderr || r.error?.message || '').trim()})`;
-}
 const SKIP = pythonProblem();
 
-/** The error fields both implementations must agree on: all of `formatErrorData` but the prose `message`. */
-type ErrorData = { code: string; category: string; reason: string; offset?: number; field?: string; recordName?: string; recordIndex?: number; elementIndex?: number; expected?: string; found?: string };
-type Outcome = { ok: true; checksum: string; step: string } | { ok: false; error: ErrorData };
-type PyOutcome = ({ ok: true; reencodeIdentical: boolean; checksum: string; step: string } | { ok: false; error: ErrorData }) & { id: string };
 interface Entry {
   id: string;
   group: 'golden' | 'corpus' | 'trainer' | 'random' | 'mutation';
   bytes: Uint8Array;
-  ts: Outcome;
+  ts: OracleOutcome;
 }
 interface PyResult {
   python: string;
@@ -56,18 +47,7 @@ interface PyResult {
   torch: string | null;
   seconds: number;
   unittest: { testsRun: number; failures: [string, string][]; errors: [string, string][]; skipped: [string, string][]; successful: boolean };
-  results: (PyOutcome | { id: string; seconds?: number; worstRelative?: number; compared?: number; differ?: string[] })[];
-}
-
-function tsOutcome(bytes: Uint8Array): Outcome {
-  try {
-    const c = decodeCheckpoint(bytes);
-    return { ok: true, checksum: c.layout.checksumLabel, step: String(c.selectedStep) };
-  } catch (e) {
-    if (!isFormatError(e)) throw e;
-    const { message: _m, ...error } = formatErrorData(e);
-    return { ok: false, error };
-  }
+  results: (PythonOutcome | { id: string; seconds?: number; worstRelative?: number; compared?: number; differ?: string[] })[];
 }
 
 /** Recomputes the checksum field in place (SPEC §3.1). */
@@ -483,16 +463,11 @@ async function trainerCheckpoints(dir: string): Promise<{ id: string; bytes: Uin
 
 // ---------------------------------------------------------------------------
 
-function sameError(a: Outcome, b: PyOutcome): boolean {
-  if (a.ok || b.ok) return a.ok === b.ok;
-  return JSON.stringify(a.error, Object.keys(a.error).sort()) === JSON.stringify(b.error, Object.keys(b.error).sort());
-}
-
 describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/format${SKIP === null ? '' : ` (skipped: ${SKIP})`}`, () => {
   let dir = '';
   const entries: Entry[] = [];
   let py: PyResult;
-  const byId = new Map<string, PyOutcome>();
+  const byId = new Map<string, PythonOutcome>();
   const f64Bits = fc.sample(F64_BITS, { seed: 0x29, numRuns: F64_TEXT_CASES });
 
   beforeAll(async () => {
@@ -520,20 +495,10 @@ describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/form
       add(m.id, 'mutation', m.bytes);
     }
 
-    let offset = 0;
-    const index = entries.map((e) => {
-      const at = { id: e.id, offset, length: e.bytes.length };
-      offset += e.bytes.length;
-      return at;
-    });
-    const bundle = new Uint8Array(offset);
-    entries.forEach((e, i) => bundle.set(e.bytes, (index[i] as { offset: number }).offset));
-    writeFileSync(path.join(dir, 'bundle.bin'), bundle);
-    const f64BitsHex = f64Bits.map((b) => b.toString(16).padStart(16, '0'));
-    writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ bundle: path.join(dir, 'bundle.bin'), entries: index, f64Bits: f64BitsHex }));
+    const job = writeOracleJob(dir, entries, { f64Bits: f64Bits.map((b) => b.toString(16).padStart(16, '0')) });
     const out = path.join(dir, 'result.json');
     // The install into a virtual environment runs in a test of its own (below).
-    const run = spawnSync(PYTHON, [SCRIPT, '--skip', 'test_install', '--job', path.join(dir, 'job.json'), '--out', out], {
+    const run = spawnSync(PYTHON, [SCRIPT, '--skip', 'test_install', '--job', job, '--out', out], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 120_000,
@@ -559,8 +524,7 @@ describe.skipIf(SKIP !== null)(`the Python package llmcp agrees with @llmcp/form
         continue;
       }
       if (e.ts.ok) accepted += 1;
-      const agree = sameError(e.ts, p) && (!e.ts.ok || (p.ok && p.reencodeIdentical && p.checksum === e.ts.checksum && p.step === e.ts.step));
-      if (!agree) mismatches.push(`${e.id}: @llmcp/format ${JSON.stringify(e.ts)} / python ${JSON.stringify(p)}`);
+      if (!sameOutcome(e.ts, p)) mismatches.push(`${e.id}: @llmcp/format ${JSON.stringify(e.ts)} / python ${JSON.stringify(p)}`);
     }
     return { total: list.length, accepted, mismatches };
   };

@@ -19,8 +19,6 @@ ROOT = os.path.dirname(PYTHON_DIR)
 if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
-import llmcp  # noqa: E402
-
 FIXTURES = os.path.join(ROOT, 'packages', 'conformance', 'fixtures')
 GOLDEN_PATH = os.path.join(FIXTURES, 'golden-6330.llmcp')
 
@@ -41,14 +39,3 @@ def read(path):
     with open(path, 'rb') as f:
         return f.read()
 
-
-def outcome(data, tensors='auto'):
-    """What the vitest side compares: the outcome and the error's context (key names of formatErrorData, the prose message left out)."""
-    try:
-        ckpt = llmcp.decode(data, tensors=tensors)
-    except llmcp.FormatError as e:
-        d = e.to_dict()
-        d.pop('message')
-        return {'ok': False, 'error': d}
-    again = llmcp.encode(ckpt)
-    return {'ok': True, 'reencodeIdentical': again == data, 'checksum': ckpt.layout.checksum_label, 'step': str(ckpt.selected_step)}

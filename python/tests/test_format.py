@@ -11,7 +11,8 @@ import sys
 import unittest
 from array import array
 
-from support import FIXTURES, GOLDEN_PATH, TESTS_DIR, np, outcome, read, torch
+from oracle import outcome
+from support import FIXTURES, GOLDEN_PATH, TESTS_DIR, np, read, torch
 
 import llmcp
 import llmcp.tensors
@@ -69,11 +70,11 @@ class CorpusTest(unittest.TestCase):
     def test_decoding_without_numpy_gives_the_same_outcomes(self):
         script = (
             'import sys, json; sys.modules["numpy"] = None; sys.modules["torch"] = None; sys.path.insert(0, sys.argv[1]); '
-            'import support as t, llmcp, llmcp.tensors; assert llmcp.tensors.np is None; '
+            'import support as t, oracle, llmcp, llmcp.tensors; assert llmcp.tensors.np is None; '
             'from array import array; '
             'c = llmcp.decode(t.read(t.GOLDEN_PATH)); assert isinstance(c.parameters[0].data, array); '
             'import os; m = json.loads(t.read(os.path.join(t.FIXTURES, "manifest.json"))); '
-            'print(json.dumps([t.outcome(t.read(os.path.join(t.FIXTURES, x["file"]))) for x in m["cases"]]))'
+            'print(json.dumps([oracle.outcome(t.read(os.path.join(t.FIXTURES, x["file"]))) for x in m["cases"]]))'
         )
         r = subprocess.run([sys.executable, '-c', script, TESTS_DIR], capture_output=True, text=True, check=False)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -1,15 +1,16 @@
 /**
  * `pnpm soak`: the full reliability campaign, with progress on stderr and
  * the figures on stdout — fuzz cases per class and outcome, max time and
- * memory per hostile file, kills → resumes → byte-identical, faults →
- * outcome, tampering → outcome — and a summary line. Exits non-zero on any
- * untyped error, crash, hang, non-identical resume or silent restart.
+ * memory per hostile file, fuzz cases on which the Python reader agrees,
+ * kills → resumes → byte-identical, faults → outcome, tampering → outcome —
+ * and a summary line. Exits non-zero on any untyped error, crash, hang,
+ * disagreement of the two readers, non-identical resume or silent restart.
  *
  * Options:
- *   --quick            a few minutes: 100k fuzz cases, 60 kills, sampled faults and tampering
- *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, ≥ 1,000 SIGKILLs)
- *   --only <parts>     comma-separated subset of fuzz,kill,faults,tamper,large,splits
- *   --jobs <n>         parallel children for the fuzzer and the kill loop (default 2)
+ *   --quick            a few minutes: 100k fuzz cases, 5,000 through the Python oracle, 60 kills, sampled faults and tampering
+ *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, 50,000 through the Python oracle, ≥ 1,000 SIGKILLs)
+ *   --only <parts>     comma-separated subset of fuzz,python,kill,faults,tamper,large,splits
+ *   --jobs <n>         parallel children for the fuzzer, the Python oracle and the kill loop (default 2)
  *   --seed <n>         campaign seed
  */
 import { spawnSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { runFaultCampaign, formatFaultReport, type FaultReport } from './fault-points.ts';
 import { formatFuzzReport, parseSparse, runFuzzCampaign, type FuzzReport } from './fuzz-llmcp.ts';
 import { formatKillLoopReport, runKillLoop, type KillLoopReport } from './kill-loop.ts';
+import { formatPythonOracleReport, pythonProblem, runPythonOracle, type PythonOracleReport } from './python-oracle.ts';
 import { buildFaultShim } from './shim.ts';
 import { formatTamperReport, runTamperCampaign, type TamperReport } from './tamper.ts';
 
@@ -29,7 +31,7 @@ const quick = process.argv.includes('--quick');
 const size = Number(flag('--size') ?? (quick ? 0.1 : 1));
 const jobs = Number(flag('--jobs') ?? 2);
 const seed = BigInt(flag('--seed') ?? 0x50a4);
-const only = new Set((flag('--only') ?? 'fuzz,kill,faults,tamper,large,splits').split(','));
+const only = new Set((flag('--only') ?? 'fuzz,python,kill,faults,tamper,large,splits').split(','));
 const progress = (label: string) => (done: number, total?: number): void => {
   process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
 };
@@ -72,6 +74,23 @@ if (only.has('fuzz')) {
   const wrong = r.stats.failures.filter((f) => f.kind === 'wrong-outcome').length;
   bad += r.stats.failures.length;
   summary.push(`${r.stats.cases.toLocaleString('en-US')} fuzz cases: ${wrong} untyped/wrong, ${crashes} crashes, ${hangs} hangs`);
+}
+
+if (only.has('python')) {
+  // The Python package's reader as a differential oracle on the fuzzer's cases: verdict, code and every error field, found text included.
+  const problem = pythonProblem();
+  if (problem !== null) {
+    sections.push(`python oracle: skipped (${problem})`);
+    summary.push('python oracle skipped (no Python)');
+  } else {
+    const cases = Math.max(1000, Math.round(50_000 * size));
+    process.stderr.write(`python oracle: ${cases} fuzz cases through both readers, ${jobs} jobs\n`);
+    const r: PythonOracleReport = await runPythonOracle({ cases, seed, jobs, onProgress: progress('python') });
+    process.stderr.write('\n');
+    sections.push(formatPythonOracleReport(r));
+    bad += r.mismatches.length + r.failures.length;
+    summary.push(`${r.cases.toLocaleString('en-US')} Python oracle cases: ${r.agreed.toLocaleString('en-US')} agree (verdict, code, found), ${r.mismatches.length} differ, ${r.failures.length} not compared`);
+  }
 }
 
 const shim = buildFaultShim();
