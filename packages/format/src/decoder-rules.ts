@@ -31,22 +31,46 @@ export interface DecoderConfigProblem {
   readonly found: string;
 }
 
-const SIZE_RULES: readonly (readonly [SizeField, bigint, string, string])[] = [
+/** A size rule: the field, its minimum, the reason when broken, the field's name in messages. */
+type SizeRule = readonly [SizeField, bigint, string, string];
+
+/** The sizes ../SPEC.md §6.1 lists before the head-width rules. */
+const LEADING_SIZE_RULES: readonly SizeRule[] = [
   ['vocabularySize', 1n, 'invalid-vocabulary-size', 'vocabulary_size'],
   ['modelWidth', 1n, 'invalid-model-width', 'model_width'],
   ['heads', 1n, 'invalid-heads', 'heads'],
+];
+
+/** The sizes ../SPEC.md §6.1 lists after them (layers may be 0; a number must still be a whole one). */
+const TRAILING_SIZE_RULES: readonly SizeRule[] = [
   ['feedForwardWidth', 1n, 'invalid-feed-forward-width', 'feed_forward_width'],
   ['layers', 0n, 'invalid-layers', 'layers'],
   ['maxPositions', 1n, 'invalid-max-positions', 'max_positions'],
 ];
 
+/** The first broken size rule of `rules`, in order, or null; each size that holds is stored in `sizes`. */
+function sizeProblem(c: DecoderConfigValues, rules: readonly SizeRule[], sizes: Record<SizeField, bigint>): DecoderConfigProblem | null {
+  for (const [field, minimum, reason, label] of rules) {
+    const v = c[field];
+    if (typeof v !== 'bigint' && !(typeof v === 'number' && Number.isInteger(v))) {
+      return { field, reason, message: `decoder ${label} is ${String(v)}: expected an integer >= ${minimum}`, expected: `integer >= ${minimum}`, found: String(v) };
+    }
+    const b = BigInt(v);
+    if (b < minimum) return { field, reason, message: `decoder ${label} is ${b}: expected >= ${minimum}`, expected: `>= ${minimum}`, found: String(b) };
+    sizes[field] = b;
+  }
+  return null;
+}
+
 /**
  * The decoder-configuration rules of ../SPEC.md §6.1 — the one home of these
  * rules: the format's validation, `@llmcp/model` and the trainer's config
  * schema all call this and wrap the problem in their own error class.
- * Sizes: integers, at least 1 (layers at least 0); model width divisible by
- * heads with an even head width (RoPE rotates pairs); rope base finite and
- * > 0; RMS epsilon finite and ≥ 0.
+ * In the order listed there (the first broken one is reported, ../SPEC.md §9.5
+ * step 3): vocabulary size, model width and heads integers ≥ 1; model width
+ * divisible by heads with an even head width (RoPE rotates pairs);
+ * feed-forward width ≥ 1; layers ≥ 0; max positions ≥ 1; rope base finite
+ * and > 0; RMS epsilon finite and ≥ 0.
  *
  * @param c - the configuration (bigint or number sizes).
  * @returns the first problem, or null when the configuration is valid.
@@ -57,15 +81,8 @@ const SIZE_RULES: readonly (readonly [SizeField, bigint, string, string])[] = [
  */
 export function decoderConfigProblem(c: DecoderConfigValues): DecoderConfigProblem | null {
   const sizes = {} as Record<SizeField, bigint>;
-  for (const [field, minimum, reason, label] of SIZE_RULES) {
-    const v = c[field];
-    if (typeof v !== 'bigint' && !(typeof v === 'number' && Number.isInteger(v))) {
-      return { field, reason, message: `decoder ${label} is ${String(v)}: expected an integer >= ${minimum}`, expected: `integer >= ${minimum}`, found: String(v) };
-    }
-    const b = BigInt(v);
-    if (b < minimum) return { field, reason, message: `decoder ${label} is ${b}: expected >= ${minimum}`, expected: `>= ${minimum}`, found: String(b) };
-    sizes[field] = b;
-  }
+  const leading = sizeProblem(c, LEADING_SIZE_RULES, sizes);
+  if (leading !== null) return leading;
   const { modelWidth: D, heads: H } = sizes;
   if (D % H !== 0n) {
     return { field: 'heads', reason: 'width-not-divisible-by-heads', message: `decoder model_width ${D} is not divisible by heads ${H}`, expected: `a divisor of ${D}`, found: String(H) };
@@ -73,6 +90,8 @@ export function decoderConfigProblem(c: DecoderConfigValues): DecoderConfigProbl
   if ((D / H) % 2n !== 0n) {
     return { field: 'heads', reason: 'odd-head-width', message: `head width ${D / H} (model_width ${D} / heads ${H}) is odd: expected an even head width for RoPE`, expected: 'even head width', found: String(D / H) };
   }
+  const trailing = sizeProblem(c, TRAILING_SIZE_RULES, sizes);
+  if (trailing !== null) return trailing;
   if (!(typeof c.ropeBase === 'number' && Number.isFinite(c.ropeBase) && c.ropeBase > 0)) {
     return { field: 'ropeBase', reason: 'invalid-rope-base', message: `decoder rope_base is ${String(c.ropeBase)}: expected a finite value > 0`, expected: 'finite > 0', found: String(c.ropeBase) };
   }
