@@ -32,6 +32,7 @@ const TRAINER_EXIT: Readonly<Record<string, ExitCode>> = {
   TRAINER_IMPLEMENTATION_CHANGED: EXIT_CODES.INPUT,
   TRAINER_RUN_INVALID: EXIT_CODES.INPUT,
   TRAINER_RUN_LOCKED: EXIT_CODES.INPUT,
+  TRAINER_ENGINE_UNAVAILABLE: EXIT_CODES.INPUT,
   TRAINER_JOB_INVALID: EXIT_CODES.FAILED,
   TRAINER_STATE_INVALID: EXIT_CODES.FAILED,
   TRAINER_PAIR_MISMATCH: EXIT_CODES.FAILED,
@@ -64,6 +65,7 @@ const TRAINER_HINT: Readonly<Record<string, string>> = {
   TRAINER_RUN_LOCKED: 'another process is using this run; wait for it or stop it',
   TRAINER_NO_CHECKPOINT: "run 'llmcp verify <run-dir>' to see why each slot was refused",
   TRAINER_LOSS_LOG_INVALID: "run 'llmcp verify <run-dir>' for details on loss.jsonl",
+  TRAINER_ENGINE_FAILED: "the last checkpoint is intact: 'llmcp resume <run-dir>' continues from it",
 };
 
 /**

@@ -25,6 +25,8 @@ export const POLICY_FIELDS: readonly string[] = [
   'sampling.topK',
   'log',
   'threads',
+  // The engine, its world size, device, precision and threads per rank: the summation order changes with them.
+  'engine',
 ];
 
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {

@@ -19,7 +19,7 @@ describe('trainerConfigJsonSchema', () => {
 
   it('describes the keys of the zod schema, $schema included, and refuses unknown ones', () => {
     const schema = trainerConfigJsonSchema() as { properties: Record<string, unknown>; additionalProperties: unknown; required: string[] };
-    expect(Object.keys(schema.properties)).toEqual(['$schema', 'steps', 'data', 'tokenizer', 'model', 'optimizer', 'schedule', 'evaluation', 'checkpoint', 'sampling', 'log', 'threads']);
+    expect(Object.keys(schema.properties)).toEqual(['$schema', 'steps', 'data', 'tokenizer', 'model', 'optimizer', 'schedule', 'evaluation', 'checkpoint', 'sampling', 'log', 'threads', 'engine']);
     expect(schema.additionalProperties).toBe(false);
     expect(schema.required).toEqual(['data']);
   });

@@ -69,6 +69,25 @@ export type ScheduleConfig =
       readonly totalSteps: number | null;
     };
 
+/**
+ * Which engine computes the steps (docs/engine-protocol.md). Absent means the
+ * llmcp engine (`@llmcp/model` and `@llmcp/optim` in this process), whose bits
+ * never change; `{ kind: 'llmcp' }` is read as absent.
+ */
+export type EngineConfig =
+  | { readonly kind: 'llmcp' }
+  | {
+      /** PyTorch in separate processes (`python -m llmcp.engine`), one per rank, with torch.distributed. */
+      readonly kind: 'torch';
+      /** Ranks in all (the global batch is split between them by rows). */
+      readonly worldSize: number;
+      readonly device: 'cpu' | 'cuda';
+      /** Precision of parameters, moments and arithmetic (f32 values are stored exactly in the f64 checkpoint). */
+      readonly dtype: 'f64' | 'f32';
+      /** Intra-op threads of each rank (part of the numerics: reductions may split by thread). */
+      readonly threadsPerRank: number;
+    };
+
 /** A fully defaulted, validated trainer config. */
 export interface TrainerConfig {
   /** The `"$schema"` key of a config file (editors use it; the trainer ignores it), when given. */
@@ -157,7 +176,12 @@ export interface TrainerConfig {
   };
   /** Worker threads for the model (default: {@link defaultThreads}; the bits never depend on it, and a change is never a config change). */
   readonly threads: number;
+  /** The engine computing the steps; absent: the llmcp engine. A change is a pivot (the summation order changes with it). */
+  readonly engine?: EngineConfig | undefined;
 }
+
+/** The most ranks a torch engine may have. */
+export const MAX_WORLD_SIZE = 4096;
 
 /** The most model worker threads a config may ask for. */
 export const MAX_THREADS = 64;
@@ -222,6 +246,17 @@ const scheduleSchema = z.discriminatedUnion('kind', [
     warmupSteps: nonNegativeInt.default(100),
     floor: positiveFinite.nullable().default(null),
     totalSteps: positiveInt.nullable().default(null),
+  }),
+]);
+
+const engineSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('llmcp') }),
+  z.strictObject({
+    kind: z.literal('torch'),
+    worldSize: positiveInt.max(MAX_WORLD_SIZE).default(1),
+    device: z.enum(['cpu', 'cuda']).default('cpu'),
+    dtype: z.enum(['f64', 'f32']).default('f64'),
+    threadsPerRank: positiveInt.max(1024).default(1),
   }),
 ]);
 
@@ -293,6 +328,7 @@ const schema = z
       .prefault({}),
     log: z.strictObject({ timing: z.boolean().default(true) }).prefault({}),
     threads: positiveInt.max(MAX_THREADS).default(() => defaultThreads()),
+    engine: engineSchema.optional(),
   })
   .superRefine((c, ctx) => {
     // The decoder's shape rules are the format's (one home); the vocabulary comes from the tokenizer, checked there.
@@ -375,6 +411,11 @@ export function parseConfig(input: unknown): TrainerConfig {
     const messages = result.error.issues.map(describeIssue);
     const fields = result.error.issues.map((i) => i.path.map(String).join('.'));
     throw new TrainerError('TRAINER_CONFIG_INVALID', `invalid trainer config: ${messages.join('; ')}`, { fields });
+  }
+  // The llmcp engine is the absence of an engine block: configs (and digests) of llmcp runs stay as they always were.
+  if (result.data.engine?.kind === 'llmcp') {
+    const { engine: _llmcp, ...rest } = result.data;
+    return rest;
   }
   return result.data;
 }

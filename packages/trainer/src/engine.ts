@@ -2,8 +2,15 @@
  * The narrow interface between the job machinery (cadence, persistence,
  * signals, logs) and the numerics (model, optimizer, data order). The job never
  * touches tensors except through a snapshot; the engine never touches files.
+ *
+ * An engine is two halves: the data order (`@llmcp/data`: windows, batches,
+ * the resumable shuffle), which always runs in the trainer, and an
+ * {@link EngineCompute} — the model and its optimizer — which runs here (the
+ * llmcp engine) or in other processes (the torch engine,
+ * ../../../docs/engine-protocol.md). Every call that computes is asynchronous.
  */
-import type { CheckpointState } from '@llmcp/format';
+import type { AdamWState, CheckpointState, NamedTensor } from '@llmcp/format';
+import type { Batch } from '@llmcp/data';
 import type { JsonValue } from './internal/canonical-json.ts';
 
 /** Which evaluation window list. */
@@ -32,13 +39,13 @@ export interface TrainingEngine {
    *
    * @param learningRate - this step's rate.
    */
-  update(learningRate: number): EngineUpdate;
+  update(learningRate: number): Promise<EngineUpdate>;
   /** FNV-1a 64 label over the inputs and targets of the next update batch (without advancing). */
   nextBatchFingerprint(): string;
   /** Number of batches of an evaluation list (after `maxBatches`). */
   evaluationBatches(list: EvaluationList): number;
   /** Mean loss and token count of one evaluation batch (no gradients). */
-  evaluateBatch(list: EvaluationList, index: number): { readonly loss: number; readonly tokens: number };
+  evaluateBatch(list: EvaluationList, index: number): Promise<{ readonly loss: number; readonly tokens: number }>;
   /**
    * A private copy of the complete checkpoint state at this step boundary; later
    * updates never touch its buffers.
@@ -46,9 +53,39 @@ export interface TrainingEngine {
    * @param step - the step label (equals the optimizer step).
    * @param samplingRngState - the sampling stream state to store.
    */
-  snapshot(step: number, samplingRngState: bigint): CheckpointState;
+  snapshot(step: number, samplingRngState: bigint): Promise<CheckpointState>;
   /** Data order, cursor and shuffle RNG state as JSON (restorable). */
   dataState(): JsonValue;
-  /** Releases worker threads, if any. */
+  /** What computes the steps, for the progress display and `run.json`. */
+  readonly description: EngineDescription;
+  /** Releases worker threads or engine processes, if any. */
+  dispose(): Promise<void>;
+}
+
+/** What computes a run's steps (recorded in `run.json`, shown at the start). */
+export interface EngineDescription {
+  readonly kind: 'llmcp' | 'torch';
+  /** Ranks in all (1 for the llmcp engine, whose threads never change the bits). */
+  readonly worldSize: number;
+  /** One line for people: kernels, or torch version, device, precision and BLAS. */
+  readonly detail: string;
+  /** Process ids of the engine's processes on this node (the torch engine's local ranks, rank 0 first); empty for the llmcp engine. */
+  readonly processes: readonly number[];
+}
+
+/** The numerics half of an engine: the model and its optimizer, wherever they run. */
+export interface EngineCompute {
+  readonly parameterCount: number;
+  readonly description: EngineDescription;
+  /**
+   * One update on a batch: forward → backward → finite check → clip → AdamW
+   * with this rate → zero-grad (../../../docs/spec/training.md §4). Nothing
+   * changes when it fails.
+   */
+  update(batch: Batch, learningRate: number): Promise<Omit<EngineUpdate, 'tokens'>>;
+  /** Mean loss of a batch, no gradients. */
+  evaluate(batch: Batch): Promise<number>;
+  /** Private copies of the parameters and the AdamW state at this step boundary. */
+  state(): Promise<{ readonly parameters: readonly NamedTensor[]; readonly optimizer: AdamWState }>;
   dispose(): Promise<void>;
 }

@@ -45,6 +45,15 @@ export const TRAINER_ERROR_CODES = {
   TRAINER_SAVE_FAILED: 'TRAINER_SAVE_FAILED',
   /** A file-system operation on the run directory failed. */
   TRAINER_IO: 'TRAINER_IO',
+  /**
+   * The torch engine cannot start on this machine: no such Python interpreter, PyTorch or the llmcp Python
+   * package not importable by it, no CUDA device, or the rendezvous port in use (the message says what to install or change).
+   */
+  TRAINER_ENGINE_UNAVAILABLE: 'TRAINER_ENGINE_UNAVAILABLE',
+  /** A rank of the torch engine died, hung or failed (the message names the rank and the last lines of its stderr); the last checkpoint is intact. */
+  TRAINER_ENGINE_FAILED: 'TRAINER_ENGINE_FAILED',
+  /** The trainer and the torch engine speak different protocol versions, or a message broke the protocol. */
+  TRAINER_ENGINE_PROTOCOL: 'TRAINER_ENGINE_PROTOCOL',
 } as const;
 
 /** A stable `@llmcp/trainer` error code. */

@@ -21,6 +21,10 @@ export type TrainerEvent =
       readonly tokensPerStep: number;
       /** The matrix-product kernels the model runs (`kernelInfo().kind` of @llmcp/model: 'native-avx512', 'wasm-simd', …; never changes bits). */
       readonly kernels?: string;
+      /** What computes the steps, in one line (`llmcp f64, native-avx2 kernels`; `torch 1.13.0, 2 ranks, cpu f64, libopenblasp-r0.3.21.so`). */
+      readonly engine?: string;
+      /** Process ids of the engine's processes on this node (the torch engine's local ranks, rank 0 first). */
+      readonly engineProcesses?: readonly number[];
       /** The newest validation result of the job so far (on a resume, from its job state), or null. */
       readonly lastValidation: { readonly step: number; readonly validationLoss: number } | null;
       /** The best validation result so far (on a resume, from its job state), or null. */
@@ -37,6 +41,8 @@ export type TrainerEvent =
       readonly tokens: number;
       readonly stepMs: number;
     }
+  /** A line about the engine while it starts (e.g. the command other nodes run to join the torch engine). */
+  | { readonly type: 'engine-status'; readonly message: string }
   | { readonly type: 'evaluation-start'; readonly step: number; readonly list: 'validation' | 'training'; readonly batches: number }
   | { readonly type: 'evaluation-batch'; readonly step: number; readonly list: 'validation' | 'training'; readonly index: number; readonly batches: number }
   | { readonly type: 'evaluation-aborted'; readonly step: number; readonly list: 'validation' | 'training'; readonly batchesDone: number }

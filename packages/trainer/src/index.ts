@@ -17,7 +17,7 @@ export type { PivotOptions, PivotResult, ForkOptions, ForkResult } from './pivot
 export { runStatus, verifyRun, loadRunCheckpoint } from './status.ts';
 export type { RunStatus, RunVerification, SlotVerification, LoadedRunCheckpoint } from './status.ts';
 export { trainerConfigSchema, parseConfig, loadConfig, readConfigFile, resolveConfigPaths, defaultThreads } from './config.ts';
-export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig } from './config.ts';
+export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig, EngineConfig } from './config.ts';
 export { diffConfig, isPolicyField } from './config-diff.ts';
 export { describeStepBudgetChange } from './step-budget.ts';
 export type { StepBudgetChange } from './step-budget.ts';
@@ -64,7 +64,7 @@ export type { LossLogPosition, ParsedLossLog, LossLogResumePlan, LossLogScan } f
 export { formatEvaluationRecord, parseLossLine } from './loss-records.ts';
 export type { LossRecord, LossTiming, EvaluationLogRecord, LossLogLine } from './loss-records.ts';
 export { readRunManifest } from './run-manifest.ts';
-export type { RunManifest, RunEvent, ForkedState } from './run-manifest.ts';
+export type { RunManifest, RunEvent, ForkedState, EngineRecord } from './run-manifest.ts';
 export { createProgressRenderer, formatClock, formatDuration, layoutStatusLine } from './progress.ts';
 export type { ProgressRenderer, ProgressOptions, ProgressStream, StatusFields, StatusLayoutOptions, StatusRole } from './progress.ts';
 export { colorEnabled, liveRedrawEnabled } from './terminal.ts';
@@ -75,7 +75,12 @@ export type { SampleAudit, SampleAuditSettings, AuditSample } from './sample-aud
 export { prepareInputs, implementationIdentity } from './inputs.ts';
 export type { PreparedInputs, EncodedPartitions } from './inputs.ts';
 export { createEngine } from './llmcp-engine.ts';
-export type { TrainingEngine, EngineUpdate, EvaluationList } from './engine.ts';
+export type { EngineStart } from './llmcp-engine.ts';
+export type { TrainingEngine, EngineUpdate, EvaluationList, EngineCompute, EngineDescription } from './engine.ts';
+export { ENGINE_PROTOCOL } from './torch-engine.ts';
+export type { TorchEngineOptions, TorchEngineConfig } from './torch-engine.ts';
+export { engineSettings, withEngine } from './engine-settings.ts';
+export type { EngineFlags, EngineOverrides } from './engine-settings.ts';
 export type { SaveMode, SaveThread } from './background-saver.ts';
 export type { SavePriority } from './save-priority.ts';
 export type { SaveResult } from './save.ts';

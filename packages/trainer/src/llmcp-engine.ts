@@ -1,18 +1,20 @@
 /**
- * The training engine on the llmcp packages: `@llmcp/model`'s decoder,
- * `@llmcp/optim`'s AdamW and clipping, `@llmcp/data`'s windows, batches and
- * resumable update order. One update is exactly ../../../docs/spec/training.md §4: forward →
- * backward → finite check → clip → AdamW step → zero-grad.
+ * The engines of a run: `@llmcp/data`'s windows, batches and resumable update
+ * order here, and the numerics either on the llmcp packages in this process
+ * (`@llmcp/model`'s decoder, `@llmcp/optim`'s AdamW and clipping) or on
+ * PyTorch (torch-engine.ts). One update is exactly ../../../docs/spec/training.md §4:
+ * forward → backward → finite check → clip → AdamW step → zero-grad.
  */
-import { checksumLabel, fnv1a64, type AdamWConfig, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
-import { Decoder, namedViews } from '@llmcp/model';
+import { checksumLabel, fnv1a64, type AdamWConfig, type AdamWState, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
+import { Decoder, kernelInfo, namedViews, type ParameterLayout } from '@llmcp/model';
 import { AdamW, clipByGlobalNorm, NO_DECAY_GAINS } from '@llmcp/optim';
 import { causalWindows, evaluationBatches, gatherBatch, UpdateBatches, type Batch, type WindowRef } from '@llmcp/data';
 import type { TrainerConfig } from './config.ts';
-import type { EngineUpdate, EvaluationList, TrainingEngine } from './engine.ts';
+import type { EngineCompute, EngineDescription, EngineUpdate, EvaluationList, TrainingEngine } from './engine.ts';
 import { TrainerError } from './errors.ts';
 import type { JsonValue } from './internal/canonical-json.ts';
 import type { PreparedInputs } from './inputs.ts';
+import { startTorchCompute, type TorchEngineOptions } from './torch-engine.ts';
 
 /** Deliberately dropped state (negative-control tests only). */
 export interface EngineFaults {
@@ -84,36 +86,90 @@ function sameDecoder(a: DecoderConfig, b: DecoderConfig): boolean {
   );
 }
 
-/** What an engine runs on: the model, its optimizer, the update order and the training windows. */
-interface EngineParts {
-  readonly model: Decoder;
-  readonly optimizer: AdamW;
-  readonly batches: UpdateBatches;
-  readonly updateWindows: readonly WindowRef[];
+/** The llmcp engine's numerics: `@llmcp/model`'s decoder and `@llmcp/optim`'s AdamW in this process. */
+class LocalCompute implements EngineCompute {
+  readonly parameterCount: number;
+  readonly description: EngineDescription;
+  readonly #model: Decoder;
+  readonly #optimizer: AdamW;
+  readonly #clipNorm: number | null;
+
+  constructor(model: Decoder, optimizer: AdamW, clipNorm: number | null) {
+    this.#model = model;
+    this.#optimizer = optimizer;
+    this.#clipNorm = clipNorm;
+    this.parameterCount = model.parameters.length;
+    this.description = { kind: 'llmcp', worldSize: 1, detail: `llmcp f64, ${kernelInfo().kind} kernels`, processes: [] };
+  }
+
+  update(batch: Batch, learningRate: number): Promise<Omit<EngineUpdate, 'tokens'>> {
+    const model = this.#model;
+    const loss = model.trainStep(batch);
+    const maxNorm = this.#clipNorm;
+    const clip = clipByGlobalNorm(model.gradients, maxNorm ?? Number.MAX_VALUE, model.layout);
+    this.#optimizer.step(maxNorm === null ? { learningRate } : { learningRate, clip });
+    model.zeroGradients();
+    return Promise.resolve({ loss, gradientNorm: clip.normBefore, clipped: maxNorm !== null && clip.clipped });
+  }
+
+  evaluate(batch: Batch): Promise<number> {
+    return Promise.resolve(this.#model.evaluateLoss(batch));
+  }
+
+  state(): Promise<{ parameters: NamedTensor[]; optimizer: AdamWState }> {
+    const model = this.#model;
+    return Promise.resolve(optimizerSnapshot(model.layout, model.parameters, this.#optimizer));
+  }
+
+  async dispose(): Promise<void> {
+    await this.#model.close();
+  }
 }
 
-class LlmcpEngine implements TrainingEngine {
+/**
+ * Private copies of parameters and AdamW state, named in model order.
+ *
+ * @param layout - the parameter layout.
+ * @param parameters - the flat parameters.
+ * @param optimizer - the optimizer (its moments are copied when it has stepped).
+ * @returns the named tensors and the AdamW state.
+ */
+function optimizerSnapshot(layout: ParameterLayout, parameters: Float64Array, optimizer: AdamW): { parameters: NamedTensor[]; optimizer: AdamWState } {
+  const opt = optimizer.toAdamWState();
+  let moments: MomentState[] = [];
+  if (opt.moments.length > 0) {
+    const first = namedViews(layout, optimizer.first.slice());
+    const second = namedViews(layout, optimizer.second.slice());
+    moments = first.map((f, i) => ({ name: f.name, shape: f.shape, first: f.data, second: second[i]!.data }));
+  }
+  return { parameters: namedViews(layout, parameters.slice()), optimizer: { ...opt, moments } };
+}
+
+/** An engine: the data order of `@llmcp/data` here, the numerics wherever its compute runs. */
+class RunEngine implements TrainingEngine {
   readonly parameterCount: number;
   readonly vocabularySize: number;
   readonly tokensPerStep: number;
+  readonly description: EngineDescription;
   readonly #config: TrainerConfig;
   readonly #inputs: PreparedInputs;
-  readonly #model: Decoder;
-  readonly #optimizer: AdamW;
+  readonly #compute: EngineCompute;
+  readonly #decoder: DecoderConfig;
   readonly #batches: UpdateBatches;
   readonly #updateWindows: readonly WindowRef[];
   readonly #evaluation: Record<EvaluationList, { readonly documents: readonly Uint32Array[]; readonly batches: readonly (readonly WindowRef[])[] }>;
 
-  constructor(config: TrainerConfig, inputs: PreparedInputs, parts: EngineParts) {
-    const { model, optimizer, batches, updateWindows } = parts;
+  constructor(config: TrainerConfig, inputs: PreparedInputs, parts: { readonly compute: EngineCompute; readonly decoder: DecoderConfig; readonly batches: UpdateBatches; readonly updateWindows: readonly WindowRef[] }) {
+    const { compute, decoder, batches, updateWindows } = parts;
     this.#config = config;
     this.#inputs = inputs;
-    this.#model = model;
-    this.#optimizer = optimizer;
+    this.#compute = compute;
+    this.#decoder = decoder;
     this.#batches = batches;
     this.#updateWindows = updateWindows;
-    this.parameterCount = model.parameters.length;
-    this.vocabularySize = model.config.vocabularySize;
+    this.parameterCount = compute.parameterCount;
+    this.vocabularySize = decoder.vocabularySize;
+    this.description = compute.description;
     const T = config.data.contextLength;
     this.tokensPerStep = Math.min(config.data.batchSize, updateWindows.length) * T;
     const ev = config.evaluation;
@@ -137,16 +193,11 @@ class LlmcpEngine implements TrainingEngine {
     return gatherBatch(this.#inputs.partitions.train, windows, this.#config.data.contextLength);
   }
 
-  update(learningRate: number): EngineUpdate {
+  async update(learningRate: number): Promise<EngineUpdate> {
     const batch = this.#batch(this.#batches.peek().windowIndices);
-    const model = this.#model;
-    const loss = model.trainStep(batch);
-    const maxNorm = this.#config.optimizer.clipNorm;
-    const clip = clipByGlobalNorm(model.gradients, maxNorm ?? Number.MAX_VALUE, model.layout);
-    this.#optimizer.step(maxNorm === null ? { learningRate } : { learningRate, clip });
-    model.zeroGradients();
+    const result = await this.#compute.update(batch, learningRate);
     this.#batches.next();
-    return { loss, gradientNorm: clip.normBefore, clipped: maxNorm !== null && clip.clipped, tokens: batch.rows * batch.columns };
+    return { ...result, tokens: batch.rows * batch.columns };
   }
 
   nextBatchFingerprint(): string {
@@ -157,31 +208,22 @@ class LlmcpEngine implements TrainingEngine {
     return this.#evaluation[list].batches.length;
   }
 
-  evaluateBatch(list: EvaluationList, index: number): { loss: number; tokens: number } {
+  async evaluateBatch(list: EvaluationList, index: number): Promise<{ loss: number; tokens: number }> {
     const e = this.#evaluation[list];
     const windows = e.batches[index];
     if (windows === undefined) throw new RangeError(`${list} batch ${index} does not exist`);
     const batch = gatherBatch(e.documents, windows, this.#config.data.contextLength);
-    return { loss: this.#model.evaluateLoss(batch), tokens: batch.rows * batch.columns };
+    return { loss: await this.#compute.evaluate(batch), tokens: batch.rows * batch.columns };
   }
 
-  snapshot(step: number, samplingRngState: bigint): CheckpointState {
-    const model = this.#model;
-    const params = model.parameters.slice();
-    const parameters: NamedTensor[] = namedViews(model.layout, params);
-    const opt = this.#optimizer.toAdamWState();
-    let moments: MomentState[] = [];
-    if (opt.moments.length > 0) {
-      const first = namedViews(model.layout, this.#optimizer.first.slice());
-      const second = namedViews(model.layout, this.#optimizer.second.slice());
-      moments = first.map((f, i) => ({ name: f.name, shape: f.shape, first: f.data, second: second[i]!.data }));
-    }
+  async snapshot(step: number, samplingRngState: bigint): Promise<CheckpointState> {
+    const { parameters, optimizer } = await this.#compute.state();
     return {
       tokenizer: this.#inputs.tokenizer.toState(),
-      decoder: { ...model.config },
+      decoder: { ...this.#decoder },
       parameters,
-      optimizer: { ...opt, moments },
-      selectedStep: opt.step,
+      optimizer,
+      selectedStep: optimizer.step,
       samplingRngState,
     };
   }
@@ -190,26 +232,34 @@ class LlmcpEngine implements TrainingEngine {
     return this.#batches.toJSON() as unknown as JsonValue;
   }
 
-  async dispose(): Promise<void> {
-    await this.#model.close();
+  dispose(): Promise<void> {
+    return this.#compute.dispose();
   }
+}
+
+/** Where a run's engine starts from, and the machine-local settings of a torch engine. */
+export interface EngineStart {
+  /** Checkpoint state and job data state to continue from (null or absent: a fresh run). */
+  readonly restore?: { readonly state: CheckpointState; readonly data: JsonValue } | null;
+  /** Negative-control faults (tests only). */
+  readonly faults?: EngineFaults;
+  /** Settings of this machine for a torch engine (interpreter, rendezvous); never part of the config. */
+  readonly torch?: TorchEngineOptions;
 }
 
 /**
  * Creates the engine of a run: a fresh model (Xavier init from `model.initSeed`),
- * AdamW and data order, or all three restored from a checkpoint.
+ * AdamW and data order, or all three restored from a checkpoint. The numerics
+ * run in this process (the llmcp engine) or in PyTorch processes (`engine.kind`
+ * `torch`), which start from exactly these weights and this optimizer state.
  *
  * @param config - the run config.
  * @param inputs - prepared inputs.
- * @param from - `restore`: checkpoint state and job data state to continue from (null or absent: a fresh run); `faults`: negative-control faults (tests only).
+ * @param from - what to start from, faults (tests only) and the torch engine's machine-local settings.
  * @returns the engine.
- * @throws TrainerError `TRAINER_INPUT_INVALID` when there are no windows, `TRAINER_PAIR_MISMATCH` when the checkpoint does not fit the config.
+ * @throws TrainerError `TRAINER_INPUT_INVALID` when there are no windows, `TRAINER_PAIR_MISMATCH` when the checkpoint does not fit the config, `TRAINER_ENGINE_UNAVAILABLE` / `TRAINER_ENGINE_FAILED` when a torch engine cannot start.
  */
-export async function createEngine(
-  config: TrainerConfig,
-  inputs: PreparedInputs,
-  from: { readonly restore?: { readonly state: CheckpointState; readonly data: JsonValue } | null; readonly faults?: EngineFaults } = {},
-): Promise<TrainingEngine> {
+export async function createEngine(config: TrainerConfig, inputs: PreparedInputs, from: EngineStart = {}): Promise<TrainingEngine> {
   const restore = from.restore ?? null;
   const faults: EngineFaults = from.faults ?? {};
   const decoder = decoderConfigOf(config, inputs.tokenizer.vocabularySize);
@@ -218,11 +268,14 @@ export async function createEngine(
   if (updateWindows.length === 0) {
     throw new TrainerError('TRAINER_INPUT_INVALID', `the training documents are too short for one window of context length ${T}`, { fields: ['data.contextLength'] });
   }
-  const model = await Decoder.create(decoder, { threads: config.threads });
+  const torch = config.engine?.kind === 'torch' ? config.engine : null;
+  // The torch engine starts from llmcp's own initial weights and a validated optimizer state, so both engines begin from the same bits.
+  const model = await Decoder.create(decoder, { threads: torch === null ? config.threads : 1 });
+  let compute: EngineCompute;
+  let batches: UpdateBatches;
   try {
     const groups = config.optimizer.groups === 'none' ? null : NO_DECAY_GAINS;
     let optimizer: AdamW;
-    let batches: UpdateBatches;
     const fresh = (): UpdateBatches =>
       UpdateBatches.create(updateWindows.length, { batchSize: config.data.batchSize, shuffleSeed: BigInt(config.data.shuffle.seed), epochPolicy: config.data.shuffle.epochs });
     if (restore === null) {
@@ -246,9 +299,16 @@ export async function createEngine(
         faults.dropOptimizerState === true ? new AdamW(model, { config: want, groups }) : AdamW.fromAdamWState(model, restore.state.optimizer);
       batches = faults.dropShuffleState === true ? fresh() : UpdateBatches.fromJSON(restore.data, updateWindows.length);
     }
-    return new LlmcpEngine(config, inputs, { model, optimizer, batches, updateWindows });
+    if (torch === null) {
+      compute = new LocalCompute(model, optimizer, config.optimizer.clipNorm);
+    } else {
+      const start = optimizerSnapshot(model.layout, model.parameters, optimizer);
+      await model.close();
+      compute = await startTorchCompute(torch, { decoder, clipNorm: config.optimizer.clipNorm, groups: config.optimizer.groups, start }, from.torch ?? {});
+    }
   } catch (e) {
     await model.close();
     throw e;
   }
+  return new RunEngine(config, inputs, { compute, decoder, batches, updateWindows });
 }

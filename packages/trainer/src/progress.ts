@@ -306,8 +306,13 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
           log(
             (event.resumedFrom === null
               ? `training ${event.runDir}: ${event.parameterCount.toLocaleString('en-US')} parameters, vocabulary ${event.vocabularySize}, ${total} steps`
-              : `resuming ${event.runDir} from ${event.resumedFrom} at step ${event.step}/${total}`) + (event.kernels === undefined ? '' : `, kernels ${event.kernels}`),
+              : `resuming ${event.runDir} from ${event.resumedFrom} at step ${event.step}/${total}`) +
+              // The torch engine's line names torch, its ranks, device and precision; the llmcp engine's its kernels.
+              (event.engine?.startsWith('torch') === true ? `, engine ${event.engine}` : event.kernels === undefined ? '' : `, kernels ${event.kernels}`),
           );
+          break;
+        case 'engine-status':
+          log(event.message);
           break;
         case 'step':
           step = event.step;

@@ -15,9 +15,19 @@ import type { TrainerConfig } from './config.ts';
 /** The `run.json` format tag. */
 export const RUN_MANIFEST_FORMAT = 'llmcp-run/1';
 
+/**
+ * The engine that computed a segment of the run (from a `created`, `resumed`
+ * or `restarted` event to the next): `llmcp` or `torch`, and its world size.
+ * Absent in events written before engines were recorded (the llmcp engine).
+ */
+export interface EngineRecord {
+  readonly kind: 'llmcp' | 'torch';
+  readonly worldSize: number;
+}
+
 /** One decision in a run's life. */
 export type RunEvent =
-  | { readonly event: 'created'; readonly time: string; readonly configDigest: string; readonly steps: number; readonly config: TrainerConfig }
+  | { readonly event: 'created'; readonly time: string; readonly configDigest: string; readonly steps: number; readonly config: TrainerConfig; readonly engine?: EngineRecord }
   | {
       readonly event: 'resumed';
       readonly time: string;
@@ -30,8 +40,9 @@ export type RunEvent =
       readonly refused: readonly { readonly slot: string; readonly reason: string }[];
       /** Pieces of the resumed step that a crash had left undone and the resume completed (absent when none). */
       readonly repaired?: readonly string[];
+      readonly engine?: EngineRecord;
     }
-  | { readonly event: 'restarted'; readonly time: string; readonly reason: string; readonly orphanedLossRecords: number; readonly orphanedLossSha256: string | null }
+  | { readonly event: 'restarted'; readonly time: string; readonly reason: string; readonly orphanedLossRecords: number; readonly orphanedLossSha256: string | null; readonly engine?: EngineRecord }
   | { readonly event: 'stopped'; readonly time: string; readonly step: number; readonly reason: string }
   | { readonly event: 'completed'; readonly time: string; readonly step: number; readonly bestStep: number | null; readonly bestValidationLoss: number | null }
   | {

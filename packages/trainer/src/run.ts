@@ -29,7 +29,7 @@ import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './er
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
 import type { EvaluationRecord, InputIdentity, Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
-import { appendRunEvent, readRunManifest, type RunEvent } from './run-manifest.ts';
+import { appendRunEvent, readRunManifest, type EngineRecord, type RunEvent } from './run-manifest.ts';
 import {
   applyRetention,
   assertRunEntries,
@@ -55,6 +55,8 @@ import { canonicalDigest } from './internal/canonical-json.ts';
 import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
 import { createEngine, type EngineFaults } from './llmcp-engine.ts';
+import type { TorchEngineOptions } from './torch-engine.ts';
+import { withEngine, type EngineOverrides } from './engine-settings.ts';
 import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs } from './inputs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 import { pivotHeldRun } from './pivot.ts';
@@ -70,6 +72,8 @@ export interface TrainingOptions {
   readonly handleSignals?: boolean;
   /** `worker` (default): saves run in a worker thread; `inline`: on the training thread. */
   readonly saveMode?: SaveMode;
+  /** This machine's settings for a torch engine (interpreter, local ranks, rendezvous); never part of the config. */
+  readonly torch?: TorchEngineOptions;
 }
 
 /** Options of {@link trainRun}. */
@@ -107,6 +111,8 @@ export interface ResumeRunOptions extends TrainingOptions {
   readonly steps?: number;
   /** Model worker threads (default: `config.threads`, else the recorded value); never a config change, the bits do not depend on it. */
   readonly threads?: number;
+  /** Engine fields to continue with (`--engine`, `--nproc`, …), over the config's; a change is refused unless applied by a pivot. */
+  readonly engine?: EngineOverrides | null;
 }
 
 /** The outcome of a training call. */
@@ -181,6 +187,29 @@ interface JobContext {
 
 const nowIso = (): string => new Date().toISOString();
 
+/** What run.json records of the engine that computes a segment of the run. */
+function engineRecord(engine: TrainingEngine): EngineRecord {
+  return { kind: engine.description.kind, worldSize: engine.description.worldSize };
+}
+
+/** The torch engine's settings with its start-up lines reported as events. */
+function engineOptions(options: TrainingOptions): TorchEngineOptions {
+  const listener = options.onEvent;
+  const own = options.torch ?? {};
+  if (listener === undefined) return own;
+  return {
+    ...own,
+    onStatus: (line) => {
+      own.onStatus?.(line);
+      try {
+        listener({ type: 'engine-status', message: line });
+      } catch {
+        // a failing listener never affects training
+      }
+    },
+  };
+}
+
 function auditSettings(config: TrainerConfig): SampleAuditSettings | null {
   const s = config.sampling;
   if (s.count === 0) return null;
@@ -227,7 +256,7 @@ async function saveCheckpoint(ctx: JobContext, reason: CheckpointReason, spec: C
   }
   const { state, config, engine } = ctx;
   const audit = withAudit ? auditSettings(config) : null;
-  const snapshot = engine.snapshot(state.step, state.samplingState);
+  const snapshot = await engine.snapshot(state.step, state.samplingState);
   const samplingHex = u64Hex(state.samplingState);
   const request: SaveRequest = {
     runDir: ctx.runDir,
@@ -283,7 +312,7 @@ async function evaluate(ctx: JobContext): Promise<EvaluationRecord | null> {
         ctx.emit({ type: 'evaluation-aborted', step: state.step, list, batchesDone: i });
         return null;
       }
-      const r = engine.evaluateBatch(list, i);
+      const r = await engine.evaluateBatch(list, i);
       weighted += r.loss * r.tokens;
       tokens += r.tokens;
       ctx.emit({ type: 'evaluation-batch', step: state.step, list, index: i, batches });
@@ -345,7 +374,7 @@ async function runLoop(ctx: JobContext): Promise<{ status: 'completed' | 'stoppe
     const started = performance.now();
     let update;
     try {
-      update = engine.update(learningRate);
+      update = await engine.update(learningRate);
     } catch (e) {
       if (isTrainerError(e)) throw e;
       // Nothing of the failed update was applied or logged; the last checkpoint stays the resume point.
@@ -463,6 +492,8 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     vocabularySize: setup.engine.vocabularySize,
     tokensPerStep: setup.engine.tokensPerStep,
     kernels: kernelInfo().kind,
+    engine: setup.engine.description.detail,
+    engineProcesses: setup.engine.description.processes,
     lastValidation: lastValidationOf(setup.state.evaluations),
     best: setup.state.best === null ? null : { ...setup.state.best },
   });
@@ -579,7 +610,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
     }
     // Inputs and engine first: a bad corpus, tokenizer or config leaves nothing behind on disk.
     const inputs = await prepareInputs(config, {});
-    const engine = await createEngine(config, inputs);
+    const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
     let lock: RunLock | null = null;
     let createdDirs: string[] = [];
     // What this process created inside the run directory while holding its lock, removed again if the start fails.
@@ -599,7 +630,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       const lossLog = LossLog.create(lossFile);
       createdEntries.push(lossFile);
       createdEntries.push(path.join(runDir, RUN_FILES.manifest));
-      await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config });
+      await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config, engine: engineRecord(engine) });
       started = true;
       return await executeJob(
         { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0 },
@@ -742,7 +773,7 @@ function configChangedError(runDir: string, changed: readonly string[], slot: st
  */
 function requestedConfig(options: ResumeRunOptions): (recorded: TrainerConfig) => TrainerConfig {
   return (recorded) => {
-    const base = options.config ?? recorded;
+    const base = withEngine(options.config ?? recorded, options.engine ?? null);
     const steps = options.steps ?? base.steps;
     const threads = options.threads ?? base.threads;
     if (steps === base.steps && threads === base.threads) return base;
@@ -845,7 +876,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       plan = await planResume(runDir, plan.config, { evidence });
     }
     const job = plan.chosen.job;
-    const engine = await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults });
+    const engine = await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults, torch: engineOptions(options) });
     const next = engine.nextBatchFingerprint();
     if (faults.dropShuffleState !== true && next !== job.nextBatch) {
       await engine.dispose();
@@ -905,6 +936,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       orphanedLossSha256: plan.lossPlan.orphanedSha256,
       refused: loadReport.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
       ...(repaired.length === 0 ? {} : { repaired }),
+      engine: engineRecord(engine),
     });
     const state: JobState = {
       step: job.step,
@@ -1019,7 +1051,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
   }
   const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), EMPTY_LOSS_LOG);
   const inputs = await prepareInputs(config, {});
-  const engine = await createEngine(config, inputs);
+  const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
   removeLeftovers(checkpointsDir(runDir));
   makeDirectories(checkpointsDir(runDir));
   const lossLog = LossLog.resume(lossPlan);
@@ -1029,6 +1061,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     reason: 'no checkpoint was written before the run stopped',
     orphanedLossRecords: lossPlan.orphanedRecords,
     orphanedLossSha256: lossPlan.orphanedSha256,
+    engine: engineRecord(engine),
   });
   return executeJob(
     { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },

@@ -30,8 +30,8 @@ const config = smallBpe();
 async function saveRequest(steps: number): Promise<{ request: SaveRequest; engine: TrainingEngine; expected: Uint8Array }> {
   const inputs = await prepareInputs(config, {});
   const engine = await createEngine(config, inputs);
-  for (let i = 0; i < steps; i += 1) engine.update(0.04);
-  const snapshot = engine.snapshot(steps, 7n);
+  for (let i = 0; i < steps; i += 1) await engine.update(0.04);
+  const snapshot = await engine.snapshot(steps, 7n);
   const expected = encodeCheckpoint(snapshot);
   const job: JobDraft = {
     step: steps,
@@ -60,7 +60,7 @@ describe('CheckpointSaver (worker)', () => {
     await saver.submit(request);
     // The request is in the worker now; training goes on and rewrites every parameter and moment.
     expect(snapshot.parameters[0]?.data.length).toBe(0); // transferred, not shared
-    for (let i = 0; i < 5; i += 1) engine.update(0.04);
+    for (let i = 0; i < 5; i += 1) await engine.update(0.04);
     const result = await saver.flush();
     await saver.close();
     await engine.dispose();

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
-import type { RunResult, RunStatus, TrainerConfig, TrainingOptions } from '@llmcp/trainer';
+import type { EngineFlags, RunResult, RunStatus, TrainerConfig, TrainingOptions } from '@llmcp/trainer';
 import type { SetExit } from '../exit-codes.ts';
 import { colorsFor, type CliContext } from '../context.ts';
 import { CliError } from '../errors.ts';
@@ -23,7 +23,7 @@ import { loadTrainer, trainer, type Trainer } from '../trainer.ts';
 export const STATUS_SCHEMA_ID = 'llmcp-status/1';
 
 /** Options shared by the commands that train. */
-interface TrainFlags extends ConfigFlags {
+interface TrainFlags extends ConfigFlags, EngineFlags {
   readonly plain?: boolean;
   /** `--steps`: the step budget (train: overrides the config's; resume: a new budget, applied as a recorded pivot). */
   readonly steps?: number;
@@ -66,8 +66,24 @@ async function readConfig(ctx: CliContext, flags: TrainFlags): Promise<TrainerCo
   return readTrainConfig(ctx, flags);
 }
 
+/** The engine options of `train` and `resume` (one home: the trainer's engineSettings splits them into config and machine settings). */
+function engineFlagOptions(): Option[] {
+  return [
+    new Option('--engine <kind>', 'what computes the steps: llmcp (this process, the reference bits) or torch (PyTorch processes, one per rank)').choices(['llmcp', 'torch']),
+    new Option('--nproc <n>', 'torch engine: ranks on this node (and the world size, unless --world-size is given)').argParser(positiveInteger('--nproc')),
+    new Option('--world-size <n>', 'torch engine: ranks in all, when the others join from other nodes (python -m llmcp.engine --rank r …)').argParser(positiveInteger('--world-size')),
+    new Option('--device <device>', 'torch engine: cpu or cuda').choices(['cpu', 'cuda']),
+    new Option('--dtype <dtype>', 'torch engine: f64 (default on the CPU) or f32 (default for a new engine on CUDA)').choices(['f64', 'f32']),
+    new Option('--threads-per-rank <n>', 'torch engine: intra-op threads of each rank (default 1; part of the numerics)').argParser(positiveInteger('--threads-per-rank')),
+    new Option('--python <interpreter>', 'torch engine: the Python with PyTorch (default: $LLMCP_PYTHON, else python3)'),
+    new Option('--master-addr <host>', 'torch engine: this node\'s address as other nodes reach it (default 127.0.0.1)'),
+    new Option('--master-port <port>', 'torch engine: the rendezvous port (default: a free one; required when ranks join from other nodes)').argParser(positiveInteger('--master-port')),
+  ];
+}
+
 async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ options: TrainingOptions; finish: () => void }> {
   const { createProgressRenderer } = await loadTrainer();
+  const { torch } = await trainer((t) => t.engineSettings(flags), 'engine options');
   const progress = createProgressRenderer({ stream: ctx.stderr, env: ctx.env, ...(flags.plain === true ? { live: false } : {}), plainIntervalMs: 5000 });
   const options: TrainingOptions = {
     onEvent: (e) => {
@@ -83,6 +99,7 @@ async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ op
     },
     handleSignals: ctx.handleSignals === true,
     ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
+    torch,
   };
   let finished = false;
   const finish = (): void => {
@@ -120,8 +137,9 @@ export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlag
   // `--steps N` and `--threads N` are `--set steps=N` / `--set threads=N` (last): validated with the config, and a
   // size's warm-up and cadence follow the budget of a new run.
   const extra = [...(flags.steps === undefined ? [] : [`steps=${flags.steps}`]), ...(flags.threads === undefined ? [] : [`threads=${flags.threads}`])];
-  const config = await readConfig(ctx, extra.length === 0 ? flags : { ...flags, set: [...(flags.set ?? []), ...extra] });
-  if (config === undefined) throw new CliError('CLI_USAGE', 'a new run needs --config <file> or --preset <name>', { option: '--config' });
+  const read = await readConfig(ctx, extra.length === 0 ? flags : { ...flags, set: [...(flags.set ?? []), ...extra] });
+  if (read === undefined) throw new CliError('CLI_USAGE', 'a new run needs --config <file> or --preset <name>', { option: '--config' });
+  const config = await trainer((t) => t.withEngine(read, t.engineSettings(flags).overrides), `train ${runDir}`);
   const absolute = requireCreatableDirectory(ctx, runDir, 'run directory');
   const { options, finish } = await trainingOptions(ctx, flags);
   try {
@@ -154,6 +172,7 @@ export async function runResume(ctx: CliContext, runDir: string, flags: TrainFla
           ...(config === undefined ? {} : { config }),
           ...(flags.steps === undefined ? {} : { steps: flags.steps }),
           ...(flags.threads === undefined ? {} : { threads: flags.threads }),
+          engine: t.engineSettings(flags).overrides,
         }),
       `resume ${runDir}`,
       { TRAINER_CONFIG_CHANGED: configChangedHint(runDir, flags.config) },
@@ -325,7 +344,7 @@ const SIGNALS_HELP = 'Ctrl-C (SIGINT) or SIGTERM finishes the current step, writ
  */
 export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
   const { size, corpus, split, set } = configOptions();
-  return new Command('train')
+  const command = new Command('train')
     .summary('start a new training run')
     .description(
       `Start a new run in <run-dir> from a trainer config (JSON; see @llmcp/trainer) or a built-in preset, training to its step budget with verified, resumable checkpoints. Progress goes to stderr (live on a terminal); the summary to stdout. ${SIGNALS_HELP}\n\n` +
@@ -343,7 +362,9 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
     .addOption(set)
     .option('--steps <n>', "step budget (overrides the config's)", positiveInteger('--steps'))
     .option('--threads <n>', "model worker threads (default: this machine's cores; the bits never depend on it)", positiveInteger('--threads'))
-    .option('--plain', 'plain progress lines even on a terminal')
+    .option('--plain', 'plain progress lines even on a terminal');
+  for (const option of engineFlagOptions()) command.addOption(option);
+  return command
     .addHelpText(
       'after',
       `
@@ -355,6 +376,8 @@ Examples:
   $ llmcp train runs/tiny --size tiny --corpus stories.txt                # a model size on your own text
   $ llmcp train runs/b --preset ch33 --set steps=4 --set checkpoint.every=2
   $ llmcp train runs/c --config train.json --set optimizer.learningRate=0.01 --set sampling.prompt="Once upon"
+  $ llmcp train runs/big --size small --corpus text.txt --engine torch --nproc 2   # PyTorch, two ranks on this machine
+  $ llmcp train runs/gpu --config big.json --engine torch --device cuda             # PyTorch on a GPU (f32)
 `,
     )
     .action(async (runDir: string, flags: TrainFlags) => {
@@ -368,7 +391,7 @@ Examples:
  * @returns the `resume` command.
  */
 export function resumeCommand(ctx: CliContext, setExit: SetExit): Command {
-  return new Command('resume')
+  const command = new Command('resume')
     .summary('continue a run from its newest verified checkpoint')
     .description(
       `Resume <run-dir> from its newest checkpoint that fully verifies (latest, else latest.backup, else the newest step snapshot) and train on, bit for bit as if it had never stopped. Everything is checked before anything changes on disk. ${SIGNALS_HELP}\n\n` +
@@ -378,7 +401,9 @@ export function resumeCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('-c, --config <file>', 'config to continue with (must equal the recorded one but for steps; use pivot to change other policy)')
     .option('--steps <n>', 'a new step budget (extend a finished or interrupted run): applied as a recorded pivot of steps, then training goes on', positiveInteger('--steps'))
     .option('--threads <n>', 'model worker threads (default: the recorded value; never a config change, the bits never depend on it)', positiveInteger('--threads'))
-    .option('--plain', 'plain progress lines even on a terminal')
+    .option('--plain', 'plain progress lines even on a terminal');
+  for (const option of engineFlagOptions()) command.addOption(option);
+  return command
     .addHelpText(
       'after',
       `
@@ -386,6 +411,7 @@ Examples:
   $ llmcp resume runs/a
   $ llmcp resume runs/a --steps 2000          # extend a finished 1000-step run (recorded as a pivot)
   $ llmcp resume runs/a --plain 2> progress.log
+  $ llmcp resume runs/big --nproc 1 --world-size 2 --master-addr 10.0.0.1 --master-port 29500   # rank 1 joins from another node
 `,
     )
     .action(async (runDir: string, flags: TrainFlags) => {

@@ -13,6 +13,7 @@ import { parseConfig } from '../../src/config.ts';
 import { isTrainerError } from '../../src/errors.ts';
 import type { TrainerEvent } from '../../src/events.ts';
 import { resumeRun, trainRun } from '../../src/run.ts';
+import type { TorchEngineOptions } from '../../src/torch-engine.ts';
 
 /** Where to pause: after a step, after an evaluation batch, or inside a signal handler (its `signal` event). */
 type PausePoint = { readonly type: 'step' | 'evaluation-batch'; readonly step: number; readonly index?: number } | { readonly type: 'signal' };
@@ -26,6 +27,8 @@ interface ChildArgs {
   readonly slowMs?: number;
   /** Where saves run (default: the worker thread, as in real use). */
   readonly saveMode?: 'worker' | 'inline';
+  /** The torch engine's machine settings (a torch config only). */
+  readonly torch?: TorchEngineOptions;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as ChildArgs;
@@ -68,8 +71,8 @@ try {
   const config = parseConfig(args.config);
   const result =
     args.mode === 'train'
-      ? await trainRun({ runDir: args.runDir, config, handleSignals: true, onEvent, saveMode: args.saveMode ?? 'worker' })
-      : await resumeRun(args.runDir, { config, handleSignals: true, onEvent, saveMode: args.saveMode ?? 'worker' });
+      ? await trainRun({ runDir: args.runDir, config, handleSignals: true, onEvent, saveMode: args.saveMode ?? 'worker', ...(args.torch === undefined ? {} : { torch: args.torch }) })
+      : await resumeRun(args.runDir, { config, handleSignals: true, onEvent, saveMode: args.saveMode ?? 'worker', ...(args.torch === undefined ? {} : { torch: args.torch }) });
   write({ type: 'result', status: result.status, step: result.step, resumedFrom: result.resumedFrom });
   process.exit(0);
 } catch (e) {

@@ -3,6 +3,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { TrainerConfig } from '../../src/config.ts';
+import type { TorchEngineOptions } from '../../src/torch-engine.ts';
 
 const HARNESS = fileURLToPath(new URL('./child-train.ts', import.meta.url));
 const PACKAGE_DIR = path.resolve(path.dirname(HARNESS), '..', '..');
@@ -28,6 +29,7 @@ export class TrainerChild {
     pauseAt?: PausePoint | PausePoint[];
     slowMs?: number;
     saveMode?: 'worker' | 'inline';
+    torch?: TorchEngineOptions;
   }) {
     this.process = spawn(process.execPath, ['--conditions=@llmcp/source', '--import', 'tsx', HARNESS, JSON.stringify(args)], {
       cwd: PACKAGE_DIR,
@@ -122,11 +124,12 @@ export async function trainWithSignals(
   points: readonly number[],
   signal: NodeJS.Signals,
   saveMode: 'worker' | 'inline' = 'worker',
+  torch?: TorchEngineOptions,
 ): Promise<string[]> {
   const resumedFrom: string[] = [];
   let mode: 'train' | 'resume' = 'train';
   for (const step of [...points, null]) {
-    const child = new TrainerChild({ runDir, config, mode, saveMode, ...(step === null ? {} : { pauseAt: { type: 'step' as const, step } }) });
+    const child = new TrainerChild({ runDir, config, mode, saveMode, ...(torch === undefined ? {} : { torch }), ...(step === null ? {} : { pauseAt: { type: 'step' as const, step } }) });
     if (step !== null) {
       await child.waitFor((e) => e.type === 'paused');
       child.signal(signal);
@@ -154,11 +157,12 @@ export async function trainWithKills(
   killAfterSteps: readonly number[],
   slowMs: number,
   saveMode: 'worker' | 'inline' = 'worker',
+  torch?: TorchEngineOptions,
 ): Promise<number> {
   let killed = 0;
   let mode: 'train' | 'resume' = 'train';
   for (const step of [...killAfterSteps, null]) {
-    const child = new TrainerChild({ runDir, config, mode, slowMs, saveMode });
+    const child = new TrainerChild({ runDir, config, mode, slowMs, saveMode, ...(torch === undefined ? {} : { torch }) });
     if (step !== null) {
       const hit = await Promise.race([child.waitFor((e) => e.type === 'step' && (e.step as number) >= step).then(() => true), child.exited.then(() => false)]);
       if (hit) child.signal('SIGKILL');
