@@ -19,6 +19,7 @@ import {
   ch39Config,
   createProgressRenderer,
   defaultThreads,
+  engineSettings,
   isPolicyField,
   isTrainerError,
   loadBestCheckpoint,
@@ -29,9 +30,11 @@ import {
   runSampleAudit,
   runStatus,
   trainRun,
+  withEngine,
   type RunResult,
   type TrainerConfig,
   type TrainerEvent,
+  type TorchEngineOptions,
 } from '@llmcp/trainer';
 import { appConfigInput, CORPORA, SIZES, type CorpusChoice, type SizeName } from './defaults.ts';
 
@@ -56,6 +59,12 @@ Options:
                       options but --run-dir and --plain are ignored
   --threads <n>       model worker threads (default: this machine's cores, ${defaultThreads()}; the
                       bits never depend on it, and it never stops a resume)
+  --engine torch      compute the steps with PyTorch (python -m llmcp.engine), one process
+                      per rank; the trainer still owns the run (default: llmcp)
+  --nproc <n>         torch: ranks on this machine (and the world size)
+  --device <d>        torch: cpu (default) or cuda
+  --dtype <t>         torch: f64 (default on the CPU) or f32 (default on CUDA)
+  --python <path>     torch: the Python with PyTorch (default: $LLMCP_PYTHON, else python3)
   --no-timing         leave timing out of loss.jsonl (byte-reproducible logs)
   --plain             plain progress lines even on a terminal
   -h, --help          show this help
@@ -66,6 +75,7 @@ Examples:
   pnpm start -- --steps 600 --size tiny --run-dir runs/quick   (extends it to 600 steps)
   pnpm start -- --corpus bilingual --run-dir runs/bilingual
   pnpm start -- --preset ch39 --run-dir runs/ch39   (then: llmcp report runs/ch39)
+  pnpm start -- --size medium --engine torch --nproc 2 --run-dir runs/torch
 
 Exit status: 0 finished, or stopped by Ctrl-C or SIGTERM after writing its
 checkpoint (run again to resume); 130 a second Ctrl-C exited at once; as llmcp:
@@ -85,6 +95,8 @@ interface Options {
   readonly explicit: boolean;
   readonly threads: number | undefined;
   readonly plain: boolean;
+  /** The torch engine's machine settings (`--nproc`, `--python`). */
+  readonly torch: TorchEngineOptions;
 }
 
 // Installed once, before anything is written: output errors (EPIPE from a dead `tee`) end output, never the run.
@@ -120,6 +132,11 @@ function parseOptions(argv: readonly string[]): Options {
         steps: { type: 'string' },
         size: { type: 'string' },
         threads: { type: 'string' },
+        engine: { type: 'string' },
+        nproc: { type: 'string' },
+        device: { type: 'string' },
+        dtype: { type: 'string' },
+        python: { type: 'string' },
         config: { type: 'string' },
         preset: { type: 'string' },
         'no-timing': { type: 'boolean' },
@@ -140,8 +157,21 @@ function parseOptions(argv: readonly string[]): Options {
   const base = process.env.INIT_CWD ?? process.cwd();
   const runDir = path.resolve(base, values['run-dir'] ?? path.join('runs', 'default'));
   const threads = positiveInt(values.threads, 'threads');
-  const common = { runDir, steps: undefined, explicit: true, threads, plain: values.plain === true };
-  const withThreads = (config: TrainerConfig): TrainerConfig => (threads === undefined ? config : { ...config, threads });
+  const nproc = positiveInt(values.nproc, 'nproc');
+  let engine: ReturnType<typeof engineSettings>;
+  try {
+    engine = engineSettings({
+      ...(values.engine === undefined ? {} : { engine: values.engine }),
+      ...(nproc === undefined ? {} : { nproc }),
+      ...(values.device === undefined ? {} : { device: values.device }),
+      ...(values.dtype === undefined ? {} : { dtype: values.dtype }),
+      ...(values.python === undefined ? {} : { python: values.python }),
+    });
+  } catch (e) {
+    failWith(e);
+  }
+  const common = { runDir, steps: undefined, explicit: true, threads, plain: values.plain === true, torch: engine.torch };
+  const withThreads = (config: TrainerConfig): TrainerConfig => withEngine(threads === undefined ? config : { ...config, threads }, engine.overrides);
   if (values.config !== undefined && values.preset === undefined) {
     try {
       const config = withThreads(loadConfig(path.resolve(base, values.config)));
@@ -178,7 +208,7 @@ function parseOptions(argv: readonly string[]): Options {
   const config = (derivedFrom?: number): TrainerConfig => {
     try {
       const input = appConfigInput({ corpus, size, ...(derivedFrom === undefined ? (steps === undefined ? {} : { steps }) : { steps: derivedFrom }), timing });
-      return parseConfig(threads === undefined ? input : { ...(input as object), threads });
+      return withEngine(parseConfig(threads === undefined ? input : { ...(input as object), threads }), engine.overrides);
     } catch (e) {
       failWith(e);
     }
@@ -199,6 +229,7 @@ function optionOf(field: string): string | null {
   if (field.startsWith('data.source') || field.startsWith('tokenizer')) return '--corpus';
   if (field.startsWith('model.') || field.startsWith('data.') || field === 'evaluation.stride') return '--size';
   if (field === 'threads') return '--threads';
+  if (field.startsWith('engine')) return '--engine';
   // evaluation.validateEvery, checkpoint.every, schedule.warmupSteps: derived from --size and the step budget
   return null;
 }
@@ -277,10 +308,11 @@ async function main(): Promise<void> {
         ...(options.threads === undefined ? {} : { threads: options.threads }),
         handleSignals: true,
         onEvent,
+        torch: options.torch,
       });
     } else {
       out.write(`Starting a new run in ${runDir} (Ctrl-C checkpoints and exits; run again to resume).\n`);
-      result = await trainRun({ runDir, config, handleSignals: true, onEvent });
+      result = await trainRun({ runDir, config, handleSignals: true, onEvent, torch: options.torch });
     }
   } catch (e) {
     progress.finish();
