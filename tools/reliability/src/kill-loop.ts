@@ -11,15 +11,31 @@
  * Also counted: untyped errors, hangs, and silent restarts (a `restarted`
  * event in run.json written by a resume while checkpoints or loss history
  * existed).
+ *
+ * With `engine` the runs use the torch engine (docs/engine-protocol.md) with
+ * that many ranks, and two more things are checked: a SIGKILL of one rank
+ * (instead of the trainer, at a random time) ends the trainer with the typed
+ * `TRAINER_ENGINE_FAILED`, and no rank outlives its trainer, however the
+ * trainer ended.
  */
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { SplitMix64 } from '@llmcp/format';
+import { childPids, processGone } from './proc.ts';
 import { classifyCli, describeExit, finalDifference, harnessConfig, llmcp, referenceRun, REPRO_DIR, runEvents, scratch, slotNames, waitForText } from './run-harness.ts';
 import type { FaultRule } from './shim.ts';
 
 /** How a process of a chain was killed. */
-export type KillKind = 'random-time' | 'publication-kill' | 'publication-kill-after' | 'any-call';
+export type KillKind = 'random-time' | 'publication-kill' | 'publication-kill-after' | 'any-call' | 'rank';
+
+/** The torch engine of a kill loop: ranks and interpreter. */
+export interface KillLoopEngine {
+  readonly worldSize: number;
+  readonly python: string;
+}
+
+/** How long engine ranks may take to exit after their trainer ended. */
+const ORPHAN_LIMIT_MS = 20_000;
 
 /** Options of {@link runKillLoop}. */
 export interface KillLoopOptions {
@@ -30,12 +46,14 @@ export interface KillLoopOptions {
   /** Chains run in parallel (default 1). */
   readonly jobs?: number;
   readonly onProgress?: (kills: number) => void;
+  /** Train with the torch engine (default: the llmcp engine). */
+  readonly engine?: KillLoopEngine;
 }
 
 /** A rule broken in a chain. */
 export interface KillLoopFailure {
   readonly chain: number;
-  readonly what: 'untyped' | 'hang' | 'failed-after-kill' | 'non-identical' | 'silent-restart';
+  readonly what: 'untyped' | 'hang' | 'failed-after-kill' | 'non-identical' | 'silent-restart' | 'orphan' | 'rank-kill';
   readonly detail: string;
 }
 
@@ -54,6 +72,9 @@ export interface KillLoopReport {
   readonly cleanRestarts: number;
   readonly untyped: number;
   readonly hangs: number;
+  /** Engine ranks that were running when their trainer ended, and that outlived it (torch engine). */
+  readonly ranksWatched: number;
+  readonly orphans: number;
   readonly failures: readonly KillLoopFailure[];
   readonly seconds: number;
 }
@@ -67,7 +88,9 @@ function hadHistory(runDir: string): boolean {
   return slotNames(runDir).length > 0 || runEvents(runDir).some((e) => ['stopped', 'completed', 'resumed', 'pivot', 'forked-from'].includes(String(e.event)));
 }
 
-function chooseKill(rng: SplitMix64, runDir: string): { kind: KillKind; rules: FaultRule[]; delayMs: number } {
+function chooseKill(rng: SplitMix64, runDir: string, engine: boolean): { kind: KillKind; rules: FaultRule[]; delayMs: number } {
+  // With an engine, one kill in four takes a single rank instead of the trainer.
+  if (engine && rng.nextBelow(4) === 0) return { kind: 'rank', rules: [], delayMs: rng.nextBelow(1500) };
   const r = rng.nextBelow(10);
   if (r < 4) return { kind: 'random-time', rules: [], delayMs: rng.nextBelow(700) };
   if (r < 8) {
@@ -90,24 +113,40 @@ interface ChainResult {
   cleanRestarts: number;
   untyped: number;
   hangs: number;
+  ranksWatched: number;
+  orphans: number;
   failures: KillLoopFailure[];
 }
 
-async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, configFile: string, runDir: string, reference: string, onKill: () => void): Promise<ChainResult> {
+/** What a chain runs: its config file, run directory, reference run, the engine's machine arguments. */
+interface ChainSetup {
+  readonly configFile: string;
+  readonly runDir: string;
+  readonly reference: string;
+  readonly engine: KillLoopEngine | undefined;
+}
+
+const NO_KILLS = (): Record<KillKind, number> => ({ 'random-time': 0, 'publication-kill': 0, 'publication-kill-after': 0, 'any-call': 0, rank: 0 });
+
+async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, setup: ChainSetup, onKill: () => void): Promise<ChainResult> {
+  const { configFile, runDir, reference, engine } = setup;
   const out: ChainResult = {
     kills: 0,
-    byKind: { 'random-time': 0, 'publication-kill': 0, 'publication-kill-after': 0, 'any-call': 0 },
+    byKind: NO_KILLS(),
     resumes: 0,
     identical: false,
     silentRestarts: 0,
     cleanRestarts: 0,
     untyped: 0,
     hangs: 0,
+    ranksWatched: 0,
+    orphans: 0,
     failures: [],
   };
   let started = false;
   let complete = false;
-  const args = (): string[] => (existsSync(path.join(runDir, 'run.json')) ? ['resume', runDir, '--plain'] : ['train', runDir, '--config', configFile, '--plain']);
+  const machine = engine === undefined ? [] : ['--python', engine.python];
+  const args = (): string[] => [...(existsSync(path.join(runDir, 'run.json')) ? ['resume', runDir, '--plain'] : ['train', runDir, '--config', configFile, '--plain']), ...machine];
   const step = async (kill: ReturnType<typeof chooseKill> | null): Promise<void> => {
     const history = hadHistory(runDir);
     const slotsBefore = slotNames(runDir);
@@ -115,13 +154,41 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, c
     if (started) out.resumes += 1;
     started = true;
     const child = llmcp(args(), kill === null || kill.rules.length === 0 ? {} : { rules: kill.rules });
-    if (kill !== null && kill.kind === 'random-time') {
+    // The engine's ranks are running once the trainer says it is training.
+    let ranks: number[] = [];
+    if (engine !== undefined || (kill !== null && kill.kind === 'random-time')) {
       if (await waitForText(child, /^(training|resuming) /m, 20_000)) {
-        await new Promise((r) => setTimeout(r, kill.delayMs));
-        child.kill('SIGKILL');
+        ranks = engine === undefined ? [] : childPids(child.pid);
+        if (kill !== null && (kill.kind === 'random-time' || kill.kind === 'rank')) {
+          await new Promise((r) => setTimeout(r, kill.delayMs));
+          const victim = ranks[rng.nextBelow(Math.max(1, ranks.length))];
+          if (kill.kind === 'rank' && victim !== undefined) process.kill(victim, 'SIGKILL');
+          else child.kill('SIGKILL');
+        }
       }
     }
-    const o = classifyCli(await child.exited);
+    const exit = await child.exited;
+    const o = classifyCli(exit);
+    if (ranks.length > 0) {
+      out.ranksWatched += ranks.length;
+      const deadline = performance.now() + ORPHAN_LIMIT_MS;
+      while (ranks.some((pid) => !processGone(pid)) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const orphans = ranks.filter((pid) => !processGone(pid));
+      if (orphans.length > 0) {
+        out.orphans += orphans.length;
+        out.failures.push({ chain, what: 'orphan', detail: `ranks ${orphans.join(', ')} still ran ${ORPHAN_LIMIT_MS} ms after their trainer ended (${describeExit(exit)})` });
+        for (const pid of orphans) process.kill(pid, 'SIGKILL');
+      }
+    }
+    if (kill !== null && kill.kind === 'rank' && o.kind !== 'ok') {
+      // A rank's death ends the trainer with the typed engine failure; the chain resumes as after a kill.
+      if (o.kind === 'typed' && o.code === 'TRAINER_ENGINE_FAILED') {
+        out.kills += 1;
+        out.byKind.rank += 1;
+        onKill();
+      } else out.failures.push({ chain, what: 'rank-kill', detail: `a killed rank ended ${args().join(' ')} with ${describeExit(exit)}, not TRAINER_ENGINE_FAILED` });
+      return;
+    }
     const restarts = runEvents(runDir).filter((e) => e.event === 'restarted').length;
     if (restarts > restartsBefore) {
       if (history) {
@@ -144,7 +211,7 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, c
       out.failures.push({ chain, what: o.kind === 'untyped' || o.kind === 'hang' ? o.kind : 'failed-after-kill', detail: `${args().join(' ')}: ${describeExit(o.exit)}` });
     }
   };
-  for (let k = 0; k < killsPerChain && !complete; k += 1) await step(chooseKill(rng, runDir));
+  for (let k = 0; k < killsPerChain && !complete; k += 1) await step(chooseKill(rng, runDir, engine !== undefined));
   if (!complete) await step(null);
   if (complete) {
     const diff = finalDifference(reference, runDir);
@@ -169,8 +236,9 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, c
  */
 export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopReport> {
   const started = performance.now();
-  const config = harnessConfig();
-  const reference = await referenceRun(config);
+  const engine = options.engine;
+  const config = harnessConfig(engine === undefined ? {} : { engine: { kind: 'torch', worldSize: engine.worldSize } });
+  const reference = await referenceRun(config, engine === undefined ? [] : ['--python', engine.python]);
   const s = scratch('llmcp-kill-');
   const configFile = s.config('cfg.json', config);
   const results: ChainResult[] = [];
@@ -185,7 +253,7 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
         const rng = new SplitMix64(((options.seed ?? 0x4b111n) << 20n) + BigInt(chain));
         const runDir = path.join(s.dir, `chain-${chain}`);
         results.push(
-          await runChain(chain, rng, options.killsPerChain, configFile, runDir, reference, () => {
+          await runChain(chain, rng, options.killsPerChain, { configFile, runDir, reference, engine }, () => {
             kills += 1;
             options.onProgress?.(kills);
           }),
@@ -197,7 +265,7 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
     s.dispose();
   }
   const sum = (f: (r: ChainResult) => number): number => results.reduce((a, r) => a + f(r), 0);
-  const byKind: Record<KillKind, number> = { 'random-time': 0, 'publication-kill': 0, 'publication-kill-after': 0, 'any-call': 0 };
+  const byKind = NO_KILLS();
   for (const r of results) for (const k of Object.keys(byKind) as KillKind[]) byKind[k] += r.byKind[k];
   return {
     chains: results.length,
@@ -210,6 +278,8 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
     cleanRestarts: sum((r) => r.cleanRestarts),
     untyped: sum((r) => r.untyped),
     hangs: sum((r) => r.hangs),
+    ranksWatched: sum((r) => r.ranksWatched),
+    orphans: sum((r) => r.orphans),
     failures: results.flatMap((r) => r.failures),
     seconds: (performance.now() - started) / 1000,
   };
@@ -221,7 +291,7 @@ export function formatKillLoopReport(r: KillLoopReport): string {
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
   const lines = [
-    `kill loop: ${r.chains} chains, ${r.kills} SIGKILLs (${kinds}) → ${r.resumes} resumes → ${r.identical} byte-identical, ${r.nonIdentical} not; ${r.silentRestarts} silent restarts (${r.cleanRestarts} clean restarts with nothing to lose), ${r.untyped} untyped errors, ${r.hangs} hangs; ${r.seconds.toFixed(0)} s`,
+    `kill loop: ${r.chains} chains, ${r.kills} SIGKILLs (${kinds}) → ${r.resumes} resumes → ${r.identical} byte-identical, ${r.nonIdentical} not; ${r.silentRestarts} silent restarts (${r.cleanRestarts} clean restarts with nothing to lose), ${r.untyped} untyped errors, ${r.hangs} hangs${r.ranksWatched === 0 ? '' : `; ${r.ranksWatched} engine ranks watched, ${r.orphans} outlived their trainer`}; ${r.seconds.toFixed(0)} s`,
   ];
   for (const f of r.failures.slice(0, 20)) lines.push(`    chain ${f.chain} [${f.what}] ${f.detail}`);
   return lines.join('\n');

@@ -3,6 +3,7 @@
  * after which it is SIGKILLed and reported as hung, so nothing can hang CI.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './shim.ts';
 
@@ -86,6 +87,48 @@ export function startChild(command: string, args: readonly string[], options: Ch
       if (running) child.kill(signal);
     },
   };
+}
+
+/**
+ * The live children of a process (Linux: from /proc; elsewhere none), e.g. a trainer's engine ranks.
+ *
+ * @param pid - the parent.
+ * @returns their process ids.
+ */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === pid && fields[0] !== 'Z') out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether a process is gone: no such pid, or a zombie nobody reaped yet.
+ *
+ * @param pid - the process.
+ * @returns true when it no longer runs.
+ */
+export function processGone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
 }
 
 /** The `llmcp` binary from sources (as the root `pnpm llmcp` script runs it). */

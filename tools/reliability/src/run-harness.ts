@@ -253,10 +253,11 @@ process.once('exit', () => rmSync(referenceRoot, { recursive: true, force: true 
  * An uninterrupted run of `config` (trained once per process and config, then reused).
  *
  * @param config - the config document.
+ * @param extraArgs - machine settings for `llmcp train` (e.g. `--python` of a torch engine).
  * @returns the reference run directory (do not modify it).
  */
-export async function referenceRun(config: Record<string, unknown>): Promise<string> {
-  const key = createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 16);
+export async function referenceRun(config: Record<string, unknown>, extraArgs: readonly string[] = []): Promise<string> {
+  const key = createHash('sha256').update(JSON.stringify([config, extraArgs])).digest('hex').slice(0, 16);
   const known = references.get(key);
   if (known !== undefined) return known;
   const dir = path.join(referenceRoot, key);
@@ -264,7 +265,7 @@ export async function referenceRun(config: Record<string, unknown>): Promise<str
   const cfg = path.join(dir, 'config.json');
   writeFileSync(cfg, JSON.stringify(config));
   const run = path.join(dir, 'run');
-  const exit = await llmcpRun(['train', run, '--config', cfg, '--plain']);
+  const exit = await llmcpRun(['train', run, '--config', cfg, '--plain', ...extraArgs]);
   if (exit.code !== 0) throw new Error(`the reference run failed: ${describeExit(exit)}`);
   references.set(key, run);
   return run;

@@ -8,9 +8,11 @@
  *
  * Options:
  *   --quick            a few minutes: 100k fuzz cases, 5,000 through the Python oracle, 60 kills, sampled faults and tampering
- *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, 50,000 through the Python oracle, ≥ 1,000 SIGKILLs)
- *   --only <parts>     comma-separated subset of fuzz,python,kill,faults,tamper,large,splits
- *   --jobs <n>         parallel children for the fuzzer, the Python oracle and the kill loop (default 2)
+ *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, 50,000 through the Python oracle, ≥ 1,000 SIGKILLs,
+ *                      ≥ 100 SIGKILLs of a torch engine's trainer and ≥ 20 of its ranks)
+ *   --only <parts>     comma-separated subset of fuzz,python,kill,faults,tamper,large,splits,torch
+ *   --torch-python <p> the Python with PyTorch for the torch part (default: $LLMCP_PYTHON, else /usr/bin/python3)
+ *   --jobs <n>         parallel children for the fuzzer, the Python oracle and the kill loops (default 2)
  *   --seed <n>         campaign seed
  */
 import { spawnSync } from 'node:child_process';
@@ -31,7 +33,7 @@ const quick = process.argv.includes('--quick');
 const size = Number(flag('--size') ?? (quick ? 0.1 : 1));
 const jobs = Number(flag('--jobs') ?? 2);
 const seed = BigInt(flag('--seed') ?? 0x50a4);
-const only = new Set((flag('--only') ?? 'fuzz,python,kill,faults,tamper,large,splits').split(','));
+const only = new Set((flag('--only') ?? 'fuzz,python,kill,faults,tamper,large,splits,torch').split(','));
 const progress = (label: string) => (done: number, total?: number): void => {
   process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
 };
@@ -122,6 +124,33 @@ if ('skip' in shim && (only.has('kill') || only.has('faults') || only.has('tampe
     sections.push(formatTamperReport(r));
     bad += r.failures.length;
     summary.push(`${r.cases} tamperings: ${r.failures.length} failures`);
+  }
+}
+
+if (only.has('torch')) {
+  // The torch engine's run lifecycle: kill loops with 1 and 2 ranks (the trainer SIGKILLed at random times and
+  // publication points, single ranks SIGKILLed), every chain resumed to the bytes of an uninterrupted torch run,
+  // no rank outliving its trainer.
+  const python = flag('--torch-python') ?? process.env.LLMCP_PYTHON ?? '/usr/bin/python3';
+  const probe = spawnSync(python, ['-c', 'import torch, torch.distributed as d; assert d.is_gloo_available()'], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    sections.push(`torch engine kill loop: skipped (PyTorch with gloo is not importable by ${python})`);
+    summary.push('torch engine skipped (no PyTorch)');
+  } else if ('skip' in shim) {
+    sections.push(`torch engine kill loop: skipped (${shim.skip})`);
+  } else {
+    const killsPerChain = 8;
+    // ≥ 100 SIGKILLs of the trainer and ≥ 20 of single ranks at full size (one kill in four takes a rank).
+    const chains = Math.max(2, Math.ceil((160 * size) / killsPerChain));
+    for (const worldSize of [1, 2]) {
+      const n = Math.max(1, Math.round(chains / 2));
+      process.stderr.write(`torch engine, ${worldSize} rank(s): ${n} chains × ${killsPerChain} kills, ${jobs} jobs\n`);
+      const r: KillLoopReport = await runKillLoop({ chains: n, killsPerChain, seed: seed + BigInt(worldSize), jobs, engine: { worldSize, python }, onProgress: progress(`torch ×${worldSize} kills`) });
+      process.stderr.write('\n');
+      sections.push(`torch engine, ${worldSize} rank(s): ${formatKillLoopReport(r)}`);
+      bad += r.failures.length;
+      summary.push(`torch ×${worldSize}: ${r.kills} kills (${r.killsByKind.rank} of ranks) → ${r.identical}/${r.chains} byte-identical, ${r.orphans} orphaned ranks`);
+    }
   }
 }
 
