@@ -17,6 +17,11 @@
  * weights and batch (written by llmcp), and PyTorch's step-1 loss is compared
  * with llmcp's.
  *
+ * Beside them, llmcp's own torch engine (docs/engine-protocol.md), driven
+ * through its protocol by torch_engine_peer.py: 1 and 2 ranks of one thread
+ * on the CPU, and one rank on CUDA where PyTorch sees a GPU (skipped with a
+ * note otherwise).
+ *
  * A benchmark, not a test: nothing here asserts speed.
  */
 import { spawnSync } from 'node:child_process';
@@ -31,6 +36,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
 const PEER_STEP = path.join(root, 'packages', 'optim', 'bench', 'peer-step.ts');
 const TORCH_PEER = path.join(here, 'torch_peer.py');
+const TORCH_ENGINE_PEER = path.join(here, 'torch_engine_peer.py');
 const PYTHON = '/usr/bin/python3';
 const OPENBLAS_DIR = '/usr/lib/x86_64-linux-gnu/openblas-pthread';
 
@@ -144,6 +150,10 @@ function torchEnv(threads: number): NodeJS.ProcessEnv {
 function runVariant(v: Variant, c: PeerConfig, b: Budget, dump: string, firstLoss: number): ChildResult | string {
   const spec = { config: c.config, context: c.context, batch: c.batch, threads: v.threads, ...b, dump, llmcpFirstLoss: firstLoss };
   if (v.implementation === 'pytorch') return runChild(PYTHON, [TORCH_PEER, JSON.stringify(spec)], torchEnv(v.threads));
+  if (v.implementation === 'torch-engine' || v.implementation === 'torch-engine-cuda') {
+    const cuda = v.implementation === 'torch-engine-cuda';
+    return runChild(PYTHON, [TORCH_ENGINE_PEER, JSON.stringify({ ...spec, device: cuda ? 'cuda' : 'cpu', dtype: cuda ? 'f32' : 'f64' })], torchEnv(1));
+  }
   const llmcpSpec = { ...spec, dump: null };
   return runChild(process.execPath, ['--conditions=@llmcp/source', '--import', 'tsx', PEER_STEP, JSON.stringify(llmcpSpec)], llmcpEnv(v.implementation === 'llmcp-native' ? 'native' : 'wasm'));
 }
@@ -165,6 +175,9 @@ const ALL_VARIANTS: readonly Variant[] = [
   { implementation: 'llmcp-wasm', threads: 2 },
   { implementation: 'pytorch', threads: 1 },
   { implementation: 'pytorch', threads: 2 },
+  { implementation: 'torch-engine', threads: 1 },
+  { implementation: 'torch-engine', threads: 2 },
+  { implementation: 'torch-engine-cuda', threads: 1 },
 ];
 
 /**
@@ -195,10 +208,14 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
       else if (!nativeActive(probe.kernels)) skipped.set('llmcp-native', `skipped: native kernels unavailable (kernelInfo ${JSON.stringify(probe.kernels)})`);
       else say(`native kernels: ${JSON.stringify(probe.kernels)}`);
     }
-    if (variants.some((v) => v.implementation === 'pytorch')) {
-      const t = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' });
-      if (!existsSync(PYTHON) || t.status !== 0) skipped.set('pytorch', `skipped: ${PYTHON} has no torch (apt-get install python3-torch)`);
-      else if (!existsSync(path.join(OPENBLAS_DIR, 'libblas.so.3'))) say(`note: ${OPENBLAS_DIR} missing (apt-get install libopenblas0-pthread); PyTorch runs with the system BLAS`);
+    if (variants.some((v) => v.implementation === 'pytorch' || v.implementation.startsWith('torch-engine'))) {
+      const t = spawnSync(PYTHON, ['-c', 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)'], { encoding: 'utf8' });
+      if (!existsSync(PYTHON) || (t.status !== 0 && t.status !== 3)) {
+        for (const which of ['pytorch', 'torch-engine', 'torch-engine-cuda']) skipped.set(which, `skipped: ${PYTHON} has no torch (apt-get install python3-torch)`);
+      } else {
+        if (t.status === 3) skipped.set('torch-engine-cuda', 'skipped: PyTorch sees no CUDA GPU on this machine');
+        if (!existsSync(path.join(OPENBLAS_DIR, 'libblas.so.3'))) say(`note: ${OPENBLAS_DIR} missing (apt-get install libopenblas0-pthread); PyTorch runs with the system BLAS`);
+      }
     }
     const outcomes = new Map<string, { rounds: number[]; cpuRounds: number[]; failed: string | null }>();
     const key = (c: PeerConfig, v: Variant): string => `${c.name}/${v.implementation}/${v.threads}`;
@@ -232,9 +249,10 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
           if (round === 0) {
             const m: string[] = [];
             if (r.parameters !== f.parameters) m.push(`PARAMETER COUNT DIFFERS: ${r.parameters} vs llmcp ${f.parameters}`);
-            if (v.implementation === 'pytorch') {
+            if (v.implementation !== 'llmcp-native' && v.implementation !== 'llmcp-wasm') {
               m.push(`parameters ${r.parameters} (llmcp ${f.parameters}); step-1 loss ${r.firstLoss} vs llmcp ${f.loss}: relative difference ${r.firstLossRelDiff?.toExponential(2) ?? '?'}`);
-              m.push(`BLAS mapped: ${(r.blasLibraries ?? []).join(', ') || 'none found in /proc/self/maps'}; torch ${(r.blasInfo ?? []).join(' ')}; torch threads ${r.threads}`);
+              const how = v.implementation === 'pytorch' ? `torch ${(r.blasInfo ?? []).join(' ')}; torch threads ${r.threads}` : `${r.threads} rank${r.threads === 1 ? '' : 's'} of one thread`;
+              m.push(`BLAS mapped: ${(r.blasLibraries ?? []).join(', ') || 'none found in /proc/self/maps'}; ${how}`);
             } else if (r.kernels !== null && r.kernels !== undefined) m.push(`kernels: ${JSON.stringify(r.kernels)}`);
             if (m.length > 0) meta.set(k, m);
           }
@@ -253,6 +271,7 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
     }
     say('');
     say('llmcp-wasm = WebAssembly SIMD matrix kernel (LLMCP_KERNELS=wasm); PyTorch f64 with the BLAS named above.');
+    say("torch-engine ×N = llmcp's torch engine (python -m llmcp.engine) through its protocol: N ranks of one thread each (gloo), f64; torch-engine-cuda: one rank on a GPU, f32. The best-against-best ratio compares the llmcp engine's kernels with PyTorch.");
     say('tokens/s is wall time (median step of each process, median of rounds); tok/CPU-s divides by the process CPU time of a step (all threads), which a busy machine distorts less.');
     say(`load average after: ${la()}`);
   } finally {

@@ -6,9 +6,17 @@
 
 /** One variant of one configuration: an implementation, its kernels and thread count. */
 export interface Variant {
-  /** `llmcp-native`, `llmcp-wasm` or `pytorch`. */
-  readonly implementation: 'llmcp-native' | 'llmcp-wasm' | 'pytorch';
+  /**
+   * `llmcp-native`, `llmcp-wasm` (the llmcp engine), `pytorch` (the peer), `torch-engine` (llmcp's torch
+   * engine on the CPU, `threads` ranks of one thread) or `torch-engine-cuda` (one rank on a GPU).
+   */
+  readonly implementation: 'llmcp-native' | 'llmcp-wasm' | 'pytorch' | 'torch-engine' | 'torch-engine-cuda';
   readonly threads: number;
+}
+
+/** Whether a variant is the llmcp engine (its own kernels), which the best-against-best ratio compares with PyTorch. */
+function llmcpEngine(v: Variant): boolean {
+  return v.implementation === 'llmcp-native' || v.implementation === 'llmcp-wasm';
 }
 
 /** What the rounds of one variant gave: tokens/s per round, or why it was skipped. */
@@ -96,7 +104,7 @@ export function configRatios(outcomes: readonly VariantOutcome[]): ConfigRatios 
     }
     return [label, value];
   };
-  const [bestLlmcp, l] = best((o) => o.variant.implementation !== 'pytorch');
+  const [bestLlmcp, l] = best((o) => llmcpEngine(o.variant));
   const [bestTorch, t] = best((o) => o.variant.implementation === 'pytorch');
   return { rows, bestRatio: l !== null && t !== null ? l / t : null, bestLlmcp, bestTorch };
 }
