@@ -49,12 +49,12 @@ async function train(config: TrainerConfig): Promise<Trained> {
   return { losses, parameters: new Map(state.parameters.map((p) => [p.name, p.data])) };
 }
 
-describe.skipIf(SKIP !== null)(`torch engine against the llmcp engine: the app's medium model, ${STEPS} steps (${SKIP ?? PYTHON})`, () => {
+describe.skipIf(SKIP !== null)(`torch engine against the llmcp engine: the app's medium model, ${STEPS} steps (${SKIP ?? PYTHON})`, { timeout: 600_000 }, () => {
   const config = medium();
   let llmcp: Trained;
   beforeAll(async () => {
     llmcp = await train(config);
-  }, 300_000);
+  }, 600_000);
 
   it.each([1, 2])('torch with %i rank(s): every loss within 1e-12, the final parameters within 1e-10 (relative)', async (worldSize) => {
     const torch = await train(withEngine(config, { kind: 'torch', worldSize }));

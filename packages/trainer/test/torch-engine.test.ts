@@ -64,11 +64,14 @@ async function trainUntilComplete(dir: string, config: TrainerConfig, onEvent: (
   throw new Error('the run did not complete in 20 attempts');
 }
 
-describe.skipIf(TORCH_SKIP !== null)(`torch engine (${TORCH_SKIP ?? TORCH_PYTHON})`, () => {
+/** Each of these starts PyTorch processes several times: bounds far above their minutes on a loaded 2-core machine. */
+const PROCESS_TESTS = { timeout: 400_000 };
+
+describe.skipIf(TORCH_SKIP !== null)(`torch engine (${TORCH_SKIP ?? TORCH_PYTHON})`, PROCESS_TESTS, () => {
   const reference = new Map<number, FinalBytes>();
   beforeAll(async () => {
     for (const worldSize of [1, 2]) reference.set(worldSize, await uninterrupted(torchConfig(worldSize)));
-  }, 300_000);
+  }, 600_000);
 
   it('trains the ch33 fixture near the llmcp engine, and records the engine in run.json', async () => {
     const dir = path.join(tempDir(), 'ch33');
@@ -231,7 +234,7 @@ describe.skipIf(TORCH_SKIP !== null)(`torch engine (${TORCH_SKIP ?? TORCH_PYTHON
 
 const CUDA = TORCH_SKIP === null && spawnSync(TORCH_PYTHON, ['-c', 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)']).status === 0;
 
-describe.skipIf(TORCH_SKIP !== null)('torch engine: what the machine lacks is one clear typed error, and nothing is left behind', () => {
+describe.skipIf(TORCH_SKIP !== null)('torch engine: what the machine lacks is one clear typed error, and nothing is left behind', PROCESS_TESTS, () => {
   async function refusal(torch: TorchEngineOptions, config: TrainerConfig = torchConfig(1)): Promise<{ code: string; message: string; dir: string }> {
     const dir = path.join(tempDir(), 'refused');
     const e = await trainRun({ runDir: dir, config, saveMode: 'inline', torch: { ...TORCH, ...torch } }).catch((x: unknown) => x);

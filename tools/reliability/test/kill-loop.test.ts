@@ -37,5 +37,5 @@ describe.skipIf('skip' in shim || !TORCH)('runKillLoop with the torch engine', (
     expect(report.identical).toBe(1);
     expect(report.ranksWatched).toBeGreaterThanOrEqual(worldSize);
     expect(report.orphans).toBe(0);
-  }, 240_000);
+  }, 900_000);
 });
