@@ -23,7 +23,7 @@ const SKIP = !existsSync(PYTHON)
 
 describe.skipIf(SKIP !== null)(`the torch engine driven from Python (${SKIP ?? PYTHON})`, () => {
   it('passes python/tests/test_engine.py', () => {
-    const r = spawnSync(PYTHON, ['-m', 'unittest', '-v', 'tests.test_engine'], { cwd: path.join(ROOT, 'python'), encoding: 'utf8', env: { ...process.env, PYTHONPATH: path.join(ROOT, 'python') } });
+    const r = spawnSync(PYTHON, [path.join(ROOT, 'python', 'tests', 'run.py'), '--only', 'test_engine'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     const report = `${r.stdout}\n${r.stderr}`;
     expect(r.status, report).toBe(0);
     expect(report).toMatch(/Ran 6 tests/);

@@ -1,25 +1,20 @@
 """The torch engine driven from Python (llmcp.engine.client): no Node needed.
 
-Run: PYTHONPATH=python /usr/bin/python3 -m unittest python/tests/test_engine.py
+Run: /usr/bin/python3 python/tests/run.py --only test_engine (tools/python-engine.test.ts does, in pnpm test).
 Skips without PyTorch. The trainer-side tests are packages/trainer/test/torch-engine.test.ts.
 """
 import math
-import os
 import random
-import sys
+import struct
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from support import torch
 
-try:
-    import torch  # noqa: F401
+TORCH = None if torch is not None else "PyTorch is not importable"
 
-    TORCH = None
-except ImportError as e:  # pragma: no cover - depends on the machine
-    TORCH = "PyTorch is not importable: %s" % e
-
+from llmcp.checkpoint import DecoderConfig  # noqa: E402
 from llmcp.engine.client import EngineError, LocalEngine  # noqa: E402
-from llmcp.engine.model import parameter_shapes  # noqa: E402
+from llmcp.rules import expected_parameter_shapes  # noqa: E402
 
 DECODER = dict(vocabularySize=40, modelWidth=8, heads=2, feedForwardWidth=16, layers=2, maxPositions=8, ropeBase=10000.0, rmsEpsilon=1e-6)
 OPTIMIZER = dict(beta1=0.9, beta2=0.999, epsilon=1e-8, weightDecay=0.01, groups="gain-no-decay", clipNorm=1.0)
@@ -29,7 +24,8 @@ ROWS, COLUMNS = 6, 8
 def initial_parameters(seed=1):
     rng = random.Random(seed)
     values = []
-    for name, shape in parameter_shapes(DECODER):
+    config = DecoderConfig(vocabulary_size=40, model_width=8, heads=2, feed_forward_width=16, layers=2, max_positions=8, rope_base=10000.0, rms_epsilon=1e-6)
+    for name, shape in expected_parameter_shapes(config):
         n = math.prod(shape)
         values += [1.0] * n if name.endswith(".gain") else [rng.uniform(-0.4, 0.4) for _ in range(n)]
     return values
@@ -109,8 +105,6 @@ class EngineTest(unittest.TestCase):
             inputs, targets = next(batches(1))
             engine.step(inputs, targets, ROWS, COLUMNS, 0.01)
             _, _, parameters, first, second = engine.state()
-            import struct
-
             for value in parameters + first + second:
                 self.assertEqual(struct.unpack("<f", struct.pack("<f", value))[0], value)
 

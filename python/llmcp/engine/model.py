@@ -17,26 +17,19 @@ import math
 
 import torch
 
+from ..checkpoint import DecoderConfig
+from ..rules import expected_parameter_shapes
+
 
 def parameter_shapes(decoder):
-    """[(name, shape)] in llmcp's canonical order (docs/spec/model.md §3)."""
-    V, D, F, L = decoder["vocabularySize"], decoder["modelWidth"], decoder["feedForwardWidth"], decoder["layers"]
-    shapes = [("token_embedding.weight", (V, D))]
-    for layer in range(L):
-        p = "blocks.%d." % layer
-        shapes += [
-            (p + "attention_norm.gain", (D,)),
-            (p + "attention.query.weight", (D, D)),
-            (p + "attention.key.weight", (D, D)),
-            (p + "attention.value.weight", (D, D)),
-            (p + "attention.output.weight", (D, D)),
-            (p + "ffn_norm.gain", (D,)),
-            (p + "ffn.gate.weight", (D, F)),
-            (p + "ffn.up.weight", (D, F)),
-            (p + "ffn.down.weight", (F, D)),
-        ]
-    shapes.append(("final_norm.gain", (D,)))
-    return shapes
+    """[(name, shape)] in llmcp's canonical order (docs/spec/model.md §3), from the format's rules (one home)."""
+    return expected_parameter_shapes(
+        DecoderConfig(
+            vocabulary_size=decoder["vocabularySize"], model_width=decoder["modelWidth"], heads=decoder["heads"],
+            feed_forward_width=decoder["feedForwardWidth"], layers=decoder["layers"], max_positions=decoder["maxPositions"],
+            rope_base=decoder["ropeBase"], rms_epsilon=decoder["rmsEpsilon"],
+        )
+    )
 
 
 def rope_tables(decoder, positions, dtype, device):
