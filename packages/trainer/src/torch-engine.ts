@@ -555,7 +555,7 @@ class TorchCompute implements EngineCompute {
     process.removeListener('exit', this.#onExit);
   }
 
-  /** Fails the start-up with the engine's failure when one happened, and cleans up. */
+  /** Ends a start-up that failed: every rank killed, every handle released. */
   async abandon(): Promise<void> {
     this.#stopping = true;
     this.#killAll();
