@@ -126,6 +126,16 @@ interface ChainSetup {
   readonly engine: KillLoopEngine | undefined;
 }
 
+/** Sends a signal; false when the process had already gone (its run finished first). */
+function signalIfAlive(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const NO_KILLS = (): Record<KillKind, number> => ({ 'random-time': 0, 'publication-kill': 0, 'publication-kill-after': 0, 'any-call': 0, rank: 0 });
 
 async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, setup: ChainSetup, onKill: () => void): Promise<ChainResult> {
@@ -156,13 +166,15 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     const child = llmcp(args(), kill === null || kill.rules.length === 0 ? {} : { rules: kill.rules });
     // The engine's ranks are running once the trainer says it is training.
     let ranks: number[] = [];
+    // Whether a rank was SIGKILLed (one that had already ended with its finished run cannot be).
+    let rankKilled = false;
     if (engine !== undefined || (kill !== null && kill.kind === 'random-time')) {
       if (await waitForText(child, /^(training|resuming) /m, 20_000)) {
         ranks = engine === undefined ? [] : childPids(child.pid);
         if (kill !== null && (kill.kind === 'random-time' || kill.kind === 'rank')) {
           await new Promise((r) => setTimeout(r, kill.delayMs));
           const victim = ranks[rng.nextBelow(Math.max(1, ranks.length))];
-          if (kill.kind === 'rank' && victim !== undefined) process.kill(victim, 'SIGKILL');
+          if (kill.kind === 'rank' && victim !== undefined) rankKilled = signalIfAlive(victim, 'SIGKILL');
           else child.kill('SIGKILL');
         }
       }
@@ -177,10 +189,10 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
       if (orphans.length > 0) {
         out.orphans += orphans.length;
         out.failures.push({ chain, what: 'orphan', detail: `ranks ${orphans.join(', ')} still ran ${ORPHAN_LIMIT_MS} ms after their trainer ended (${describeExit(exit)})` });
-        for (const pid of orphans) process.kill(pid, 'SIGKILL');
+        for (const pid of orphans) signalIfAlive(pid, 'SIGKILL');
       }
     }
-    if (kill !== null && kill.kind === 'rank' && o.kind !== 'ok') {
+    if (rankKilled && o.kind !== 'ok') {
       // A rank's death ends the trainer with the typed engine failure; the chain resumes as after a kill.
       if (o.kind === 'typed' && o.code === 'TRAINER_ENGINE_FAILED') {
         out.kills += 1;
