@@ -14,7 +14,7 @@ export type { Batch } from './batches.ts';
 export { shuffleInPlace } from './shuffle.ts';
 export type { MutableArrayLike } from './shuffle.ts';
 export { UpdateBatches, referenceBatchIndex } from './update-batches.ts';
-export type { EpochPolicy, UpdateBatch, UpdateBatchState, UpdateBatchStateJSON, UpdateBatchesOptions } from './update-batches.ts';
+export type { EpochPolicy, UpdateBatch, UpdateBatchState, UpdateBatchStateJSON, UpdateBatchStateJSONV1, UpdateBatchesOptions } from './update-batches.ts';
 export { encodeDocuments, tokenizerTrainingSequences, trainTokenizerOnTrainSplit, windowLabel } from './pipeline.ts';
 export type { EncodedDocument } from './pipeline.ts';
 export { hashSplit, parseTextCorpus } from './text-corpus.ts';
