@@ -7,8 +7,8 @@ export { corpusChecksum, isBlankText, isKebabIdentifier, isUnicodeWhiteSpace, pa
 export type { Corpus, CorpusDocument } from './corpus.ts';
 export { PARTITION_NAMES, SPLIT_STRATEGY, parseSplitManifest, partitionCorpus } from './split.ts';
 export type { CorpusPartitions, PartitionName, SplitManifest } from './split.ts';
-export { causalWindows, windowCount } from './windows.ts';
-export type { WindowRef } from './windows.ts';
+export { causalWindows, packDocuments, windowCount, windowCoverage } from './windows.ts';
+export type { WindowCoverage, WindowRef } from './windows.ts';
 export { batchCount, evaluationBatches, gatherBatch } from './batches.ts';
 export type { Batch } from './batches.ts';
 export { shuffleInPlace } from './shuffle.ts';
@@ -18,7 +18,7 @@ export type { EpochPolicy, UpdateBatch, UpdateBatchState, UpdateBatchStateJSON, 
 export { encodeDocuments, tokenizerTrainingSequences, trainTokenizerOnTrainSplit, windowLabel } from './pipeline.ts';
 export type { EncodedDocument } from './pipeline.ts';
 export { hashSplit, parseTextCorpus } from './text-corpus.ts';
-export type { HashSplitOptions, TextCorpus, TextCorpusFile, TextCorpusOptions, TextDocumentRule, TextSource } from './text-corpus.ts';
+export type { HashSplitOptions, ResolvedTextDocumentRule, TextCorpus, TextCorpusFile, TextCorpusOptions, TextDocumentRule, TextSource } from './text-corpus.ts';
 export { DATA_ERROR_CODES, DataError, isDataError } from './errors.ts';
 export type { DataErrorCode, DataErrorContext } from './errors.ts';
 export { MAX_JSON_DEPTH } from './internal/strict-json.ts';
