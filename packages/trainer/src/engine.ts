@@ -4,6 +4,7 @@
  * touches tensors except through a snapshot; the engine never touches files.
  */
 import type { CheckpointState } from '@llmcp/format';
+import type { WindowCoverage } from '@llmcp/data';
 import type { JsonValue } from './internal/canonical-json.ts';
 
 /** Which evaluation window list. */
@@ -20,12 +21,21 @@ export interface EngineUpdate {
   readonly tokens: number;
 }
 
+/** The batches of each evaluation list: evaluated (after `evaluation.maxBatches`) and available. */
+export type EngineEvaluationLists = Readonly<Record<EvaluationList, { readonly batches: number; readonly available: number }>>;
+
 /** A training engine: model + optimizer + data order. */
 export interface TrainingEngine {
   readonly parameterCount: number;
   readonly vocabularySize: number;
   /** Target tokens in a full update batch. */
   readonly tokensPerStep: number;
+  /** What the update windows reach of the train partition's tokens. */
+  readonly coverage: WindowCoverage;
+  /** Update batches in one epoch (one pass over the update windows). */
+  readonly stepsPerEpoch: number;
+  /** Batches of each evaluation list, evaluated and available. */
+  readonly evaluationLists: EngineEvaluationLists;
   /**
    * Runs one update on the next batch of the data order (forward → backward →
    * finite check → clip → AdamW → zero-grad) and advances the cursor.

@@ -19,7 +19,8 @@ import { prepareInputs } from './inputs.ts';
 import { RUN_FILES } from './run-directory.ts';
 import { evaluateRun } from './run-evaluation.ts';
 import { trainRun } from './run.ts';
-import type { SampleAudit } from './sample-audit.ts';
+import { auditSettingsOf, runSampleAudit, type SampleAudit } from './sample-audit.ts';
+import { windowDocuments } from './llmcp-engine.ts';
 
 /** Options of {@link reportRun}. */
 export interface RunReportOptions {
@@ -237,6 +238,8 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const evalStride = config.evaluation.stride ?? config.data.stride;
   const trainingBatchSize = config.evaluation.trainingBatchSize ?? config.evaluation.batchSize;
   const parameters = state.parameters.reduce((n, t) => n + t.data.length, 0);
+  const train = windowDocuments(config, inputs.partitions.train);
+  const validation = windowDocuments(config, inputs.partitions.validation);
 
   // Checkpoint structure and reload.
   const stateBytes = new Uint8Array(readFileSync(path.join(runDir, 'checkpoints', slot, 'state.llmcp')));
@@ -290,7 +293,10 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const auditMatches =
     audit !== null && audit.step === job.step && audit.rngState === `0x${reloaded.samplingRngState.toString(16).padStart(16, '0')}` && audit.samples.length > 0;
   const auditTokens = auditMatches ? (audit.samples[0]?.tokens ?? null) : null;
-  const nextState = BigInt(job.sampling.nextState);
+  // The checkpoint's sample audit drew `sampling.count` samples from the stored state: regenerated, it must end in the
+  // recorded next state (the report's one generation above is the audit's first sample).
+  const settings = auditSettingsOf(config);
+  const auditEndsRight = job.sampling.lastAuditStep !== job.step || settings === null || runSampleAudit(reloaded, settings, job.step).rngStateAfter === job.sampling.nextState;
 
   let replayBitwise: boolean | null = null;
   if (options.replay === true) {
@@ -319,10 +325,10 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
       parameters,
       updateBatchSize: config.data.batchSize,
       evaluationBatchSize: config.evaluation.batchSize,
-      windows: [causalWindows(inputs.partitions.train, T, config.data.stride).length, causalWindows(inputs.partitions.validation, T, evalStride).length, evaluation.test.windows],
+      windows: [causalWindows(train, T, config.data.stride).length, causalWindows(validation, T, evalStride).length, evaluation.test.windows],
       evaluationBatches: [
-        config.evaluation.trainingLoss ? evaluationBatches(causalWindows(inputs.partitions.train, T, evalStride), trainingBatchSize).length : 0,
-        evaluationBatches(causalWindows(inputs.partitions.validation, T, evalStride), config.evaluation.batchSize).length,
+        config.evaluation.trainingLoss ? evaluationBatches(causalWindows(train, T, evalStride), trainingBatchSize).length : 0,
+        evaluationBatches(causalWindows(validation, T, evalStride), config.evaluation.batchSize).length,
         evaluation.test.batches,
       ],
     },
@@ -372,7 +378,7 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
       rngFinal: rng.state,
       tokensExact: (auditTokens === null || auditTokens.join(',') === first.tokens.join(',')) && first.tokens.join(',') === second.tokens.join(','),
       decisionsBitwise: sameGeneration(first, second),
-      rngExact: rng.state === rng2.state && (job.sampling.lastAuditStep !== job.step || nextState === rng.state),
+      rngExact: rng.state === rng2.state && auditEndsRight,
     },
   };
 }

@@ -9,6 +9,7 @@ import { SplitMix64, u64Hex, type CheckpointState } from '@llmcp/format';
 import { Decoder, generate, type SamplingMode } from '@llmcp/model';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
+import type { TrainerConfig } from './config.ts';
 
 /** What an audit generates. */
 export interface SampleAuditSettings {
@@ -97,4 +98,17 @@ export function runSampleAudit(state: CheckpointState, settings: SampleAuditSett
     settings,
     samples,
   };
+}
+
+/**
+ * The sample-audit settings of a config (its `sampling` block), or null when
+ * it draws no samples (`sampling.count` 0).
+ *
+ * @param config - the run config.
+ * @returns the settings, or null.
+ */
+export function auditSettingsOf(config: TrainerConfig): SampleAuditSettings | null {
+  const s = config.sampling;
+  if (s.count === 0) return null;
+  return { prompt: s.prompt, count: s.count, maxNewTokens: s.maxNewTokens, temperature: s.temperature, topK: s.topK };
 }
