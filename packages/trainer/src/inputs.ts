@@ -246,6 +246,20 @@ export async function prepareInputs(config: TrainerConfig, options: { readonly t
 }
 
 /**
+ * The identity of the tokenizer a config learns from its train partition
+ * (without encoding any document): what a report compares with the stored
+ * tokenizer to show that it saw the train partition only.
+ *
+ * @param config - the run config.
+ * @returns the learned tokenizer's canonical identity.
+ * @throws TrainerError `TRAINER_INPUT_INVALID` for unreadable or invalid inputs.
+ */
+export async function learnedTokenizerIdentity(config: TrainerConfig): Promise<string> {
+  const source = await loadSource(config);
+  return buildTokenizer(config, source.partitions, undefined).identity();
+}
+
+/**
  * What differs between a recorded and a current input identity.
  *
  * @param recorded - from the checkpoint's job.

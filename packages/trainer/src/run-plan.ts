@@ -87,7 +87,8 @@ export function runPlanOf(config: TrainerConfig, inputs: PreparedInputs, engine:
 }
 
 const count = (n: number): string => n.toLocaleString('en-US');
-const percent = (part: number, whole: number): string => `${whole === 0 ? '0' : ((100 * part) / whole).toFixed(part === whole ? 0 : 2)}%`;
+/** A share as a percentage with two decimals, rounded down (never 100.00% for a share short of the whole). */
+const percent = (part: number, whole: number): string => (whole === 0 || part === whole ? `${whole === 0 ? 0 : 100}%` : `${(Math.floor((10_000 * part) / whole) / 100).toFixed(2)}%`);
 
 /**
  * The lines that say what a run trains on and how it validates (printed when

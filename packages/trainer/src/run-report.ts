@@ -15,11 +15,11 @@ import { causalWindows, evaluationBatches, parseCorpus, parseSplitManifest } fro
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
 import type { FinalEvaluation } from './final-evaluation.ts';
-import { prepareInputs } from './inputs.ts';
-import { RUN_FILES } from './run-directory.ts';
+import { learnedTokenizerIdentity, prepareInputs } from './inputs.ts';
+import { newestCandidateJob, RUN_FILES } from './run-directory.ts';
 import { evaluateRun } from './run-evaluation.ts';
 import { trainRun } from './run.ts';
-import { auditSettingsOf, runSampleAudit, type SampleAudit } from './sample-audit.ts';
+import { auditSettingsOf, sampleAuditOn, type SampleAudit } from './sample-audit.ts';
 import { windowDocuments } from './llmcp-engine.ts';
 
 /** Options of {@link reportRun}. */
@@ -215,6 +215,10 @@ type RunReportConfig = Parameters<typeof prepareInputs>[0];
  * ```
  */
 export async function reportRun(runDir: string, options: RunReportOptions = {}): Promise<RunReport> {
+  // First, before the evaluation holds the encoded partitions: the tokenizer learned again from the train partition
+  // alone (the tokenizer and the data are never policy, so every slot of the run records the same ones).
+  const peeked = newestCandidateJob(runDir)?.job.config ?? null;
+  const learned = peeked !== null && peeked.tokenizer.kind === 'bpe' ? await learnedTokenizerIdentity(peeked) : null;
   const { slot, job, state, inputs, evaluation } = await evaluateRun(runDir, options.slot === undefined ? {} : { slot: options.slot });
   const config = job.config;
   const source = config.data.source;
@@ -228,11 +232,6 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   }
 
   const tokenizer = tokenizerFromState(state.tokenizer);
-  let trainingOnly: boolean | null = null;
-  if (config.tokenizer.kind === 'bpe') {
-    const fresh = await prepareInputs(config, {});
-    trainingOnly = fresh.tokenizer.identity() === tokenizer.identity();
-  }
   const sum = (docs: readonly Uint32Array[]): number => docs.reduce((n, d) => n + d.length, 0);
   const T = config.data.contextLength;
   const evalStride = config.evaluation.stride ?? config.data.stride;
@@ -247,8 +246,6 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const reloaded = decodeCheckpoint(stateBytes);
   const reencoded = encodeCheckpoint(reloaded);
   const bytesRoundtrip = reencoded.length === stateBytes.length && reencoded.every((b, i) => b === stateBytes[i]);
-  const reloadedModel = Decoder.fromCheckpoint(reloaded);
-  const memoryModel = Decoder.fromCheckpoint(state);
   const probe = options.logitProbe ?? 'At';
   const probeIds = Array.from(tokenizer.encode(probe));
   const reloadedTokenizer = tokenizerFromState(reloaded.tokenizer);
@@ -264,17 +261,31 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
     generate(model, { prompt: promptIds, mode, rng, maxNewTokens: s.maxNewTokens, ...(eos === null ? {} : { endOfSequence: eos }) });
   const rng = new SplitMix64(reloaded.samplingRngState);
   const rng2 = new SplitMix64(state.samplingRngState);
+  // The checkpoint's sample audit drew `sampling.count` samples from the stored state: regenerated, it must end in the
+  // recorded next state (the report's generation below is the audit's first sample).
+  const settings = auditSettingsOf(config);
+  const auditDue = job.sampling.lastAuditStep === job.step && settings !== null;
+  // One model at a time (each holds its kernel arena until it is collected): the reloaded state's, then the state's.
   let first: Generation;
-  let second: Generation;
   let modelBitsExact: boolean;
-  let promptLogitsBitwise: boolean;
+  let reloadedLogits: Float64Array | null;
+  let auditEndsRight: boolean;
+  const reloadedModel = Decoder.fromCheckpoint(reloaded);
   try {
     modelBitsExact = tensorsEqual(reloadedModel.toCheckpointParameters(), state.parameters) && tensorsEqual(reloaded.parameters, state.parameters);
-    promptLogitsBitwise = probeIds.length > 0 && bitsEqual(reloadedModel.logits(probeIds), memoryModel.logits(probeIds));
+    reloadedLogits = probeIds.length > 0 ? reloadedModel.logits(probeIds).slice() : null;
     first = run(reloadedModel, rng);
-    second = run(memoryModel, rng2);
+    auditEndsRight = !auditDue || sampleAuditOn(reloadedModel, { state: reloaded, settings, step: job.step }).rngStateAfter === job.sampling.nextState;
   } finally {
     await reloadedModel.close();
+  }
+  let second: Generation;
+  let promptLogitsBitwise: boolean;
+  const memoryModel = Decoder.fromCheckpoint(state);
+  try {
+    promptLogitsBitwise = reloadedLogits !== null && bitsEqual(reloadedLogits, memoryModel.logits(probeIds));
+    second = run(memoryModel, rng2);
+  } finally {
     await memoryModel.close();
   }
   const content = first.stopReason === 'end-of-sequence' ? first.tokens.slice(0, -1) : first.tokens;
@@ -293,10 +304,6 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const auditMatches =
     audit !== null && audit.step === job.step && audit.rngState === `0x${reloaded.samplingRngState.toString(16).padStart(16, '0')}` && audit.samples.length > 0;
   const auditTokens = auditMatches ? (audit.samples[0]?.tokens ?? null) : null;
-  // The checkpoint's sample audit drew `sampling.count` samples from the stored state: regenerated, it must end in the
-  // recorded next state (the report's one generation above is the audit's first sample).
-  const settings = auditSettingsOf(config);
-  const auditEndsRight = job.sampling.lastAuditStep !== job.step || settings === null || runSampleAudit(reloaded, settings, job.step).rngStateAfter === job.sampling.nextState;
 
   let replayBitwise: boolean | null = null;
   if (options.replay === true) {
@@ -304,6 +311,8 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
     const replayed = await replaySelectedBytes(config);
     replayBitwise = replayed.length === stateBytes.length && replayed.every((b, i) => b === stateBytes[i]);
   }
+
+  const trainingOnly = config.tokenizer.kind === 'bpe' ? (learned ?? (await learnedTokenizerIdentity(config))) === tokenizer.identity() : null;
 
   const stopNames = { 'end-of-sequence': 'eos', 'max-new-tokens': 'token-limit', 'context-limit': 'context-limit' } as const;
   return {
