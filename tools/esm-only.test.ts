@@ -47,3 +47,18 @@ describe('ESM-only packages', () => {
     expect(() => execFileSync(process.execPath, ['-e', script], { stdio: 'pipe' })).not.toThrow();
   });
 });
+
+describe('package commands', () => {
+  const tracked = new Set(execFileSync('git', ['ls-files'], { cwd: root, encoding: 'utf8' }).split('\n'));
+  const withBins = packages.filter(({ manifest }) => manifest['bin'] !== undefined);
+
+  it.each(withBins.map((p) => [String(p.manifest['name']), p] as const))('%s: each command is a file of the sources, so installing the workspace links it before a build', (_name, { dir, manifest }) => {
+    const bins = manifest['bin'] as Record<string, string>;
+    for (const target of Object.values(bins)) {
+      const file = path.relative(root, path.join(dir, target));
+      expect(file.split(path.sep)).not.toContain('dist');
+      expect(tracked.has(file.split(path.sep).join('/')), `${file} is tracked`).toBe(true);
+      expect((manifest['files'] as string[]).some((f) => file.split(path.sep).join('/').startsWith(`${path.relative(root, dir)}/${f}/`))).toBe(true);
+    }
+  });
+});

@@ -114,3 +114,37 @@ export function firstMismatch(name: string, actual: ArrayLike<number>, expected:
   }
   return null;
 }
+
+/** What {@link versionOneBatchState} reads of an update-batch state (`UpdateBatches.state()` of `@llmcp/data`). */
+export interface BatchStateSnapshot {
+  readonly windowCount: number;
+  readonly batchSize: number;
+  readonly epochPolicy: 'repeat' | 'reshuffle';
+  readonly shuffled: boolean;
+  readonly epoch: number;
+  readonly cursor: number;
+  readonly order: Uint32Array;
+  readonly rngState: bigint | null;
+}
+
+/**
+ * An update-batch state in the JSON form of version 1, as the jobs of
+ * `llmcp-job/1` … `/3` hold it (the whole order and the generator state after
+ * its shuffle): the old runs that the data and trainer tests read back.
+ *
+ * @param s - `UpdateBatches.state()`.
+ * @returns the version 1 JSON.
+ */
+export function versionOneBatchState(s: BatchStateSnapshot): Record<string, unknown> {
+  return {
+    version: 1,
+    windowCount: s.windowCount,
+    batchSize: s.batchSize,
+    epochPolicy: s.epochPolicy,
+    shuffled: s.shuffled,
+    epoch: s.epoch,
+    cursor: s.cursor,
+    rngState: s.rngState === null ? null : `0x${s.rngState.toString(16).padStart(16, '0')}`,
+    order: Array.from(s.order),
+  };
+}

@@ -50,7 +50,8 @@ function writeLossLog(): string {
   let text = formatEvaluationRecord({ step: 0, validationLoss: 2.2, trainingLoss: null });
   for (let step = 1; step <= 60; step++) {
     const loss = 1.6 * Math.exp(-step / 25) + 0.4 + 0.03 * Math.sin(step);
-    text += formatLossRecord({ step, loss, learningRate: 0.01 * (1 - step / 120), gradientNorm: 0.5 + 0.2 * Math.cos(step), clipped: false, tokens: 64 }, null);
+    const timing = { tokensPerSecond: 1000 + 10 * step, stepMs: 64, time: new Date(Date.UTC(2026, 0, 1, 0, 0, 2 * step)).toISOString() };
+    text += formatLossRecord({ step, loss, learningRate: 0.01 * (1 - step / 120), gradientNorm: 0.5 + 0.2 * Math.cos(step), clipped: false, tokens: 64 }, timing);
     if (step % 10 === 0) text += formatEvaluationRecord({ step, validationLoss: 1.7 * Math.exp(-step / 30) + 0.5, trainingLoss: null });
   }
   const file = path.join(work, 'loss.jsonl');
@@ -232,6 +233,9 @@ describe('inspector page', () => {
     await expect(chart.getAttribute('data-series')).resolves.toBe('A: training loss|A: validation loss');
     await expect(page.locator('[data-role=chart-lr]').getAttribute('data-series')).resolves.toBe('A: learning rate');
     await expect(page.locator('[data-role=chart-grad]').getAttribute('data-series')).resolves.toBe('A: gradient norm');
+    // The timing of the records: throughput and wall clock.
+    await expect(page.locator('[data-role=chart-throughput]').getAttribute('data-series')).resolves.toBe('A: training tokens/s');
+    await expect(page.locator('[data-role=chart-clock]').getAttribute('data-series')).resolves.toBe('A: minutes since the first record');
     await keepScreenshot('loss-log-curves.png', await page.locator('[data-role=loss]').screenshot());
     // The canvas holds drawn series: blue (training) and red (validation) pixels.
     expect(await pixelsNear('[data-role=chart-loss] canvas', [0x25, 0x63, 0xeb])).toBeGreaterThan(200);
@@ -349,6 +353,8 @@ describe('inspector page', () => {
     await expect(page.locator('[data-role=run]').getAttribute('data-name')).resolves.toBe('run-b');
     await expect(page.locator('[data-role=run] [data-role=slots] tbody tr').count()).resolves.toBe(7);
     expect(await page.locator('#status').textContent()).toContain(`run directory run-b (7 slot(s), 16 loss records)`);
+    // The latest sample audit of the run.
+    expect(await page.locator('[data-role=run-samples]').textContent()).toMatch(/^Sample audit \(samples\.json, step 16\)/);
   });
 
   it('opens two checkpoints together: shows the diff', async () => {

@@ -16,6 +16,15 @@ export interface TrainingPoint {
   readonly clipped: boolean;
 }
 
+/** The wall-clock facts of one training step (records written with `log.timing` on). */
+export interface TimingPoint {
+  readonly step: number;
+  readonly tokensPerSecond: number;
+  readonly stepMs: number;
+  /** Milliseconds since the first timed record (from each record's time of day), or null when a time does not parse. */
+  readonly elapsedMs: number | null;
+}
+
 /** One evaluation. */
 export interface EvaluationPoint {
   readonly step: number;
@@ -34,6 +43,8 @@ export interface BadLine {
 export interface LossHistory {
   readonly training: readonly TrainingPoint[];
   readonly evaluations: readonly EvaluationPoint[];
+  /** Throughput and wall clock per training step; empty when the run logged no timing. */
+  readonly timing: readonly TimingPoint[];
   /** Lines the parser refused (at most the first 20 listed; `badLineCount` counts all). */
   readonly badLines: readonly BadLine[];
   readonly badLineCount: number;
@@ -53,6 +64,8 @@ const LISTED_BAD_LINES = 20;
 export function parseLossHistory(text: string): LossHistory {
   const training: TrainingPoint[] = [];
   const evaluations: EvaluationPoint[] = [];
+  const timing: TimingPoint[] = [];
+  let firstTime: number | null = null;
   const badLines: BadLine[] = [];
   let badLineCount = 0;
   let problem: string | null = null;
@@ -75,8 +88,13 @@ export function parseLossHistory(text: string): LossHistory {
     const expected = (training.at(-1)?.step ?? 0) + 1;
     if (problem === null && r.step !== expected) problem = `line ${i + 1} has step ${r.step}, expected ${expected}`;
     training.push({ step: r.step, loss: r.loss, learningRate: r.learningRate, gradientNorm: r.gradientNorm, clipped: r.clipped });
+    if (parsed.timing !== null) {
+      const at = Date.parse(parsed.timing.time);
+      if (firstTime === null && Number.isFinite(at)) firstTime = at;
+      timing.push({ step: r.step, tokensPerSecond: parsed.timing.tokensPerSecond, stepMs: parsed.timing.stepMs, elapsedMs: Number.isFinite(at) && firstTime !== null ? at - firstTime : null });
+    }
   }
-  return { training, evaluations, badLines, badLineCount, problem };
+  return { training, evaluations, timing, badLines, badLineCount, problem };
 }
 
 /**

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ema } from './loss-history.ts';
-import { copiesOf, groupRunFiles, readRun, type PathedFile } from './run-directory.ts';
+import { copiesOf, groupRunFiles, parseSampleAudit, readRun, type PathedFile } from './run-directory.ts';
+import { diffLabels } from './views/diff.ts';
+import { axisLabels } from './views/loss.ts';
 import { eventMarkers, parseRunManifest } from './run-events.ts';
 import { compareSlots } from './run-layout.ts';
 import { divergingColour, heatmapGrid } from './heatmap.ts';
@@ -133,5 +135,52 @@ describe('heatmapGrid', () => {
     expect(divergingColour(-1, 1)).toEqual([0x21, 0x66, 0xac]);
     expect(divergingColour(5, 1)).toEqual([0xb2, 0x18, 0x2b]);
     expect(divergingColour(Number.NaN, 1)).toEqual([0, 0, 0]);
+  });
+});
+
+describe('readRun: samples.json and timing', () => {
+  it('reads the latest sample audit and the throughput and wall clock of loss.jsonl', async () => {
+    const loss = [
+      '{"step":1,"loss":2,"learningRate":0.1,"gradientNorm":1,"clipped":false,"tokens":512,"timing":{"tokensPerSecond":1000,"stepMs":512,"time":"2026-01-01T00:00:00.000Z"}}',
+      '{"step":2,"loss":1.5,"learningRate":0.1,"gradientNorm":1,"clipped":false,"tokens":512,"timing":{"tokensPerSecond":2000,"stepMs":256,"time":"2026-01-01T00:01:30.000Z"}}',
+    ].join('\n');
+    const samples = JSON.stringify({ step: 2, rngState: '0x01', rngStateAfter: '0x02', samples: [{ text: 'Once upon', tokens: [0, 5] }, { tokens: [0, 1, 2] }] });
+    const { runs } = groupRunFiles([file('a/loss.jsonl', loss), file('a/samples.json', samples)]);
+    const run = await readRun(runs[0] as NonNullable<(typeof runs)[0]>);
+    expect(run.samples).toEqual({ step: 2, samples: ['Once upon', '(3 tokens, not text)'], problem: null });
+    expect(run.loss?.timing).toEqual([
+      { step: 1, tokensPerSecond: 1000, stepMs: 512, elapsedMs: 0 },
+      { step: 2, tokensPerSecond: 2000, stepMs: 256, elapsedMs: 90_000 },
+    ]);
+    expect(parseSampleAudit('{').problem).toMatch(/^samples\.json is not valid JSON/);
+    const bare = await readRun(groupRunFiles([file('b/loss.jsonl', loss.split('\n')[0]?.replace(/,"timing":\{[^}]*\}/, ''))]).runs[0] as NonNullable<(typeof runs)[0]>);
+    expect([bare.samples, bare.loss?.timing]).toEqual([null, []]);
+  });
+});
+
+describe('diffLabels', () => {
+  it('tells two state.llmcp files apart by the ends of their paths, else by step and checksum', () => {
+    expect(diffLabels({ name: 'runs/a/checkpoints/best/state.llmcp', step: 8n, checksum: 'fnv1a64:1' }, { name: 'runs/a/checkpoints/step_000004/state.llmcp', step: 4n, checksum: 'fnv1a64:2' })).toEqual([
+      'best/state.llmcp',
+      'step_000004/state.llmcp',
+    ]);
+    expect(diffLabels({ name: 'runs/a/checkpoints/best/state.llmcp', step: 8n, checksum: null }, { name: 'runs/b/checkpoints/best/state.llmcp', step: 8n, checksum: null })).toEqual([
+      'a/checkpoints/best/state.llmcp',
+      'b/checkpoints/best/state.llmcp',
+    ]);
+    expect(diffLabels({ name: 'state.llmcp', step: 8n, checksum: 'fnv1a64:1' }, { name: 'state.llmcp', step: 16n, checksum: 'fnv1a64:2' })).toEqual([
+      'state.llmcp (step 8, fnv1a64:1)',
+      'state.llmcp (step 16, fnv1a64:2)',
+    ]);
+    expect(diffLabels({ name: 'x.llmcp', step: null, checksum: null }, { name: 'y.llmcp', step: null, checksum: null })).toEqual(['x.llmcp', 'y.llmcp']);
+  });
+});
+
+describe('axisLabels', () => {
+  it('labels a log axis of small learning rates without a 0 tick (the default number format rounds 1e-4 to 0)', () => {
+    expect(new Intl.NumberFormat('en-US').format(0.0001)).toBe('0');
+    expect(axisLabels([0.0001, 0.001, 0.01, 0.1], true)).toEqual(['1e-4', '0.001', '0.01', '0.1']);
+    expect(axisLabels([0.00025, 2.5e-5, 1234.5, 0, -1, null], true)).toEqual(['2.5e-4', '2.5e-5', '1234.5', '', '', '']);
+    expect(axisLabels([0, 0.5, 1], false)).toEqual(['0', '0.5', '1']);
   });
 });

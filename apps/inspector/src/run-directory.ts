@@ -33,11 +33,46 @@ export interface SlotInfo {
   readonly jobProblem: string | null;
 }
 
+/** The latest sample audit of a run (`samples.json`): its step and the samples' texts. */
+export interface SampleAuditView {
+  readonly step: number | null;
+  readonly samples: readonly string[];
+  /** Why the file could not be read, or null. */
+  readonly problem: string | null;
+}
+
+/**
+ * Reads `samples.json` (the trainer's sample audit: `{ step, samples: [{ text, … }], … }`), tolerating what the page
+ * cannot use: a sample without text shows as its token count.
+ *
+ * @param text - the file's text.
+ * @returns the audit as shown.
+ */
+export function parseSampleAudit(text: string): SampleAuditView {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { step: null, samples: [], problem: `samples.json is not valid JSON: ${(e as Error).message}` };
+  }
+  const o = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  if (o === null || !Array.isArray(o['samples'])) return { step: null, samples: [], problem: 'samples.json holds no samples list' };
+  const step = typeof o['step'] === 'number' && Number.isSafeInteger(o['step']) ? o['step'] : null;
+  const samples = (o['samples'] as unknown[]).map((s) => {
+    const r = typeof s === 'object' && s !== null ? (s as Record<string, unknown>) : {};
+    if (typeof r['text'] === 'string') return r['text'];
+    return Array.isArray(r['tokens']) ? `(${r['tokens'].length} tokens, not text)` : '(no text)';
+  });
+  return { step, samples, problem: null };
+}
+
 /** A run directory as read. */
 export interface OpenedRun {
   readonly name: string;
   readonly manifest: RunManifestView | null;
   readonly loss: LossHistory | null;
+  /** The latest sample audit (`samples.json`), or null when the run has none. */
+  readonly samples: SampleAuditView | null;
   readonly slots: readonly SlotInfo[];
   readonly markers: readonly EventMarker[];
   readonly fileCount: number;
@@ -113,6 +148,8 @@ export async function readRun(dir: RunDirectory): Promise<OpenedRun> {
   const lossFile = dir.files.get(RUN_FILES.lossLog);
   const manifest = manifestFile === undefined ? null : parseRunManifest(await manifestFile.text());
   const loss = lossFile === undefined ? null : parseLossHistory(await lossFile.text());
+  const samplesFile = dir.files.get(RUN_FILES.samples);
+  const samples = samplesFile === undefined ? null : parseSampleAudit(await samplesFile.text());
   const names = new Set<string>();
   for (const p of dir.files.keys()) {
     const parts = p.split('/');
@@ -125,7 +162,7 @@ export async function readRun(dir: RunDirectory): Promise<OpenedRun> {
     const read = job === null ? { step: stepOfSlot(name), problem: 'no job.json' } : await jobStep(job);
     slots.push({ name, step: read.step, state, job, jobProblem: read.problem });
   }
-  return { name: dir.name, manifest, loss, slots, markers: manifest === null ? [] : eventMarkers(manifest), fileCount: dir.files.size };
+  return { name: dir.name, manifest, loss, samples, slots, markers: manifest === null ? [] : eventMarkers(manifest), fileCount: dir.files.size };
 }
 
 /**

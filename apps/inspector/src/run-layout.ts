@@ -10,6 +10,7 @@
 export const RUN_FILES = {
   manifest: 'run.json',
   lossLog: 'loss.jsonl',
+  samples: 'samples.json',
   checkpoints: 'checkpoints',
   state: 'state.llmcp',
   job: 'job.json',

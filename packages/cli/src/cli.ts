@@ -22,6 +22,18 @@ import { EXIT_CODES, exitCodesHelp, type SetExit } from './exit-codes.ts';
 /** Version of `@llmcp/cli` (printed by `llmcp --version`). */
 export const CLI_VERSION: string = manifest.version;
 
+/**
+ * What `llmcp --version` prints: the package version, and for the workspace's
+ * `0.0.0` (a build that no release has versioned yet) a word saying so, since
+ * a bare `0.0.0` reads as a broken install.
+ *
+ * @param version - the package version.
+ * @returns the line.
+ */
+export function versionText(version: string): string {
+  return version === '0.0.0' ? `${version} (unreleased: built from the llmcp workspace, before its first versioned release)` : version;
+}
+
 const EXIT_HELP = `
 ${exitCodesHelp()}
 With --json (inspect, verify, diff, sample, status, eval, report), a failure prints one JSON document
@@ -66,7 +78,7 @@ function configure(cmd: Command, parentPath: string, output: ProgramOutput): voi
 function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErrorSink): Command {
   const program = new Command('llmcp')
     .description('Inspect, verify, compare, sample, convert and train LLMCP35 v1 checkpoints.')
-    .version(CLI_VERSION, '-V, --version', 'print the version')
+    .version(versionText(CLI_VERSION), '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help (every command has --help with examples)')
     .addHelpText('after', EXIT_HELP);
   for (const cmd of [

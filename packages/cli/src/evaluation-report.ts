@@ -10,6 +10,21 @@ const f9 = (x: number): string => x.toFixed(9);
 const hex16 = (x: bigint): string => `0x${x.toString(16).padStart(16, '0')}`;
 const list = (xs: readonly (string | number)[]): string => `[${xs.join(',')}]`;
 
+/** The most document ids a line lists before it shortens the list (the reference's corpora have a dozen). */
+export const MAX_LISTED_IDS = 24;
+
+/**
+ * A list of document ids as the reference prints it, shortened past {@link MAX_LISTED_IDS}: the first ones and how many
+ * more (a corpus of thousands of documents would otherwise print every id on one line).
+ *
+ * @param ids - the ids.
+ * @returns `[a,b,…]`, or `[a,b,…,+1176 more]`.
+ */
+export function idList(ids: readonly string[]): string {
+  if (ids.length <= MAX_LISTED_IDS) return list(ids);
+  return `[${ids.slice(0, MAX_LISTED_IDS).join(',')},…+${ids.length - MAX_LISTED_IDS} more]`;
+}
+
 /**
  * A string quoted and escaped the way the reference prints it (Rust's `{:?}`):
  * `"`, `\`, and control characters escaped, everything else as is.
@@ -78,7 +93,7 @@ export function evaluationLines(e: FinalEvaluation, provenance: EvaluationProven
     `decoder=mean_nll:${f6(e.decoder.meanNll)} perplexity:${f6(e.decoder.perplexity)} total_nll:${f6(e.decoder.totalNll)} graphs:${e.decoder.graphs} parameters_unchanged:${e.decoder.parametersUnchanged} gradients_unchanged:${e.decoder.gradientsUnchanged}`,
     `bigram=mean_nll:${f6(e.bigram.meanNll)} perplexity:${f6(e.bigram.perplexity)} total_nll:${f6(e.bigram.totalNll)}`,
     `comparison=lower_loss:${e.comparison.lowerLoss} gap:${f6(e.comparison.gap)} same_targets:${e.comparison.sameTargets}`,
-    `slots=documents:${list(e.test.documentIds)} stride:${e.test.stride} window_target_slots:${e.test.targets} document_transition_occurrences:${e.test.transitions} transition_multiplicity_counts:${multiplicities(e)} window_slot_fingerprint:${e.test.fingerprint}`,
+    `slots=documents:${idList(e.test.documentIds)} stride:${e.test.stride} window_target_slots:${e.test.targets} document_transition_occurrences:${e.test.transitions} transition_multiplicity_counts:${multiplicities(e)} window_slot_fingerprint:${e.test.fingerprint}`,
     slotMetricLine(e),
   ];
 }
@@ -104,11 +119,11 @@ export function runReportLines(r: RunReport): string[] {
     .join(';');
   const isolated = e.test.accessesBefore === 0 && e.test.accesses === 1 && e.decoder.graphs === 0 && e.decoder.parametersUnchanged && e.decoder.gradientsUnchanged;
   return [
-    `data=checksum:${r.data.checksum} split:${r.data.split} documents:${r.data.train.length}/${r.data.validation.length}/${r.data.test.length} train_ids:${list(r.data.train)} validation_ids:${list(r.data.validation)} test_ids:${list(r.data.test)}`,
+    `data=checksum:${r.data.checksum} split:${r.data.split} documents:${r.data.train.length}/${r.data.validation.length}/${r.data.test.length} train_ids:${idList(r.data.train)} validation_ids:${idList(r.data.validation)} test_ids:${idList(r.data.test)}`,
     `tokenizer=layout:${none(t.layout)} requested:${none(t.requestedMerges)} learned:${none(t.learnedMerges)} training_only:${none(t.trainingOnly)} vocabulary:${t.vocabularySize} encoded_tokens:${list(t.encodedTokens)}`,
     `model=layers:${m.layers} heads:${m.heads} width:${m.width} feed_forward:${m.feedForward} context:${m.context} parameters:${m.parameters} update_batch_size:${m.updateBatchSize} evaluation_batch_size:${m.evaluationBatchSize} windows:${list(m.windows)} evaluation_batches:${list(m.evaluationBatches)}`,
     `training=updates:${tr.updates} seed:${tr.seed} checkpoints:${checkpoints} selected:${tr.selectedStep} validation:${tr.selectedValidationLoss === null ? 'unknown' : f9(tr.selectedValidationLoss)} optimizer:${tr.optimizerStep} replay_bitwise:${tr.replayBitwise === null ? 'not-run' : tr.replayBitwise}`,
-    `test=access:${e.test.accesses} documents:${list(e.test.documentIds)} stride:${e.test.stride} windows:${e.test.windows} batches:${e.test.batches} window_target_slots:${e.test.targets} document_transition_occurrences:${e.test.transitions} transition_multiplicity_counts:${multiplicities(e)} window_slot_fingerprint:${e.test.fingerprint} no_grad:${e.decoder.graphs === 0} unchanged:${e.decoder.parametersUnchanged && e.decoder.gradientsUnchanged}`,
+    `test=access:${e.test.accesses} documents:${idList(e.test.documentIds)} stride:${e.test.stride} windows:${e.test.windows} batches:${e.test.batches} window_target_slots:${e.test.targets} document_transition_occurrences:${e.test.transitions} transition_multiplicity_counts:${multiplicities(e)} window_slot_fingerprint:${e.test.fingerprint} no_grad:${e.decoder.graphs === 0} unchanged:${e.decoder.parametersUnchanged && e.decoder.gradientsUnchanged}`,
     slotMetricLine(e),
     `transition_metric=unit:within-document-next-token-transition count:${e.test.transitions} context_policy:longest-available-causal-prefix-up-to-${e.test.contextLength} newest_position_only:true reported:false mean_nll:not-reported perplexity:not-reported`,
     `evidence=scope:single-run within_run_selection_isolated:${isolated} independent_generalization_estimate:false architecture_superiority_evidence:false`,

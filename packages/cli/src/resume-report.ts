@@ -33,6 +33,14 @@ export function resumeReportLines(result: RunResult, colors: Colors): string[] {
     lines.push(`${colors.yellow('cut')} ${plural(result.lossRecordsCut, 'loss record')} beyond the checkpoint from loss.jsonl (steps a crash lost; they are recomputed identically)`);
   }
   const at = used?.step === null || used === undefined ? result.resumedFrom : `step ${used.step} (${result.resumedFrom})`;
-  if (result.repaired.length > 0) lines.push(`${colors.yellow('completed')} what the crash left undone at ${at}: ${result.repaired.join(', ')}`);
+  if (result.repaired.length > 0) {
+    const why =
+      result.repairedAfter === 'fork'
+        ? `what the fork left to its first resume at ${at}`
+        : result.repairedAfter === 'pivot'
+          ? `what the pivot left to the resume at ${at}`
+          : `what the crash left undone at ${at}`;
+    lines.push(`${colors.yellow('completed')} ${why}: ${result.repaired.join(', ')}`);
+  }
   return lines;
 }

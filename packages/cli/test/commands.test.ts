@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FIXTURES, GOLDEN, llmcp, tempDir } from './helpers.ts';
+import { CLI_VERSION, versionText } from '../src/cli.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -32,6 +33,10 @@ describe('llmcp (global)', () => {
     const r = await llmcp(['--version']);
     expect(r.code).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    // The workspace's unversioned 0.0.0 says what it is instead of looking like a broken install.
+    expect(r.stdout.trim()).toBe(versionText(CLI_VERSION));
+    expect(versionText('0.0.0')).toBe('0.0.0 (unreleased: built from the llmcp workspace, before its first versioned release)');
+    expect(versionText('0.3.1')).toBe('0.3.1');
   });
 
   it('shows the help on stderr and exits 2 without a command', async () => {

@@ -82,9 +82,9 @@ describe('--json failures print one JSON error document on stdout', () => {
   });
 
   it('a command without --json rejects the flag in text', async () => {
-    const r = await llmcp(['train', path.join(tmp.dir, 'x'), '--preset', 'ch33', '--json'], { cwd: tmp.dir });
+    const r = await llmcp(['resume', path.join(tmp.dir, 'x'), '--json'], { cwd: tmp.dir });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr.split('\n')[0]).toBe("llmcp train: error: unknown option '--json'");
+    expect(r.stderr.split('\n')[0]).toBe("llmcp resume: error: unknown option '--json'");
   });
 });

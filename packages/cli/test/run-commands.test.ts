@@ -126,6 +126,24 @@ describe('interrupt, resume, fork, pivot', () => {
     expect(resumed.stdout).toMatch(/^resumed from latest \(step 8\)\ncompleted: .* at step 10\/10 \(resumed from latest\)/);
     expect(existsSync(path.join(target, 'archive', 'pivot-1'))).toBe(true);
   });
+
+  it('pivot, fork and config take --set like train; the keys it names are declared', async () => {
+    const source = path.join(tmp.dir, 'runs', 'ch33-fork');
+    const shown = await llmcp(['config', source, '--set', 'sampling.temperature=0.5']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ steps: 10, sampling: { temperature: 0.5 } });
+    const branch = path.join(tmp.dir, 'runs', 'ch33-set');
+    const fork = await llmcp(['fork', source, branch, '--set', 'sampling.temperature=0.5']);
+    expect(fork.code, fork.stderr).toBe(0);
+    expect(fork.stdout.split('\n')[0]).toMatch(/; changed sampling\.temperature$/);
+    const refused = await llmcp(['fork', source, path.join(tmp.dir, 'runs', 'ch33-bad'), '--set', 'model.width=8']);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/hint: model\.width cannot change in a fork \(policy fields only\); start a new run for that/);
+    const pivot = await llmcp(['pivot', branch, '--set', 'sampling.topK=2', '--reason', 'narrower']);
+    expect(pivot.code, pivot.stderr).toBe(0);
+    expect(pivot.stdout.split('\n')[0]).toBe(`pivot 1 of ${branch} at step 10 (from latest): changed sampling.topK`);
+    expect(JSON.parse((await llmcp(['config', branch])).stdout)).toMatchObject({ sampling: { temperature: 0.5, topK: 2 } });
+  });
 });
 
 describe('llmcp resume says what it did', () => {
@@ -252,7 +270,7 @@ describe('run commands: bad inputs', () => {
     [['resume', GOLDEN], 3, `llmcp resume: error: ${GOLDEN} is not a directory, expected a run directory`],
     [['resume', tmp.dir], 3, `llmcp resume: error: resume ${tmp.dir}: TRAINER_RUN_INVALID: ${tmp.dir} is not a run directory (no run.json)`],
     [['status', path.join(tmp.dir, 'runs', 'ch33', 'checkpoints')], 3, `llmcp status: error: ${path.join(tmp.dir, 'runs', 'ch33', 'checkpoints')} is not a run directory and holds none (no run.json)`],
-    [['pivot', path.join(tmp.dir, 'runs', 'ch33')], 2, "llmcp pivot: error: required option '-c, --config <file>' not specified"],
+    [['pivot', path.join(tmp.dir, 'runs', 'ch33')], 2, 'llmcp pivot: error: a pivot needs the new policy: --set key.path=value (repeatable) or --config <file> with --change'],
     [['fork', path.join(tmp.dir, 'runs', 'ch33')], 2, "llmcp fork: error: missing required argument 'new-run-dir'"],
   ])('%j → exit %i', async (argv, code, message) => {
     const r = await llmcp(argv, { cwd: tmp.dir });

@@ -97,7 +97,9 @@ describe('llmcp train --set / --size / --corpus', () => {
     const pivot = await llmcp(['pivot', run, '--config', next, '--change', 'steps,schedule']);
     expect(pivot.code, pivot.stderr).toBe(0);
     expect(await configOf([run])).toMatchObject({ steps: 6, schedule: { kind: 'constant', rate: 0.008 } });
-    const refused = await llmcp(['config', run, '--set', 'steps=8']);
+    // With --set: the run's config as 'llmcp pivot <run> --set …' would make it; --size and --corpus stay a preset's.
+    expect(await configOf([run, '--set', 'steps=8'])).toMatchObject({ steps: 8, schedule: { kind: 'constant', rate: 0.008 } });
+    const refused = await llmcp(['config', run, '--corpus', 'bilingual']);
     expect(refused.code).toBe(2);
   });
 

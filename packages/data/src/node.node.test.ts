@@ -28,24 +28,26 @@ describe('bundledCorpusFiles / loadSplitCorpus', () => {
 });
 
 describe('loadTextCorpus', () => {
-  it('reads one file, or every .txt below a folder (sorted, hidden entries skipped)', async () => {
+  it('reads one file, or every .txt and .jsonl below a folder (sorted, hidden entries skipped)', async () => {
     const root = path.join(dir, 'stories');
     mkdirSync(path.join(root, 'part2'), { recursive: true });
     mkdirSync(path.join(root, '.hidden'), { recursive: true });
     writeFileSync(path.join(root, 'b.txt'), 'Bee.\n\nBird.\n');
     writeFileSync(path.join(root, 'part2', 'a.txt'), 'Ant.');
     writeFileSync(path.join(root, 'notes.md'), 'not a corpus file');
+    writeFileSync(path.join(root, 'c.jsonl'), '{"text":"Cat."}\n');
     writeFileSync(path.join(root, '.hidden', 'x.txt'), 'hidden');
     const corpus = await loadTextCorpus(root);
-    expect(corpus.documents.map((d) => d.id)).toEqual(['b.txt#1', 'b.txt#2', 'part2/a.txt#1']);
+    expect(corpus.documents.map((d) => d.id)).toEqual(['b.txt#1', 'b.txt#2', 'c.jsonl#1', 'part2/a.txt#1']);
     const single = await loadTextCorpus(path.join(root, 'b.txt'), { documents: 'file' });
     expect(single.documents.map((d) => [d.id, d.text])).toEqual([['b.txt', 'Bee.\n\nBird.\n']]);
   });
 
-  it('rejects folders without .txt files and missing paths', async () => {
+  it('rejects folders without .txt or .jsonl files and missing paths', async () => {
     const empty = path.join(dir, 'empty');
     mkdirSync(empty);
-    expect((await dataErrorOfAsync(() => loadTextCorpus(empty))).code).toBe(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID);
+    const none = await dataErrorOfAsync(() => loadTextCorpus(empty));
+    expect([none.code, none.message]).toEqual([DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `folder ${empty} contains no .txt or .jsonl files`]);
     expect((await dataErrorOfAsync(() => loadTextCorpus(path.join(dir, 'nope')))).code).toBe(DATA_ERROR_CODES.DATA_IO);
   });
 });

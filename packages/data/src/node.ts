@@ -81,20 +81,21 @@ async function collectTextFiles(root: string, relative: string, out: string[]): 
     if (entry.name.startsWith('.')) continue;
     const rel = relative === '' ? entry.name : `${relative}/${entry.name}`;
     if (entry.isDirectory()) await collectTextFiles(root, rel, out);
-    else if (entry.isFile() && entry.name.endsWith('.txt')) out.push(rel);
+    else if (entry.isFile() && (entry.name.endsWith('.txt') || entry.name.endsWith('.jsonl'))) out.push(rel);
   }
 }
 
 /**
- * Loads a plain-text corpus: one file (any name), or every `*.txt` file below
- * a folder (recursively; hidden entries and symbolic links skipped), divided
- * into documents by the rule of `parseTextCorpus` (default: paragraphs
- * separated by blank lines).
+ * Loads a plain-text corpus: one file (any name), or every `*.txt` and
+ * `*.jsonl` file below a folder (recursively; hidden entries and symbolic
+ * links skipped), divided into documents by the rule of `parseTextCorpus`
+ * (default `'auto'`: JSON Lines for `.jsonl` files, else paragraphs where a
+ * file has blank lines, else one document per line).
  *
  * @param target - a file or a folder.
  * @param options - the document rule.
  * @returns the corpus with its files and checksum.
- * @throws DataError `DATA_IO`, `DATA_TEXT_CORPUS_INVALID` (no `.txt` files, invalid UTF-8, no documents).
+ * @throws DataError `DATA_IO`, `DATA_TEXT_CORPUS_INVALID` (no `.txt` or `.jsonl` files, invalid UTF-8, a bad JSON Lines record, no documents).
  * @example
  * ```ts
  * const corpus = await loadTextCorpus('stories/', { documents: 'paragraphs' });
@@ -115,7 +116,7 @@ export async function loadTextCorpus(target: string, options: TextCorpusOptions 
     } catch (cause) {
       throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot list ${target}: ${(cause as Error).message}`, { path: target, cause });
     }
-    if (files.length === 0) throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `folder ${target} contains no .txt files`, { path: target });
+    if (files.length === 0) throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `folder ${target} contains no .txt or .jsonl files`, { path: target });
     for (const rel of files) sources.push({ path: rel, bytes: await readBytes(path.join(target, ...rel.split('/'))) });
   } else {
     sources.push({ path: path.basename(target), bytes: await readBytes(target) });

@@ -9,7 +9,7 @@ const source = (path: string, text: string | Uint8Array): { path: string; bytes:
 
 describe('parseTextCorpus', () => {
   it('splits paragraphs at blank lines, normalizes line endings, drops a BOM', () => {
-    const corpus = parseTextCorpus([source('b.txt', '\ufeffOne line.\r\nSecond line.\r\n \t\r\n\r\nNext story.\rEnd.\n'), source('a.txt', 'Alpha.')]);
+    const corpus = parseTextCorpus([source('b.txt', '\ufeffOne line.\r\nSecond line.\r\n \t\r\n\r\nNext story.\rEnd.\n'), source('a.txt', 'Alpha.')], { documents: 'paragraphs' });
     expect(corpus.documents.map((d) => [d.id, d.text])).toEqual([
       ['a.txt#1', 'Alpha.'],
       ['b.txt#1', 'One line.\nSecond line.'],
@@ -26,8 +26,50 @@ describe('parseTextCorpus', () => {
 
   it('offers line and whole-file rules and keeps repeated texts', () => {
     const text = 'x\n\u0085\ny\nx\n';
+    expect(parseTextCorpus([source('t.txt', text)], { documents: 'paragraphs' }).documents.map((d) => d.text)).toEqual(['x', 'y\nx']);
     expect(parseTextCorpus([source('t.txt', text)], { documents: 'lines' }).documents.map((d) => d.text)).toEqual(['x', 'y', 'x']);
     expect(parseTextCorpus([source('t.txt', text)], { documents: 'file' }).documents.map((d) => [d.id, d.text])).toEqual([['t.txt', text]]);
+  });
+
+  it('chooses by default, per file: JSON Lines for .jsonl, paragraphs where blank lines separate text, else one document per line', () => {
+    const corpus = parseTextCorpus([
+      source('verses.txt', 'In the beginning.\nAnd the earth.\n'),
+      source('chapters.txt', 'One.\nTwo.\n\nThree.\n'),
+      source('leading.txt', '\n\nx\ny\n\n'),
+      source('records.jsonl', '{"text":"first","id":1}\n\n{"text":" "}\n{"text":"second\\nline"}\n'),
+    ]);
+    expect(corpus.documents.map((d) => [d.id, d.text])).toEqual([
+      ['chapters.txt#1', 'One.\nTwo.'],
+      ['chapters.txt#2', 'Three.'],
+      ['leading.txt#1', 'x'],
+      ['leading.txt#2', 'y'],
+      ['records.jsonl#1', 'first'],
+      ['records.jsonl#2', 'second\nline'],
+      ['verses.txt#1', 'In the beginning.'],
+      ['verses.txt#2', 'And the earth.'],
+    ]);
+    expect(corpus.files.map((f) => [f.path, f.documents, f.documentCount, f.skippedRecords])).toEqual([
+      ['chapters.txt', 'paragraphs', 2, 0],
+      ['leading.txt', 'lines', 2, 0],
+      ['records.jsonl', 'jsonl', 2, 1],
+      ['verses.txt', 'lines', 2, 0],
+    ]);
+    expect(parseTextCorpus([source('t.jsonl', '{"text":"a"}')], { documents: 'lines' }).documents[0]?.text).toBe('{"text":"a"}');
+    expect(parseTextCorpus([source('t.txt', '{"text":"a"}')], { documents: 'jsonl' }).documents[0]?.text).toBe('a');
+  });
+
+  it('refuses a JSON Lines record that is not JSON or has no string text, naming the file and line', () => {
+    for (const [text, message] of [
+      ['{"text":"ok"}\n{"text":', /records\.jsonl, line 2: not JSON/],
+      ['{"text":"ok"}\n\n[1]', /records\.jsonl, line 3: expected an object with a string member "text"/],
+      ['{"body":"x"}', /line 1: expected an object/],
+      ['{"text":7}', /line 1: expected an object/],
+    ] as const) {
+      const error = dataErrorOf(() => parseTextCorpus([source('records.jsonl', text)]));
+      expect([error.code, error.path]).toEqual([DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, 'records.jsonl']);
+      expect(error.message).toMatch(message);
+    }
+    expect(() => parseTextCorpus([source('a.txt', 'x')], { documents: 'sentences' as never })).toThrow(RangeError);
   });
 
   it('has a checksum over paths, lengths and exact bytes, independent of input order', () => {

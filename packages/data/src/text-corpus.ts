@@ -7,10 +7,16 @@
  *
  * 1. Each file must be strict UTF-8. A leading byte-order mark is dropped.
  *    CRLF and lone CR line endings become LF.
- * 2. `'paragraphs'` (default): a document is a maximal run of non-blank lines,
+ * 2. `'paragraphs'`: a document is a maximal run of non-blank lines,
  *    joined with LF (no trailing LF); blank lines (empty or only Unicode
  *    White_Space) separate documents. `'lines'`: every non-blank line is a
  *    document. `'file'`: each file is one document (skipped when blank).
+ *    `'jsonl'`: JSON Lines, one JSON object per non-blank line whose string
+ *    member `text` is the document (other members are ignored; a record whose
+ *    text is blank is skipped and counted in `skippedRecords`). `'auto'`
+ *    (default), per file: `'jsonl'` for a `.jsonl` file, else `'paragraphs'`
+ *    when the file has a blank line between two non-blank ones, else `'lines'`
+ *    (one record per line); `files[].documents` says which rule each file got.
  * 3. Ids are `<path>#<n>` (n counts the file's documents from 1), or `<path>`
  *    under `'file'`; `path` is the file's path relative to the corpus root with
  *    `/` separators. Language is `und`; each document is its own provenance
@@ -26,11 +32,16 @@ import { DATA_ERROR_CODES, DataError } from './errors.ts';
 import type { CorpusPartitions } from './split.ts';
 
 /** How a text file is divided into documents. */
-export type TextDocumentRule = 'paragraphs' | 'lines' | 'file';
+export type TextDocumentRule = 'auto' | 'paragraphs' | 'lines' | 'file' | 'jsonl';
+
+/** The rules {@link TextDocumentRule} `'auto'` chooses from, per file. */
+export type ResolvedTextDocumentRule = Exclude<TextDocumentRule, 'auto'>;
+
+const RULES: readonly TextDocumentRule[] = ['auto', 'paragraphs', 'lines', 'file', 'jsonl'];
 
 /** Options of {@link parseTextCorpus} and `loadTextCorpus`. */
 export interface TextCorpusOptions {
-  /** Default `'paragraphs'`. */
+  /** Default `'auto'`. */
   readonly documents?: TextDocumentRule;
 }
 
@@ -52,6 +63,10 @@ export interface TextCorpusFile {
   readonly checksum: string;
   /** Documents taken from this file. */
   readonly documentCount: number;
+  /** The rule the file was divided by (what `'auto'` chose for it). */
+  readonly documents: ResolvedTextDocumentRule;
+  /** Records that held no text and were skipped (JSON Lines records whose `text` is blank); 0 for the other rules. */
+  readonly skippedRecords: number;
 }
 
 /** A plain-text corpus: a {@link Corpus} plus its files. */
@@ -63,10 +78,48 @@ export interface TextCorpus extends Corpus {
 const DECODER = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const ENCODER = new TextEncoder();
 
-function splitDocuments(text: string, rule: TextDocumentRule): string[] {
-  if (rule === 'file') return isBlankText(text) ? [] : [text];
+/** Whether a text has a blank line between two non-blank lines (then `'auto'` reads it as paragraphs). */
+function hasParagraphBreak(lines: readonly string[]): boolean {
+  let seenText = false;
+  let blankAfterText = false;
+  for (const line of lines) {
+    if (isBlankText(line)) {
+      if (seenText) blankAfterText = true;
+    } else {
+      if (blankAfterText) return true;
+      seenText = true;
+    }
+  }
+  return false;
+}
+
+function jsonLinesDocuments(lines: readonly string[], path: string): { texts: string[]; skipped: number } {
+  const texts: string[] = [];
+  let skipped = 0;
+  lines.forEach((line, i) => {
+    if (isBlankText(line)) return;
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch (cause) {
+      throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `JSON Lines file ${path}, line ${i + 1}: not JSON (${(cause as Error).message})`, { path, position: i + 1, cause });
+    }
+    const text = typeof record === 'object' && record !== null && !Array.isArray(record) ? (record as Record<string, unknown>).text : undefined;
+    if (typeof text !== 'string') {
+      throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `JSON Lines file ${path}, line ${i + 1}: expected an object with a string member "text"`, { path, position: i + 1, field: 'text' });
+    }
+    if (isBlankText(text)) skipped += 1;
+    else texts.push(text);
+  });
+  return { texts, skipped };
+}
+
+function splitDocuments(text: string, rule: TextDocumentRule, path: string): { rule: ResolvedTextDocumentRule; texts: string[]; skipped: number } {
+  if (rule === 'file') return { rule, texts: isBlankText(text) ? [] : [text], skipped: 0 };
   const lines = text.split('\n');
-  if (rule === 'lines') return lines.filter((line) => !isBlankText(line));
+  const resolved: ResolvedTextDocumentRule = rule !== 'auto' ? rule : path.endsWith('.jsonl') ? 'jsonl' : hasParagraphBreak(lines) ? 'paragraphs' : 'lines';
+  if (resolved === 'jsonl') return { rule: resolved, ...jsonLinesDocuments(lines, path) };
+  if (resolved === 'lines') return { rule: resolved, texts: lines.filter((line) => !isBlankText(line)), skipped: 0 };
   const out: string[] = [];
   let run: string[] = [];
   for (const line of lines) {
@@ -76,7 +129,7 @@ function splitDocuments(text: string, rule: TextDocumentRule): string[] {
     } else run.push(line);
   }
   if (run.length > 0) out.push(run.join('\n'));
-  return out;
+  return { rule: 'paragraphs', texts: out, skipped: 0 };
 }
 
 /**
@@ -86,11 +139,12 @@ function splitDocuments(text: string, rule: TextDocumentRule): string[] {
  * @param options - the document rule.
  * @returns the corpus with per-file information.
  * @throws DataError `DATA_TEXT_CORPUS_INVALID` for invalid UTF-8 (with `path`, `offset`),
- *   repeated paths, or a corpus without documents.
+ *   repeated paths, a JSON Lines line that is not an object with a string `text` (with `path`, `position`: the
+ *   1-based line), or a corpus without documents.
  */
 export function parseTextCorpus(sources: readonly TextSource[], options: TextCorpusOptions = {}): TextCorpus {
-  const rule = options.documents ?? 'paragraphs';
-  if (rule !== 'paragraphs' && rule !== 'lines' && rule !== 'file') throw new RangeError(`documents must be 'paragraphs', 'lines' or 'file', got ${String(rule)}`);
+  const rule = options.documents ?? 'auto';
+  if (!RULES.includes(rule)) throw new RangeError(`documents must be one of ${RULES.map((r) => `'${r}'`).join(', ')}, got ${String(rule)}`);
   const sorted = [...sources].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const hash = new Fnv1a64();
   const documents: CorpusDocument[] = [];
@@ -111,12 +165,12 @@ export function parseTextCorpus(sources: readonly TextSource[], options: TextCor
     byteLength += bytes.length;
     const hasBom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
     const text = DECODER.decode(hasBom ? bytes.subarray(3) : bytes).replace(/\r\n?/g, '\n');
-    const texts = splitDocuments(text, rule);
-    texts.forEach((t, n) => {
+    const split = splitDocuments(text, rule, path);
+    split.texts.forEach((t, n) => {
       const id = rule === 'file' ? path : `${path}#${n + 1}`;
       documents.push({ index: documents.length, id, language: 'und', provenanceGroup: id, text: t, bytes: ENCODER.encode(t) });
     });
-    files.push({ path, byteLength: bytes.length, checksum: corpusChecksum(bytes), documentCount: texts.length });
+    files.push({ path, byteLength: bytes.length, checksum: corpusChecksum(bytes), documentCount: split.texts.length, documents: split.rule, skippedRecords: split.skipped });
   }
   if (documents.length === 0) {
     throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `text corpus has no documents (${sorted.length} file(s), all blank)`, {});

@@ -3,11 +3,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DATA_ERROR_CODES } from './errors.ts';
 import { shuffleInPlace } from './shuffle.ts';
-import { UpdateBatches, referenceBatchIndex, type UpdateBatch } from './update-batches.ts';
+import { UpdateBatches, referenceBatchIndex, type UpdateBatch, type UpdateBatchStateJSONV1 } from './update-batches.ts';
 import { causalWindows } from './windows.ts';
 import { dataErrorOf } from '../test/helpers.ts';
+import { versionOneBatchState } from '../../../tools/fixtures.ts';
 
 const plain = (b: UpdateBatch): [number, number, number[]] => [b.epoch, b.batchIndex, Array.from(b.windowIndices)];
+
+/** The version 1 JSON of a state (what jobs of llmcp-job/1 … 3 hold). */
+const versionOne = (batches: UpdateBatches): UpdateBatchStateJSONV1 => versionOneBatchState(batches.state()) as unknown as UpdateBatchStateJSONV1;
 
 describe('shuffleInPlace', () => {
   it('reproduces the ch33 shuffle (training.md §3.1): indices, final state and batches', () => {
@@ -70,7 +74,7 @@ describe('UpdateBatches', () => {
     }
   });
 
-  it('resumes bit-for-bit from its JSON at any step, in both policies', () => {
+  it('resumes bit-for-bit from its JSON at any step, in both policies, and from the version 1 JSON as well', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 40 }),
@@ -85,9 +89,15 @@ describe('UpdateBatches', () => {
           const got = Array.from({ length: stopAt }, () => plain(first.next()));
           const saved = JSON.stringify(first);
           const resumed = UpdateBatches.fromJSON(JSON.parse(saved), windows);
+          // The version 1 JSON converts to the same version 2 state.
+          const converted = UpdateBatches.fromJSON(JSON.parse(JSON.stringify(versionOne(first))), windows);
+          expect(converted.toJSON()).toEqual(first.toJSON());
           expect(plain(resumed.peek())).toEqual(expected[stopAt]);
+          const fromV1 = [...got];
           for (let i = 0; i < 25; i++) got.push(plain(resumed.next()));
+          for (let i = 0; i < 25; i++) fromV1.push(plain(converted.next()));
           expect(got).toEqual(expected);
+          expect(fromV1).toEqual(expected);
           expect(JSON.stringify(resumed)).toBe(JSON.stringify(straight));
         },
       ),
@@ -95,28 +105,50 @@ describe('UpdateBatches', () => {
     );
   });
 
+  it('saves a state of constant size: the epoch seed, epoch and cursor, never the order', () => {
+    for (const windows of [100, 100_000]) {
+      const batches = UpdateBatches.create(windows, { batchSize: 8, shuffleSeed: 77n, epochPolicy: 'reshuffle' });
+      for (let i = 0; i < Math.ceil(windows / 8) + 3; i++) batches.next();
+      const json = batches.toJSON();
+      expect(Object.keys(json).sort()).toEqual(['batchSize', 'cursor', 'epoch', 'epochPolicy', 'epochSeed', 'shuffled', 'version', 'windowCount']);
+      expect(JSON.stringify(json).length).toBeLessThan(200);
+      expect([json.version, json.epoch, json.cursor]).toEqual([2, 1, 3]);
+    }
+  });
+
   it('refuses saved states that are malformed or belong to another window list', () => {
     const good = UpdateBatches.create(6, { batchSize: 4, shuffleSeed: 5n }).toJSON();
     const cases: [unknown, string][] = [
       [null, '(root)'],
-      [{ ...good, version: 2 }, 'version'],
+      [{ ...good, version: 3 }, 'version'],
       [{ ...good, extra: 1 }, 'extra'],
+      [{ ...good, order: [0, 1, 2, 3, 4, 5] }, 'order'],
       [{ ...good, cursor: 2 }, 'cursor'],
       [{ ...good, epoch: -1 }, 'epoch'],
-      [{ ...good, order: [0, 1, 2, 3, 4] }, 'order'],
-      [{ ...good, order: [0, 1, 2, 3, 4, 4] }, 'order[5]'],
-      [{ ...good, rngState: '0x1' }, 'rngState'],
-      [{ ...good, shuffled: false }, 'rngState'],
-      [{ ...good, shuffled: false, rngState: null }, `order[${good.order.findIndex((w, i) => w !== i)}]`],
+      [{ ...good, epochSeed: '0x1' }, 'epochSeed'],
+      [{ ...good, shuffled: false }, 'epochSeed'],
       [{ ...good, epochPolicy: 'sometimes' }, 'epochPolicy'],
       [{ ...good, batchSize: 0 }, 'batchSize'],
     ];
+    const old = versionOne(UpdateBatches.create(6, { batchSize: 4, shuffleSeed: 5n }));
+    const swapped = [...old.order];
+    [swapped[0], swapped[1]] = [swapped[1] as number, swapped[0] as number];
+    cases.push(
+      [{ ...old, epochSeed: null }, 'epochSeed'],
+      [{ ...old, order: [0, 1, 2, 3, 4] }, 'order'],
+      [{ ...old, order: [0, 1, 2, 3, 4, 4] }, 'order[5]'],
+      [{ ...old, order: swapped }, 'order'],
+      [{ ...old, rngState: '0x1' }, 'rngState'],
+      [{ ...old, shuffled: false }, 'rngState'],
+      [{ ...old, shuffled: false, rngState: null }, `order[${old.order.findIndex((w, i) => w !== i)}]`],
+    );
     for (const [json, field] of cases) {
       const error = dataErrorOf(() => UpdateBatches.fromJSON(json));
       expect([error.code, error.field], JSON.stringify(json)).toEqual([DATA_ERROR_CODES.DATA_INVALID_BATCH_STATE, field]);
     }
     expect(dataErrorOf(() => UpdateBatches.fromJSON(good, 7)).field).toBe('windowCount');
     expect(UpdateBatches.fromJSON(good, 6).cursor).toBe(0);
+    expect(UpdateBatches.fromJSON(old, 6).toJSON()).toEqual(good);
   });
 
   it('rejects an empty window list and a zero batch size', () => {

@@ -15,6 +15,15 @@
  *
  * Rollover happens as soon as an epoch's last batch is taken, so the state
  * saved after any step already holds the next batch's epoch order.
+ *
+ * The saved state is of constant size (version 2): the epoch, the cursor and
+ * the generator state the epoch's order was drawn from (its *epoch seed*: the
+ * shuffle seed in epoch 0, and in every epoch under `'repeat'`). The order is
+ * drawn again from it on restore — one shuffle, the same draws — instead of
+ * being stored. Version 1 states (the order itself and the generator state
+ * after its shuffle) are still read: their epoch seed is found by stepping the
+ * generator back over the shuffle's draws (`SplitMix64.advance`) and checked by
+ * drawing the stored order again.
  */
 import { SplitMix64, u64Hex } from '@llmcp/format';
 import { DATA_ERROR_CODES, DataError } from './errors.ts';
@@ -62,21 +71,40 @@ export interface UpdateBatchState {
   readonly order: Uint32Array;
   /** Shuffle generator state after the epoch's shuffle (`null` when not shuffled). */
   readonly rngState: bigint | null;
+  /** The generator state the epoch's order was drawn from (`null` when not shuffled). */
+  readonly epochSeed: bigint | null;
 }
 
-/** The JSON form of {@link UpdateBatchState} (bigint as 16 hex digits). */
-export interface UpdateBatchStateJSON {
-  readonly version: 1;
+/** What both JSON forms of an {@link UpdateBatches} state hold: the list, the batches and the position. */
+interface UpdateBatchStateJSONCommon {
   readonly windowCount: number;
   readonly batchSize: number;
   readonly epochPolicy: EpochPolicy;
   readonly shuffled: boolean;
   readonly epoch: number;
   readonly cursor: number;
+}
+
+/**
+ * The JSON form of an {@link UpdateBatches} state (version 2, what `toJSON` writes): constant size,
+ * whatever the window count. Bigints as `0x` + 16 lowercase hex digits.
+ */
+export interface UpdateBatchStateJSON extends UpdateBatchStateJSONCommon {
+  readonly version: 2;
+  /** The generator state the epoch's order is drawn from (the shuffle seed in epoch 0 and under `'repeat'`), or `null` when not shuffled. */
+  readonly epochSeed: string | null;
+}
+
+/** The first JSON form, still read by {@link UpdateBatches.fromJSON}: the epoch's order itself and the generator state after its shuffle. */
+export interface UpdateBatchStateJSONV1 extends UpdateBatchStateJSONCommon {
+  readonly version: 1;
   /** `0x` + 16 lowercase hex digits, or `null`. */
   readonly rngState: string | null;
   readonly order: readonly number[];
 }
+
+/** How many shuffles a version 1 state's epoch seed is looked for with (one per rejected draw the shuffle may have made). */
+const RECOVERY_ATTEMPTS = 8;
 
 function invalidState(field: string, expected: string, found: unknown): DataError {
   let shown: string;
@@ -101,6 +129,7 @@ interface IteratorState {
   readonly batchSize: number;
   readonly policy: EpochPolicy;
   readonly rng: SplitMix64 | null;
+  readonly epochSeed: bigint | null;
   readonly order: Uint32Array;
   readonly epoch: number;
   readonly cursor: number;
@@ -121,6 +150,7 @@ export class UpdateBatches {
   readonly #batchSize: number;
   readonly #policy: EpochPolicy;
   readonly #rng: SplitMix64 | null;
+  #epochSeed: bigint | null;
   #order: Uint32Array;
   #epoch: number;
   #cursor: number;
@@ -130,6 +160,7 @@ export class UpdateBatches {
     this.#batchSize = state.batchSize;
     this.#policy = state.policy;
     this.#rng = state.rng;
+    this.#epochSeed = state.epochSeed;
     this.#order = state.order;
     this.#epoch = state.epoch;
     this.#cursor = state.cursor;
@@ -156,7 +187,7 @@ export class UpdateBatches {
       rng = new SplitMix64(options.shuffleSeed);
       shuffleInPlace(order, rng);
     }
-    return new UpdateBatches({ windowCount, batchSize: options.batchSize, policy, rng, order, epoch: 0, cursor: 0 });
+    return new UpdateBatches({ windowCount, batchSize: options.batchSize, policy, rng, epochSeed: options.shuffleSeed, order, epoch: 0, cursor: 0 });
   }
 
   /**
@@ -205,6 +236,7 @@ export class UpdateBatches {
       this.#cursor = 0;
       this.#epoch += 1;
       if (this.#policy === 'reshuffle' && this.#rng !== null) {
+        this.#epochSeed = this.#rng.state;
         const order = identityOrder(this.#windowCount);
         shuffleInPlace(order, this.#rng);
         this.#order = order;
@@ -219,42 +251,35 @@ export class UpdateBatches {
    */
   state(): UpdateBatchState {
     return {
-      windowCount: this.#windowCount,
-      batchSize: this.#batchSize,
-      epochPolicy: this.#policy,
-      shuffled: this.#rng !== null,
-      epoch: this.#epoch,
-      cursor: this.#cursor,
+      ...this.#position(),
       order: this.#order.slice(),
       rngState: this.#rng === null ? null : this.#rng.state,
+      epochSeed: this.#epochSeed,
     };
   }
 
   /**
-   * The JSON form (what a trainer saves).
+   * The JSON form (what a trainer saves): version 2, of constant size — the
+   * order is not stored but drawn again from `epochSeed` on restore.
    * @returns plain data; `JSON.stringify` gives a stable text.
    */
   toJSON(): UpdateBatchStateJSON {
-    const s = this.state();
-    return {
-      version: 1,
-      windowCount: s.windowCount,
-      batchSize: s.batchSize,
-      epochPolicy: s.epochPolicy,
-      shuffled: s.shuffled,
-      epoch: s.epoch,
-      cursor: s.cursor,
-      rngState: s.rngState === null ? null : u64Hex(s.rngState),
-      order: Array.from(s.order),
-    };
+    return { version: 2, ...this.#position(), epochSeed: this.#epochSeed === null ? null : u64Hex(this.#epochSeed) };
+  }
+
+  /** The list, the batches and the position: what every form of the state holds. */
+  #position(): UpdateBatchStateJSONCommon {
+    return { windowCount: this.#windowCount, batchSize: this.#batchSize, epochPolicy: this.#policy, shuffled: this.#rng !== null, epoch: this.#epoch, cursor: this.#cursor };
   }
 
   /**
-   * Restores a saved state, checking it completely: exact members, a
-   * permutation order of the right length, a cursor inside the epoch, and (when
-   * given) the window count of the list it will index.
+   * Restores a saved state, checking it completely: exact members, a cursor
+   * inside the epoch, and (when given) the window count of the list it will
+   * index. A version 2 state's order is drawn again from its epoch seed (one
+   * shuffle of the window list); a version 1 state's order must be a
+   * permutation that its generator state's shuffle produced.
    *
-   * @param json - from {@link UpdateBatches.toJSON} (parsed).
+   * @param json - from {@link UpdateBatches.toJSON} (parsed), or a version 1 state.
    * @param expectedWindowCount - the current window list's length, to refuse a state of another list.
    * @returns the iterator, continuing exactly where the saved one stopped.
    * @throws DataError `DATA_INVALID_BATCH_STATE` with the offending `field`.
@@ -262,10 +287,10 @@ export class UpdateBatches {
   static fromJSON(json: unknown, expectedWindowCount?: number): UpdateBatches {
     if (typeof json !== 'object' || json === null || Array.isArray(json)) throw invalidState('(root)', 'an object', json);
     const v = json as Record<string, unknown>;
-    const members = ['version', 'windowCount', 'batchSize', 'epochPolicy', 'shuffled', 'epoch', 'cursor', 'rngState', 'order'];
+    if (v.version !== 1 && v.version !== 2) throw invalidState('version', '1 or 2', v.version);
+    const members = ['version', 'windowCount', 'batchSize', 'epochPolicy', 'shuffled', 'epoch', 'cursor', ...(v.version === 1 ? ['rngState', 'order'] : ['epochSeed'])];
     for (const key of Object.keys(v)) if (!members.includes(key)) throw invalidState(key, 'no such member', key);
     for (const key of members) if (!Object.hasOwn(v, key)) throw invalidState(key, 'this member to be present', undefined);
-    if (v.version !== 1) throw invalidState('version', '1', v.version);
     const positive = (key: string): number => {
       const x = v[key];
       if (typeof x !== 'number' || !Number.isSafeInteger(x) || x <= 0) throw invalidState(key, 'a positive integer', x);
@@ -276,6 +301,8 @@ export class UpdateBatches {
     if (expectedWindowCount !== undefined && windowCount !== expectedWindowCount) {
       throw invalidState('windowCount', `${expectedWindowCount} (the current window list)`, windowCount);
     }
+    // The window indices are u32 (Uint32Array orders).
+    if (windowCount > 0xffffffff) throw invalidState('windowCount', 'at most 2^32 − 1 windows', windowCount);
     const policy = v.epochPolicy;
     if (policy !== 'repeat' && policy !== 'reshuffle') throw invalidState('epochPolicy', "'repeat' or 'reshuffle'", policy);
     if (typeof v.shuffled !== 'boolean') throw invalidState('shuffled', 'a boolean', v.shuffled);
@@ -284,28 +311,67 @@ export class UpdateBatches {
     const batches = Math.ceil(windowCount / batchSize);
     const cursor = v.cursor;
     if (typeof cursor !== 'number' || !Number.isSafeInteger(cursor) || cursor < 0 || cursor >= batches) throw invalidState('cursor', `an integer in 0…${batches - 1}`, cursor);
-    let rng: SplitMix64 | null = null;
-    if (v.shuffled) {
-      if (typeof v.rngState !== 'string' || !/^0x[0-9a-f]{16}$/.test(v.rngState)) throw invalidState('rngState', '0x followed by 16 lowercase hex digits', v.rngState);
-      rng = new SplitMix64(BigInt(v.rngState));
-    } else if (v.rngState !== null) throw invalidState('rngState', 'null for an unshuffled list', v.rngState);
-    const order = v.order;
-    if (!Array.isArray(order) || order.length !== windowCount) throw invalidState('order', `an array of ${windowCount} window indices`, Array.isArray(order) ? `array of ${order.length}` : order);
-    const seen = new Uint8Array(windowCount);
-    const restored = new Uint32Array(windowCount);
-    for (let i = 0; i < windowCount; i++) {
-      const x: unknown = order[i];
-      if (typeof x !== 'number' || !Number.isInteger(x) || x < 0 || x >= windowCount || seen[x] === 1) {
-        throw invalidState(`order[${i}]`, 'a permutation of the window indices (each once)', x);
+    const hex = (key: string): bigint => {
+      const x = v[key];
+      if (typeof x !== 'string' || !/^0x[0-9a-f]{16}$/.test(x)) throw invalidState(key, '0x followed by 16 lowercase hex digits', x);
+      return BigInt(x);
+    };
+    const common = { windowCount, batchSize, policy, epoch, cursor } as const;
+    if (v.version === 2) {
+      if (!v.shuffled) {
+        if (v.epochSeed !== null) throw invalidState('epochSeed', 'null for an unshuffled list', v.epochSeed);
+        return new UpdateBatches({ ...common, rng: null, epochSeed: null, order: identityOrder(windowCount) });
       }
-      seen[x] = 1;
-      restored[i] = x;
+      const epochSeed = hex('epochSeed');
+      const order = identityOrder(windowCount);
+      const rng = new SplitMix64(epochSeed);
+      shuffleInPlace(order, rng);
+      return new UpdateBatches({ ...common, rng, epochSeed, order });
     }
+    const restored = restoreOrder(v.order, windowCount);
     if (!v.shuffled) {
+      if (v.rngState !== null) throw invalidState('rngState', 'null for an unshuffled list', v.rngState);
       for (let i = 0; i < windowCount; i++) if (restored[i] !== i) throw invalidState(`order[${i}]`, 'sequential order for an unshuffled list', restored[i]);
+      return new UpdateBatches({ ...common, rng: null, epochSeed: null, order: restored });
     }
-    return new UpdateBatches({ windowCount, batchSize, policy, rng, order: restored, epoch, cursor });
+    const after = hex('rngState');
+    return new UpdateBatches({ ...common, rng: new SplitMix64(after), epochSeed: recoverEpochSeed(restored, after), order: restored });
   }
+}
+
+/** A version 1 state's order, checked to be a permutation of 0 … windowCount − 1. */
+function restoreOrder(order: unknown, windowCount: number): Uint32Array {
+  if (!Array.isArray(order) || order.length !== windowCount) throw invalidState('order', `an array of ${windowCount} window indices`, Array.isArray(order) ? `array of ${order.length}` : order);
+  const seen = new Uint8Array(windowCount);
+  const restored = new Uint32Array(windowCount);
+  for (let i = 0; i < windowCount; i++) {
+    const x: unknown = order[i];
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 0 || x >= windowCount || seen[x] === 1) {
+      throw invalidState(`order[${i}]`, 'a permutation of the window indices (each once)', x);
+    }
+    seen[x] = 1;
+    restored[i] = x;
+  }
+  return restored;
+}
+
+/**
+ * The generator state a version 1 order was drawn from: the state after its
+ * shuffle stepped back over the shuffle's draws — n − 1, plus one for each
+ * rejected draw (rare: at most a handful are tried) — and confirmed by drawing
+ * the order again from it, ending in the recorded state.
+ */
+function recoverEpochSeed(order: Uint32Array, after: bigint): bigint {
+  const base = Math.max(0, order.length - 1);
+  for (let extra = 0; extra < RECOVERY_ATTEMPTS; extra += 1) {
+    const candidate = SplitMix64.advance(after, -BigInt(base + extra));
+    const rng = new SplitMix64(candidate);
+    const drawn = identityOrder(order.length);
+    shuffleInPlace(drawn, rng);
+    if (rng.state === after && drawn.every((x, i) => x === order[i])) return candidate;
+    if (order.length <= 1) break;
+  }
+  throw invalidState('order', 'the shuffle drawn by the generator that ends in rngState (a state written by UpdateBatches)', `${order.length} window indices`);
 }
 
 /**

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { batchCount, evaluationBatches, gatherBatch } from './batches.ts';
 import { DATA_ERROR_CODES } from './errors.ts';
-import { causalWindows, windowCount } from './windows.ts';
+import { causalWindows, packDocuments, windowCount, windowCoverage } from './windows.ts';
 import { dataErrorOf } from '../test/helpers.ts';
 
 describe('causalWindows', () => {
@@ -74,5 +74,41 @@ describe('evaluationBatches', () => {
     expect(evaluationBatches([], 3)).toEqual([]);
     expect(batchCount(14, 4)).toBe(4);
     expect(dataErrorOf(() => evaluationBatches(items, 0)).message).toContain('must be positive');
+  });
+});
+
+describe('packDocuments', () => {
+  it('joins documents in order, so windows reach across their boundaries', () => {
+    const docs = [Uint32Array.of(0, 40, 1), Uint32Array.of(0, 41, 42, 1)];
+    const stream = packDocuments(docs);
+    expect(Array.from(stream)).toEqual([0, 40, 1, 0, 41, 42, 1]);
+    // Each document alone is too short for a window of 4; packed, both are trained on.
+    expect(causalWindows(docs, 4, 4)).toEqual([]);
+    expect(gatherBatch([stream], causalWindows([stream], 3, 3), 3).targets).toEqual(Uint32Array.of(40, 1, 0, 41, 42, 1));
+    expect(dataErrorOf(() => packDocuments([[0, -1]])).code).toBe(DATA_ERROR_CODES.DATA_WINDOW_OUT_OF_RANGE);
+  });
+});
+
+describe('windowCoverage', () => {
+  it('counts what causalWindows reaches, without building it', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: 30 }), { maxLength: 8 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 9 }), (lengths, C, S) => {
+        const docs = lengths.map((n) => new Uint32Array(n));
+        const windows = causalWindows(docs, C, S);
+        const covered = docs.map((d) => new Uint8Array(d.length));
+        for (const w of windows) for (let j = 0; j <= C; j++) (covered[w.documentIndex] as Uint8Array)[w.start + j] = 1;
+        const short = lengths.filter((n) => n < C + 1);
+        expect(windowCoverage(docs, C, S)).toEqual({
+          tokens: lengths.reduce((a, b) => a + b, 0),
+          coveredTokens: covered.reduce((a, c) => a + c.reduce((x, y) => x + y, 0), 0),
+          windows: windows.length,
+          documents: docs.length,
+          documentsWithoutWindow: short.length,
+          tokensWithoutWindow: short.reduce((a, b) => a + b, 0),
+        });
+        expect(windowCoverage(lengths, C, S)).toEqual(windowCoverage(docs, C, S));
+      }),
+      { numRuns: 200 },
+    );
   });
 });

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SplitMix64 } from './splitmix64.ts';
 
@@ -25,6 +26,22 @@ describe('SplitMix64', () => {
     const rng = new SplitMix64(0x9e3779b97f4a7c38n);
     expect(rng.nextU64()).toBe(0x9a8c505971939232n);
     expect(rng.state).toBe(0x3c6ef372fe94f84dn);
+  });
+
+  it('advance steps the state over any number of draws, forwards and back', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 1000 }), (seed, draws, bound) => {
+        const rng = new SplitMix64(seed);
+        for (let i = 0; i < draws; i++) if (i % 2 === 0) rng.nextU64(); else rng.nextUnit();
+        expect(SplitMix64.advance(seed, BigInt(draws))).toBe(rng.state);
+        expect(SplitMix64.advance(rng.state, -BigInt(draws))).toBe(seed);
+        const before = rng.state;
+        rng.nextBelow(bound);
+        expect(SplitMix64.advance(rng.state, -1n)).toBe(before);
+      }),
+      { numRuns: 200 },
+    );
+    expect(() => SplitMix64.advance(-1n, 1n)).toThrow(RangeError);
   });
 
   it('gives the unit draw of seed 33 exactly', () => {

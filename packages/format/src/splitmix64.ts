@@ -6,6 +6,7 @@
  */
 
 const MASK64 = (1n << 64n) - 1n;
+const TWO_POW_64 = 1n << 64n;
 const TWO_POW_NEG_53 = 1 / 9007199254740992;
 
 /**
@@ -35,6 +36,8 @@ function mul64(z: Uint32Array, bHi: number, bLo: number): void {
 
 const GAMMA_HI = 0x9e3779b9;
 const GAMMA_LO = 0x7f4a7c15;
+/** γ, the increment of the state at every draw. */
+const GAMMA = (BigInt(GAMMA_HI) << 32n) | BigInt(GAMMA_LO);
 const M1_HI = 0xbf58476d;
 const M1_LO = 0x1ce4e5b9;
 const M2_HI = 0x94d049bb;
@@ -74,6 +77,28 @@ export class SplitMix64 {
    */
   get state(): bigint {
     return (BigInt(this.#hi) << 32n) | BigInt(this.#lo);
+  }
+
+  /**
+   * The raw state `draws` draws after `state` (before it, for a negative
+   * count): every draw of any kind adds the odd constant γ = 0x9e3779b97f4a7c15
+   * to the state modulo 2^64, so the state is a counter and can be stepped
+   * back exactly (SPEC §10).
+   *
+   * @param state - a raw state in [0, 2^64).
+   * @param draws - how many draws to step over (negative: back).
+   * @returns the raw state, in [0, 2^64).
+   * @throws RangeError when `state` is not in [0, 2^64).
+   * @example
+   * ```ts
+   * const rng = new SplitMix64(5n);
+   * rng.nextBelow(10);
+   * SplitMix64.advance(rng.state, -1n); // 5n
+   * ```
+   */
+  static advance(state: bigint, draws: bigint): bigint {
+    if (typeof state !== 'bigint' || state < 0n || state > MASK64) throw new RangeError(`SplitMix64 state must be a bigint in [0, 2^64), got ${String(state)}`);
+    return (((state + draws * GAMMA) % TWO_POW_64) + TWO_POW_64) % TWO_POW_64;
   }
 
   /**

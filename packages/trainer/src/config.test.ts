@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
-import { defaultThreads, loadConfig, MAX_THREADS, parseConfig } from './config.ts';
+import { defaultEvaluationBatches, defaultThreads, loadConfig, MAX_THREADS, parseConfig } from './config.ts';
 import { diffConfig, isPolicyField } from './config-diff.ts';
 import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
 import { isTrainerError } from './errors.ts';
@@ -29,8 +29,35 @@ describe('parseConfig', () => {
     expect(c.model).toEqual({ width: 64, heads: 4, feedForwardWidth: 256, layers: 2, maxPositions: null, ropeBase: 10000, rmsEpsilon: 1e-6, initSeed: 1 });
     expect(c.tokenizer).toEqual({ kind: 'bpe', merges: 256, requireAll: false });
     expect(c.schedule).toEqual({ kind: 'warmup-cosine', peak: null, warmupSteps: 100, floor: null, totalSteps: null });
-    expect(c.data.source).toEqual({ kind: 'text', path: 'stories.txt', documents: 'paragraphs', validationFraction: 0.05, testFraction: 0 });
+    expect(c.data.source).toEqual({ kind: 'text', path: 'stories.txt', documents: 'auto', validationFraction: 0.05, testFraction: 0 });
     expect(c.log.timing).toBe(true);
+    expect(c.checkpoint).toEqual({ every: null, keepSteps: 3, keepEvery: null, everyMinutes: null });
+  });
+
+  it('packs a text source (stride = context) and keeps windows inside documents for the other sources, unless told', () => {
+    const text = parseConfig({ ...minimal, data: { ...minimal.data, contextLength: 32 } });
+    expect([text.data.windows, text.data.stride]).toEqual(['packed', 32]);
+    expect([ch33Config().data.windows, ch33Config().data.stride]).toEqual(['documents', 1]);
+    const corpus = parseConfig({ data: { source: { kind: 'corpus', corpus: 'c.json', split: 's.json' } } });
+    expect([corpus.data.windows, corpus.data.stride]).toEqual(['documents', 1]);
+    const told = parseConfig({ data: { ...minimal.data, windows: 'documents', stride: 3 } });
+    expect([told.data.windows, told.data.stride]).toEqual(['documents', 3]);
+    expect(refusal({ data: { ...minimal.data, windows: 'sliding' } }).fields).toEqual(['data.windows']);
+  });
+
+  it('budgets a validation pass to a quarter of the windows trained between validations, and null evaluates everything', () => {
+    const c = parseConfig({ ...minimal, data: { ...minimal.data, batchSize: 8 }, evaluation: { validateEvery: 100, batchSize: 32 } });
+    expect(c.evaluation.maxBatches).toBe(7); // ceil(100 × 8 / 4 / 32)
+    expect(defaultEvaluationBatches({ validateEvery: 1, updateBatchSize: 1, evaluationBatchSize: 64 })).toBe(1);
+    expect(parseConfig({ ...minimal, evaluation: { maxBatches: null } }).evaluation.maxBatches).toBeNull();
+    expect(parseConfig({ ...minimal, evaluation: { maxBatches: 3 } }).evaluation.maxBatches).toBe(3);
+  });
+
+  it('keeps every N-th snapshot only on the checkpoint cadence, and checkpoints by time only for a positive number of minutes', () => {
+    expect(parseConfig({ ...minimal, evaluation: { validateEvery: 10 }, checkpoint: { every: 20, keepEvery: 100 } }).checkpoint.keepEvery).toBe(100);
+    expect(refusal({ ...minimal, evaluation: { validateEvery: 10 }, checkpoint: { every: 20, keepEvery: 30 } }).message).toContain('config.checkpoint.keepEvery: expected a multiple of the checkpoint cadence (20 steps), found 30');
+    expect(parseConfig({ ...minimal, checkpoint: { everyMinutes: 0.5 } }).checkpoint.everyMinutes).toBe(0.5);
+    expect(refusal({ ...minimal, checkpoint: { everyMinutes: 0 } }).fields).toEqual(['checkpoint.everyMinutes']);
   });
 
   it('defaults threads to this machine\'s cores (at most MAX_THREADS), and threads is never a difference', () => {

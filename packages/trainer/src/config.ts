@@ -27,11 +27,15 @@ export type DataSourceConfig =
       readonly split: string;
     }
   | {
-      /** Plain text: a `.txt` file or a folder of them (documents split by `@llmcp/data`'s rule). */
+      /** Plain text: a `.txt` or `.jsonl` file or a folder of them (documents split by `@llmcp/data`'s rule). */
       readonly kind: 'text';
       readonly path: string;
-      /** How files become documents (`@llmcp/data`): blank-line separated paragraphs, lines, or whole files. */
-      readonly documents: 'paragraphs' | 'lines' | 'file';
+      /**
+       * How files become documents (`@llmcp/data`): `auto` (JSON Lines for `.jsonl` files, else lines for a file
+       * without blank lines, else paragraphs), blank-line separated paragraphs, lines, whole files, or JSON Lines
+       * (`{"text": …}` per line).
+       */
+      readonly documents: 'auto' | 'paragraphs' | 'lines' | 'file' | 'jsonl';
       /** Share of documents held out for validation (deterministic hash split by document). */
       readonly validationFraction: number;
       /** Share held out for test. */
@@ -98,7 +102,14 @@ export interface TrainerConfig {
     readonly source: DataSourceConfig;
     /** Context length T of every window. */
     readonly contextLength: number;
-    /** Window stride of the update list. */
+    /**
+     * How windows are cut: `documents` — inside each document (the reference's rule; a document shorter
+     * than T + 1 tokens gives none); `packed` — each partition's documents joined in source order, each keeping
+     * its BOS … EOS, so an end-of-document token stands between neighbours and short documents are trained on
+     * (nanoGPT, llm.c, Hugging Face `group_texts`). Default: `packed` for a text source, else `documents`.
+     */
+    readonly windows: 'documents' | 'packed';
+    /** Window stride of the update list. Default: T under `packed` (each token trained once an epoch), else 1. */
     readonly stride: number;
     /** Windows per update batch. */
     readonly batchSize: number;
@@ -146,7 +157,11 @@ export interface TrainerConfig {
     readonly trainingLoss: boolean;
     /** Batch size of the training evaluation; `null` = `batchSize`. */
     readonly trainingBatchSize: number | null;
-    /** Evaluate only the first n batches of each list; `null` = all. */
+    /**
+     * Evaluate only the first n batches of each list; `null` = all. Default: the batches that hold a quarter of
+     * the windows trained between two validations (`validateEvery × data.batchSize / 4`), at least one — a
+     * forward pass costs about a third of a training step, so validation stays near a tenth of the run.
+     */
     readonly maxBatches: number | null;
   };
   readonly checkpoint: {
@@ -154,6 +169,16 @@ export interface TrainerConfig {
     readonly every: number | null;
     /** How many rolling `step_NNNNNN/` snapshots to keep (0 = none). */
     readonly keepSteps: number;
+    /**
+     * Step snapshots to keep for good beside the rolling ones: every snapshot whose step is a multiple of this
+     * (a multiple of the checkpoint cadence); `null` = none.
+     */
+    readonly keepEvery: number | null;
+    /**
+     * Also save `latest/` after any step when this many minutes of training passed since the last save; like a
+     * SIGUSR1 checkpoint it has no sample audit and never changes what is computed. `null` = steps only.
+     */
+    readonly everyMinutes: number | null;
   };
   readonly sampling: {
     /** SplitMix64 seed of the sampling stream (used as the raw state). */
@@ -202,12 +227,29 @@ const seed = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 const positiveFinite = z.number().positive().refine(Number.isFinite, 'expected a finite number');
 const unitInterval = z.number().nonnegative().lt(1);
 
+/**
+ * The share of the windows trained between two validations that the default evaluation budget
+ * (`evaluation.maxBatches`) evaluates in a validation pass.
+ */
+export const VALIDATION_WINDOW_SHARE = 0.25;
+
+/**
+ * The default of `evaluation.maxBatches`: the batches of `evaluation.batchSize` windows that hold
+ * {@link VALIDATION_WINDOW_SHARE} of the windows trained between two validations, at least one.
+ *
+ * @param config - `validateEvery` and the two batch sizes.
+ * @returns the batch count.
+ */
+export function defaultEvaluationBatches(config: { readonly validateEvery: number; readonly updateBatchSize: number; readonly evaluationBatchSize: number }): number {
+  return Math.max(1, Math.ceil((config.validateEvery * config.updateBatchSize * VALIDATION_WINDOW_SHARE) / config.evaluationBatchSize));
+}
+
 const dataSourceSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('corpus'), corpus: z.string().min(1), split: z.string().min(1) }),
   z.strictObject({
     kind: z.literal('text'),
     path: z.string().min(1),
-    documents: z.enum(['paragraphs', 'lines', 'file']).default('paragraphs'),
+    documents: z.enum(['auto', 'paragraphs', 'lines', 'file', 'jsonl']).default('auto'),
     validationFraction: z.number().gt(0).lt(1).default(0.05),
     testFraction: z.number().nonnegative().lt(1).default(0),
   }),
@@ -260,15 +302,15 @@ const engineSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 
-const schema = z
-  .strictObject({
+const base = z.strictObject({
     $schema: z.string().optional(),
     steps: positiveInt.default(2000),
     data: z
       .strictObject({
         source: dataSourceSchema,
         contextLength: positiveInt.default(64),
-        stride: positiveInt.default(1),
+        windows: z.enum(['documents', 'packed']).optional(),
+        stride: positiveInt.optional(),
         batchSize: positiveInt.default(8),
         shuffle: z
           .strictObject({ seed: seed.default(1), epochs: z.enum(['repeat', 'reshuffle']).default('reshuffle') })
@@ -309,11 +351,16 @@ const schema = z
         stride: positiveInt.nullable().default(null),
         trainingLoss: z.boolean().default(false),
         trainingBatchSize: positiveInt.nullable().default(null),
-        maxBatches: positiveInt.nullable().default(null),
+        maxBatches: positiveInt.nullable().optional(),
       })
       .prefault({}),
     checkpoint: z
-      .strictObject({ every: positiveInt.nullable().default(null), keepSteps: nonNegativeInt.default(3) })
+      .strictObject({
+        every: positiveInt.nullable().default(null),
+        keepSteps: nonNegativeInt.default(3),
+        keepEvery: positiveInt.nullable().default(null),
+        everyMinutes: positiveFinite.nullable().default(null),
+      })
       .prefault({}),
     sampling: z
       .strictObject({
@@ -329,7 +376,21 @@ const schema = z
     log: z.strictObject({ timing: z.boolean().default(true) }).prefault({}),
     threads: positiveInt.max(MAX_THREADS).default(() => defaultThreads()),
     engine: engineSchema.optional(),
-  })
+});
+
+/** The defaults that depend on other keys: the window mode (by source), the stride (by mode) and the evaluation budget. */
+function withDerivedDefaults(c: z.output<typeof base>) {
+  const windows: 'documents' | 'packed' = c.data.windows ?? (c.data.source.kind === 'text' ? 'packed' : 'documents');
+  const stride: number = c.data.stride ?? (windows === 'packed' ? c.data.contextLength : 1);
+  const maxBatches: number | null =
+    c.evaluation.maxBatches !== undefined
+      ? c.evaluation.maxBatches
+      : defaultEvaluationBatches({ validateEvery: c.evaluation.validateEvery, updateBatchSize: c.data.batchSize, evaluationBatchSize: c.evaluation.batchSize });
+  return { ...c, data: { ...c.data, windows, stride }, evaluation: { ...c.evaluation, maxBatches } };
+}
+
+const schema = base
+  .transform(withDerivedDefaults)
   .superRefine((c, ctx) => {
     // The decoder's shape rules are the format's (one home); the vocabulary comes from the tokenizer, checked there.
     const m = c.model;
@@ -365,6 +426,13 @@ const schema = z
         code: 'custom',
         path: ['checkpoint', 'every'],
         message: `expected a multiple of evaluation.validateEvery (${c.evaluation.validateEvery}), found ${every}`,
+      });
+    }
+    if (c.checkpoint.keepEvery !== null && c.checkpoint.keepEvery % every !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['checkpoint', 'keepEvery'],
+        message: `expected a multiple of the checkpoint cadence (${every} steps), found ${c.checkpoint.keepEvery}`,
       });
     }
     const adamw = adamwConfigProblem(c.optimizer);
@@ -418,6 +486,42 @@ export function parseConfig(input: unknown): TrainerConfig {
     return rest;
   }
   return result.data;
+}
+
+/**
+ * The config keys added since configs were first recorded, with the value a
+ * recorded config that lacks one meant (one home for the rule): a recorded
+ * config is always written complete, so a missing key proves it was recorded
+ * before the key existed. `data.windows` was `documents` (windows inside
+ * documents) for every source; the checkpoint keys added with it default to
+ * what they meant anyway (`null`).
+ */
+const KEYS_ADDED_SINCE_RECORDED: readonly { readonly path: readonly string[]; readonly meant: unknown }[] = [{ path: ['data', 'windows'], meant: 'documents' }];
+
+/**
+ * Reads a config recorded in a run (job.json, run.json, a pivot archive):
+ * keys added since it was written get the values that reproduce what it
+ * meant (a text run recorded before `data.windows` existed keeps its windows
+ * inside documents), then it is validated like any config.
+ *
+ * @param recorded - the config as recorded (parsed JSON).
+ * @returns the complete config.
+ * @throws TrainerError `TRAINER_CONFIG_INVALID` naming every bad key.
+ */
+export function readRecordedConfig(recorded: unknown): TrainerConfig {
+  if (recorded === null || typeof recorded !== 'object' || Array.isArray(recorded)) return parseConfig(recorded);
+  const copy = structuredClone(recorded) as Record<string, unknown>;
+  for (const { path: keys, meant } of KEYS_ADDED_SINCE_RECORDED) {
+    let node: Record<string, unknown> | null = copy;
+    for (const key of keys.slice(0, -1)) {
+      const next: unknown = node[key];
+      node = next !== null && typeof next === 'object' && !Array.isArray(next) ? (next as Record<string, unknown>) : null;
+      if (node === null) break;
+    }
+    const last = keys.at(-1) as string;
+    if (node !== null && !Object.hasOwn(node, last)) node[last] = meant;
+  }
+  return parseConfig(copy);
 }
 
 /**

@@ -10,7 +10,7 @@
  * ../../../docs/engine-protocol.md). Every call that computes is asynchronous.
  */
 import type { AdamWState, CheckpointState, NamedTensor } from '@llmcp/format';
-import type { Batch } from '@llmcp/data';
+import type { Batch, WindowCoverage } from '@llmcp/data';
 import type { JsonValue } from './internal/canonical-json.ts';
 
 /** Which evaluation window list. */
@@ -27,12 +27,21 @@ export interface EngineUpdate {
   readonly tokens: number;
 }
 
+/** The batches of each evaluation list: evaluated (after `evaluation.maxBatches`) and available. */
+export type EngineEvaluationLists = Readonly<Record<EvaluationList, { readonly batches: number; readonly available: number }>>;
+
 /** A training engine: model + optimizer + data order. */
 export interface TrainingEngine {
   readonly parameterCount: number;
   readonly vocabularySize: number;
   /** Target tokens in a full update batch. */
   readonly tokensPerStep: number;
+  /** What the update windows reach of the train partition's tokens. */
+  readonly coverage: WindowCoverage;
+  /** Update batches in one epoch (one pass over the update windows). */
+  readonly stepsPerEpoch: number;
+  /** Batches of each evaluation list, evaluated and available. */
+  readonly evaluationLists: EngineEvaluationLists;
   /**
    * Runs one update on the next batch of the data order (forward → backward →
    * finite check → clip → AdamW → zero-grad) and advances the cursor.

@@ -3,9 +3,10 @@
  * tests). Reporting never affects the training result.
  */
 import type { SaveThread } from './background-saver.ts';
+import type { RunPlan } from './run-plan.ts';
 
 /** Why a checkpoint was written. */
-export type CheckpointReason = 'cadence' | 'best' | 'signal' | 'stop' | 'final' | 'pivot' | 'fork';
+export type CheckpointReason = 'cadence' | 'best' | 'signal' | 'time' | 'stop' | 'final' | 'pivot' | 'fork';
 
 /** A progress event. */
 export type TrainerEvent =
@@ -29,6 +30,8 @@ export type TrainerEvent =
       readonly lastValidation: { readonly step: number; readonly validationLoss: number } | null;
       /** The best validation result so far (on a resume, from its job state), or null. */
       readonly best: { readonly step: number; readonly validationLoss: number } | null;
+      /** What the run trains on and how it validates (`describeRunPlan` prints it). */
+      readonly plan?: RunPlan;
     }
   | {
       readonly type: 'step';

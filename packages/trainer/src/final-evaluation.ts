@@ -215,7 +215,15 @@ export async function evaluateFinal(options: FinalEvaluationOptions): Promise<Fi
     const windows = causalWindows(testTokens, T, stride);
     const accesses = accessesBefore + 1;
     if (windows.length === 0) {
-      throw new TrainerError('TRAINER_INPUT_INVALID', `the test partition has no window of context length ${T} (${options.test.length} documents)`, { fields: ['data.source'] });
+      const none = options.test.length === 0;
+      throw new TrainerError(
+        'TRAINER_INPUT_INVALID',
+        `the test partition has no window of context length ${T} (${options.test.length} documents${none ? '' : `, ${testTokens.reduce((n, d) => n + d.length, 0)} tokens`}); ` +
+          (none
+            ? 'the run held out no test documents: a test split is chosen when a run starts (data.source.testFraction of a text corpus, e.g. --set data.source.testFraction=0.05; the test list of a split manifest)'
+            : 'the test text is too short for one window: hold out more (data.source.testFraction) or use a shorter context'),
+        { fields: ['data.source'] },
+      );
     }
     const batches = evaluationBatches(windows, options.batchSize);
     let weighted = 0;

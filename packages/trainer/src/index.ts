@@ -16,7 +16,7 @@ export { pivotRun, forkRun } from './pivot.ts';
 export type { PivotOptions, PivotResult, ForkOptions, ForkResult } from './pivot.ts';
 export { runStatus, verifyRun, loadRunCheckpoint } from './status.ts';
 export type { RunStatus, RunVerification, SlotVerification, LoadedRunCheckpoint } from './status.ts';
-export { trainerConfigSchema, parseConfig, loadConfig, readConfigFile, resolveConfigPaths, defaultThreads } from './config.ts';
+export { trainerConfigSchema, parseConfig, loadConfig, readConfigFile, readRecordedConfig, resolveConfigPaths, defaultThreads, defaultEvaluationBatches, VALIDATION_WINDOW_SHARE } from './config.ts';
 export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig, EngineConfig } from './config.ts';
 export { diffConfig, isPolicyField } from './config-diff.ts';
 export { describeStepBudgetChange } from './step-budget.ts';
@@ -34,8 +34,13 @@ export {
   SIZE_PRESETS,
   isSizePresetName,
   sizePresetConfigInput,
+  SIZE_TEST_FRACTION,
 } from './presets.ts';
 export type { SizePresetName, SizePresetOptions, DataSourceConfigInput } from './presets.ts';
+export { describeRunPlan } from './run-plan.ts';
+export type { RunPlan } from './run-plan.ts';
+export { planRun } from './dry-run.ts';
+export type { DryRunPlan, PlanRunOptions } from './dry-run.ts';
 export { evaluateFinal } from './final-evaluation.ts';
 export type { FinalEvaluation, FinalEvaluationOptions, EvaluationDocument, SlotScore } from './final-evaluation.ts';
 export { evaluateRun, evaluateCheckpointFile } from './run-evaluation.ts';

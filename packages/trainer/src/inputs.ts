@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import type { TokenizerState } from '@llmcp/format';
 import { MATH_VERSION } from '@llmcp/model';
 import { LiteralTokenizer, tokenizerFromJSON, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
-import { hashSplit, parseCorpus, parseSplitManifest, partitionCorpus, trainTokenizerOnTrainSplit, type CorpusDocument, type CorpusPartitions } from '@llmcp/data';
+import { hashSplit, parseCorpus, parseSplitManifest, partitionCorpus, trainTokenizerOnTrainSplit, type CorpusDocument, type CorpusPartitions, type TextCorpusFile } from '@llmcp/data';
 import { loadTextCorpus } from '@llmcp/data/node';
 import { createHash } from 'node:crypto';
 import type { TrainerConfig } from './config.ts';
@@ -47,6 +47,8 @@ export interface PreparedInputs {
   /** Document ids of each partition, in the order of `partitions`. */
   readonly documentIds: { readonly train: readonly string[]; readonly validation: readonly string[]; readonly test: readonly string[] };
   readonly identity: InputIdentity;
+  /** The files of a text source (the rule each was divided by, its documents and skipped records); empty for other sources. */
+  readonly textFiles: readonly TextCorpusFile[];
 }
 
 /**
@@ -94,6 +96,7 @@ function partitionDigest(partitions: CorpusPartitions, extra: Record<string, unk
 
 interface LoadedSource {
   readonly partitions: CorpusPartitions;
+  readonly textFiles?: readonly TextCorpusFile[];
   readonly corpus: InputIdentity['corpus'];
   readonly splitSha256: string;
 }
@@ -132,6 +135,7 @@ async function loadSource(config: TrainerConfig): Promise<LoadedSource> {
       const partitions = hashSplit(corpus, { validationFraction: source.validationFraction, testFraction: source.testFraction });
       return {
         partitions,
+        textFiles: corpus.files,
         corpus: { sha256: documentsDigest(corpus.documents), documents: corpus.documents.length },
         splitSha256: partitionDigest(partitions, { strategy: 'hash-split', validationFraction: source.validationFraction, testFraction: source.testFraction }),
       };
@@ -160,6 +164,29 @@ async function loadSource(config: TrainerConfig): Promise<LoadedSource> {
       };
     }
   }
+}
+
+/** Why a partition is empty, and what to change. */
+function emptyPartition(config: TrainerConfig, name: 'train' | 'validation', documents: number): TrainerError {
+  const source = config.data.source;
+  let why: string;
+  let fields: string[];
+  if (source.kind === 'text') {
+    const fraction = name === 'validation' ? source.validationFraction : 1 - source.validationFraction - source.testFraction;
+    why =
+      `the text corpus gave ${documents} document${documents === 1 ? '' : 's'} (data.source.documents '${source.documents}'), and the hash split by document sent none to ${name} (its share ${fraction}). ` +
+      (documents < 20
+        ? "Each document goes to one partition whole: divide the text into more documents (--set data.source.documents=lines for one record per line, or blank lines between paragraphs)"
+        : `Raise data.source.${name === 'validation' ? 'validationFraction' : 'validationFraction and testFraction less'}`);
+    fields = ['data.source.documents', 'data.source.validationFraction'];
+  } else if (source.kind === 'corpus') {
+    why = `the split manifest ${source.split} lists no ${name} documents; list some there`;
+    fields = ['data.source.split'];
+  } else {
+    why = `no inline document has partition '${name}'; give one`;
+    fields = ['data.source.documents'];
+  }
+  return new TrainerError('TRAINER_INPUT_INVALID', `the ${name} partition is empty: ${why}`, { fields });
 }
 
 function buildTokenizer(config: TrainerConfig, partitions: CorpusPartitions, recorded: TokenizerState | undefined): AnyTokenizer {
@@ -197,8 +224,9 @@ function buildTokenizer(config: TrainerConfig, partitions: CorpusPartitions, rec
 export async function prepareInputs(config: TrainerConfig, options: { readonly tokenizerState?: TokenizerState }): Promise<PreparedInputs> {
   const source = await loadSource(config);
   const { partitions } = source;
-  if (partitions.train.length === 0) throw new TrainerError('TRAINER_INPUT_INVALID', 'the train partition is empty', { fields: ['data.source'] });
-  if (partitions.validation.length === 0) throw new TrainerError('TRAINER_INPUT_INVALID', 'the validation partition is empty', { fields: ['data.source'] });
+  for (const name of ['train', 'validation'] as const) {
+    if (partitions[name].length === 0) throw emptyPartition(config, name, source.corpus.documents);
+  }
   const tokenizer = buildTokenizer(config, partitions, options.tokenizerState);
   const encode = (docs: readonly CorpusDocument[]): Uint32Array[] =>
     docs.map((d) => wrapInputError(`document ${d.id}`, () => tokenizer.encodeDocument(d.bytes)));
@@ -207,6 +235,7 @@ export async function prepareInputs(config: TrainerConfig, options: { readonly t
     tokenizer,
     partitions: encoded,
     documentIds: { train: partitions.train.map((d) => d.id), validation: partitions.validation.map((d) => d.id), test: partitions.test.map((d) => d.id) },
+    textFiles: source.textFiles ?? [],
     identity: {
       corpus: source.corpus,
       split: { sha256: source.splitSha256, train: partitions.train.length, validation: partitions.validation.length, test: partitions.test.length },
@@ -214,6 +243,20 @@ export async function prepareInputs(config: TrainerConfig, options: { readonly t
       implementation: implementationIdentity(),
     },
   };
+}
+
+/**
+ * The identity of the tokenizer a config learns from its train partition
+ * (without encoding any document): what a report compares with the stored
+ * tokenizer to show that it saw the train partition only.
+ *
+ * @param config - the run config.
+ * @returns the learned tokenizer's canonical identity.
+ * @throws TrainerError `TRAINER_INPUT_INVALID` for unreadable or invalid inputs.
+ */
+export async function learnedTokenizerIdentity(config: TrainerConfig): Promise<string> {
+  const source = await loadSource(config);
+  return buildTokenizer(config, source.partitions, undefined).identity();
 }
 
 /**

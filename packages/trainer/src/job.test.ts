@@ -2,7 +2,8 @@ import { u64Hex } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { isTrainerError } from './errors.ts';
-import { decodeJob, encodeJob, JOB_FORMAT, JOB_FORMAT_V2, sealJob, type JobBody } from './job.ts';
+import { decodeJob, encodeJob, JOB_FORMAT, JOB_FORMAT_V2, JOB_FORMAT_V3, sealJob, type JobBody } from './job.ts';
+import { parseConfig, type TrainerConfig } from './config.ts';
 import { ch33Config } from './presets.ts';
 
 const sha = (c: string): string => `sha256:${c.repeat(64)}`;
@@ -70,18 +71,33 @@ describe('encodeJob / decodeJob', () => {
     expect(refusal(encodeJob(sealJob(extra as JobBody)))).toMatch(/job schema/);
   });
 
-  it('reads llmcp-job/3 without a state SHA-256 and the older formats only with one', () => {
+  it('reads llmcp-job/4 and /3 without a state SHA-256 and the older formats only with one', () => {
     const { sha256: _dropped, ...pairing } = sampleJobBody().state;
-    const v3 = sealJob({ ...sampleJobBody(), format: JOB_FORMAT, state: pairing });
-    expect(decodeJob(encodeJob(v3))).toEqual(v3);
-    expect(Object.keys(decodeJob(encodeJob(v3)).state).sort()).toEqual(['bytes', 'checksum']);
+    for (const format of [JOB_FORMAT, JOB_FORMAT_V3] as const) {
+      const job = sealJob({ ...sampleJobBody(), format, state: pairing });
+      expect(decodeJob(encodeJob(job))).toEqual(job);
+      expect(Object.keys(decodeJob(encodeJob(job)).state).sort()).toEqual(['bytes', 'checksum']);
+      expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format })))).toMatch(new RegExp(`at state\\.sha256: ${format} records no state\\.sha256`));
+    }
     for (const format of [JOB_FORMAT_V2, 'llmcp-job/1'] as const) {
       const old = sealJob({ ...sampleJobBody(), format });
       expect(decodeJob(encodeJob(old)).state.sha256).toBe(sha('e'));
       expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format, state: pairing })))).toMatch(/at state\.sha256: llmcp-job\/[12] requires state\.sha256/);
     }
-    expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format: JOB_FORMAT })))).toMatch(/at state\.sha256: llmcp-job\/3 records no state\.sha256/);
-    expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format: 'llmcp-job/4' } as unknown as JobBody)))).toMatch(/at format/);
+    expect(refusal(encodeJob(sealJob({ ...sampleJobBody(), format: 'llmcp-job/5' } as unknown as JobBody)))).toMatch(/at format/);
+  });
+
+  it('reads a config recorded before data.windows existed as windows inside documents, its digest over the config as recorded', () => {
+    const { sha256: _dropped, ...pairing } = sampleJobBody().state;
+    const text = parseConfig({ data: { source: { kind: 'text', path: '/c.txt' } } });
+    expect(text.data.windows).toBe('packed');
+    const { windows: _windows, ...olderData } = text.data;
+    const recorded = { ...text, data: olderData };
+    const job = sealJob({ ...sampleJobBody(), format: JOB_FORMAT_V3, state: pairing, config: recorded as unknown as TrainerConfig, configDigest: canonicalDigest(recorded) });
+    const read = decodeJob(encodeJob(job));
+    expect(read.config.data.windows).toBe('documents');
+    expect(read.config.data.stride).toBe(text.data.stride);
+    expect(read.configDigest).toBe(canonicalDigest(recorded));
   });
 
   it('refuses a config whose digest does not match', () => {

@@ -9,16 +9,28 @@
 import { z } from 'zod';
 import { canonicalDigest, canonicalJson, type JsonValue } from './internal/canonical-json.ts';
 import { TrainerError } from './errors.ts';
-import { parseConfig, type TrainerConfig } from './config.ts';
+import { readRecordedConfig, type TrainerConfig } from './config.ts';
 import type { LossLogPosition } from './loss-log.ts';
 
 /**
- * The job file format tag, the one every save writes. Version 3 pairs the
- * state file by its size and LLMCP35 checksum (`state: { bytes, checksum }`):
- * loading validates that checksum over every byte of the file, so a save
- * hashes the state once (the format's own pass) and a resume reads it once.
+ * The job file format tag, the one every save writes. Version 4 (v3 → v4: a
+ * job's size no longer grows with the corpus) holds the data order as a
+ * constant-size state — `@llmcp/data`'s update-batch state of version 2: the
+ * epoch, the cursor and the epoch seed the order is drawn again from — where
+ * the older formats stored the whole window order; and its config holds every
+ * key of this version (a config recorded by an older format gets the values
+ * that reproduce what it meant: see `readRecordedConfig`). Like version 3 it
+ * pairs the state file by its size and LLMCP35 checksum.
  */
-export const JOB_FORMAT = 'llmcp-job/3';
+export const JOB_FORMAT = 'llmcp-job/4';
+
+/**
+ * The third job format, still read: the data state holds the whole window
+ * order (`@llmcp/data`'s version 1), which a resume turns into the version 2
+ * state; it pairs its state file by size and LLMCP35 checksum
+ * (`state: { bytes, checksum }`).
+ */
+export const JOB_FORMAT_V3 = 'llmcp-job/3';
 
 /**
  * The second job format, still read: `state` also holds the SHA-256 of the
@@ -35,7 +47,7 @@ export const JOB_FORMAT_V2 = 'llmcp-job/2';
 export const LEGACY_JOB_FORMAT = 'llmcp-job/1';
 
 /** The job formats {@link decodeJob} reads. */
-export type JobFormat = typeof JOB_FORMAT | typeof JOB_FORMAT_V2 | typeof LEGACY_JOB_FORMAT;
+export type JobFormat = typeof JOB_FORMAT | typeof JOB_FORMAT_V3 | typeof JOB_FORMAT_V2 | typeof LEGACY_JOB_FORMAT;
 
 /**
  * Whether a job pairs with its state file by SHA-256 (formats
@@ -139,12 +151,8 @@ const sha = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 const count = z.number().int().nonnegative();
 const finite = z.number().refine(Number.isFinite, 'expected a finite number');
 
-const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), finite, z.string(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
-);
-
 const jobSchema = z.strictObject({
-  format: z.union([z.literal(JOB_FORMAT), z.literal(JOB_FORMAT_V2), z.literal(LEGACY_JOB_FORMAT)]),
+  format: z.union([z.literal(JOB_FORMAT), z.literal(JOB_FORMAT_V3), z.literal(JOB_FORMAT_V2), z.literal(LEGACY_JOB_FORMAT)]),
   step: count,
   phase: z.strictObject({ validated: z.boolean(), audited: z.boolean() }),
   config: z.unknown(),
@@ -155,7 +163,9 @@ const jobSchema = z.strictObject({
     tokenizer: z.strictObject({ identity: z.string().min(1), vocabularySize: count }),
     implementation: z.strictObject({ id: z.string().min(1), math: z.string().min(1), format: z.string().min(1), trainer: z.string().min(1) }),
   }),
-  data: jsonValue,
+  // Parsed JSON, so plain JSON data; the engine checks it in full when it restores the data order
+  // (a schema walk over the whole window order of the older formats cost seconds at every read).
+  data: z.unknown(),
   schedule: z.strictObject({ step: count, nextLearningRate: finite.nullable() }),
   evaluations: z.array(z.strictObject({ step: count, validationLoss: finite, trainingLoss: finite.nullable() })),
   best: z.strictObject({ step: count, validationLoss: finite }).nullable(),
@@ -222,6 +232,8 @@ export function decodeJob(bytes: Uint8Array, where = 'job.json'): Job {
     });
   }
   const { digest, ...rest } = parsed.data;
+  // One canonical serialisation of the job: the digest's. The config digest is over the config as recorded (a config
+  // of an older format lacks the keys added since; reading it fills them in, below).
   const computed = canonicalDigest(rest);
   if (computed !== digest) {
     throw new TrainerError('TRAINER_JOB_INVALID', `${where} failed its SHA-256 digest check: stored ${digest}, computed ${computed}`, {
@@ -229,14 +241,14 @@ export function decodeJob(bytes: Uint8Array, where = 'job.json'): Job {
       fields: ['digest'],
     });
   }
+  if (canonicalDigest(rest.config) !== rest.configDigest) {
+    throw new TrainerError('TRAINER_JOB_INVALID', `${where}: configDigest does not match its config`, { path: where, fields: ['configDigest'] });
+  }
   let config: TrainerConfig;
   try {
-    config = parseConfig(rest.config);
+    config = readRecordedConfig(rest.config);
   } catch (cause) {
     throw new TrainerError('TRAINER_JOB_INVALID', `${where} holds an invalid config: ${(cause as Error).message}`, { path: where, cause });
-  }
-  if (canonicalDigest(config) !== rest.configDigest) {
-    throw new TrainerError('TRAINER_JOB_INVALID', `${where}: configDigest does not match its config`, { path: where, fields: ['configDigest'] });
   }
   return { ...(parsed.data as unknown as Job), config };
 }

@@ -8,9 +8,9 @@
 import { checksumLabel, fnv1a64, type AdamWConfig, type AdamWState, type CheckpointState, type DecoderConfig, type NamedTensor, type MomentState } from '@llmcp/format';
 import { Decoder, kernelInfo, namedViews, type ParameterLayout } from '@llmcp/model';
 import { AdamW, clipByGlobalNorm, NO_DECAY_GAINS } from '@llmcp/optim';
-import { causalWindows, evaluationBatches, gatherBatch, UpdateBatches, type Batch, type WindowRef } from '@llmcp/data';
+import { causalWindows, evaluationBatches, gatherBatch, packDocuments, UpdateBatches, windowCoverage, type Batch, type WindowCoverage, type WindowRef } from '@llmcp/data';
 import type { TrainerConfig } from './config.ts';
-import type { EngineCompute, EngineDescription, EngineUpdate, EvaluationList, TrainingEngine } from './engine.ts';
+import type { EngineCompute, EngineDescription, EngineEvaluationLists, EngineUpdate, EvaluationList, TrainingEngine } from './engine.ts';
 import { TrainerError } from './errors.ts';
 import type { JsonValue } from './internal/canonical-json.ts';
 import type { PreparedInputs } from './inputs.ts';
@@ -72,6 +72,51 @@ function fingerprint(batch: Batch): string {
   }
   return checksumLabel(fnv1a64(bytes));
 }
+
+/**
+ * The token lists a partition's windows are cut from under `data.windows`:
+ * its documents (`documents`), or one stream of them joined in source order,
+ * each keeping its BOS … EOS (`packed`; `@llmcp/data`'s `packDocuments`).
+ *
+ * @param config - the run config.
+ * @param documents - a partition's encoded documents.
+ * @returns the lists the windows index.
+ */
+export function windowDocuments(config: TrainerConfig, documents: readonly Uint32Array[]): readonly Uint32Array[] {
+  return config.data.windows === 'packed' ? [packDocuments(documents)] : documents;
+}
+
+/**
+ * What the training windows of a config reach of the train partition's tokens
+ * (`@llmcp/data`'s `windowCoverage` over {@link windowDocuments}), with the
+ * documents that give no window counted on the documents themselves.
+ *
+ * @param config - the run config.
+ * @param train - the train partition's encoded documents.
+ * @returns the coverage of the update windows.
+ */
+export function trainingCoverage(config: TrainerConfig, train: readonly Uint32Array[]): WindowCoverage {
+  const T = config.data.contextLength;
+  if (config.data.windows !== 'packed') return windowCoverage(train, T, config.data.stride);
+  let tokens = 0;
+  for (const d of train) tokens += d.length;
+  const whole = windowCoverage([tokens], T, config.data.stride);
+  return { ...whole, documents: train.length, documentsWithoutWindow: whole.windows === 0 ? train.length : 0, tokensWithoutWindow: whole.windows === 0 ? tokens : 0 };
+}
+
+/**
+ * A job's data state in the current form (`@llmcp/data`'s update-batch state
+ * of version 2, constant size): a version 1 state of an older job format
+ * (the whole window order) is restored and saved again.
+ *
+ * @param data - the job's data state.
+ * @returns the version 2 state.
+ * @throws DataError `DATA_INVALID_BATCH_STATE` for a malformed state.
+ */
+export function currentDataState(data: JsonValue): JsonValue {
+  return UpdateBatches.fromJSON(data).toJSON() as unknown as JsonValue;
+}
+
 
 function sameDecoder(a: DecoderConfig, b: DecoderConfig): boolean {
   return (
@@ -145,22 +190,36 @@ function optimizerSnapshot(layout: ParameterLayout, parameters: Float64Array, op
   return { parameters: namedViews(layout, parameters.slice()), optimizer: { ...opt, moments } };
 }
 
+/** What an engine runs on: its compute, the decoder, the update order, the training windows and the lists they index. */
+interface EngineParts {
+  readonly compute: EngineCompute;
+  readonly decoder: DecoderConfig;
+  readonly batches: UpdateBatches;
+  readonly updateWindows: readonly WindowRef[];
+  readonly trainDocuments: readonly Uint32Array[];
+}
+
 /** An engine: the data order of `@llmcp/data` here, the numerics wherever its compute runs. */
 class RunEngine implements TrainingEngine {
   readonly parameterCount: number;
   readonly vocabularySize: number;
   readonly tokensPerStep: number;
   readonly description: EngineDescription;
+  readonly coverage: WindowCoverage;
+  readonly stepsPerEpoch: number;
+  readonly evaluationLists: EngineEvaluationLists;
   readonly #config: TrainerConfig;
   readonly #inputs: PreparedInputs;
   readonly #compute: EngineCompute;
   readonly #decoder: DecoderConfig;
+  readonly #trainDocuments: readonly Uint32Array[];
   readonly #batches: UpdateBatches;
   readonly #updateWindows: readonly WindowRef[];
   readonly #evaluation: Record<EvaluationList, { readonly documents: readonly Uint32Array[]; readonly batches: readonly (readonly WindowRef[])[] }>;
 
-  constructor(config: TrainerConfig, inputs: PreparedInputs, parts: { readonly compute: EngineCompute; readonly decoder: DecoderConfig; readonly batches: UpdateBatches; readonly updateWindows: readonly WindowRef[] }) {
-    const { compute, decoder, batches, updateWindows } = parts;
+  constructor(config: TrainerConfig, inputs: PreparedInputs, parts: EngineParts) {
+    const { compute, decoder, batches, updateWindows, trainDocuments } = parts;
+    this.#trainDocuments = trainDocuments;
     this.#config = config;
     this.#inputs = inputs;
     this.#compute = compute;
@@ -172,25 +231,41 @@ class RunEngine implements TrainingEngine {
     this.description = compute.description;
     const T = config.data.contextLength;
     this.tokensPerStep = Math.min(config.data.batchSize, updateWindows.length) * T;
+    this.coverage = trainingCoverage(config, inputs.partitions.train);
+    this.stepsPerEpoch = batches.batchCount;
     const ev = config.evaluation;
     const stride = ev.stride ?? config.data.stride;
-    const list = (documents: readonly Uint32Array[], batchSize: number): (readonly WindowRef[])[] => {
+    const available: Partial<Record<EvaluationList, number>> = {};
+    const list = (name: EvaluationList, documents: readonly Uint32Array[], batchSize: number): (readonly WindowRef[])[] => {
       const all = evaluationBatches(causalWindows(documents, T, stride), batchSize);
+      available[name] = all.length;
       return ev.maxBatches === null ? all : all.slice(0, ev.maxBatches);
     };
+    const validation = windowDocuments(config, inputs.partitions.validation);
     this.#evaluation = {
-      validation: { documents: inputs.partitions.validation, batches: list(inputs.partitions.validation, ev.batchSize) },
-      training: { documents: inputs.partitions.train, batches: ev.trainingLoss ? list(inputs.partitions.train, ev.trainingBatchSize ?? ev.batchSize) : [] },
+      validation: { documents: validation, batches: list('validation', validation, ev.batchSize) },
+      training: { documents: trainDocuments, batches: ev.trainingLoss ? list('training', trainDocuments, ev.trainingBatchSize ?? ev.batchSize) : [] },
     };
     if (this.#evaluation.validation.batches.length === 0) {
-      throw new TrainerError('TRAINER_INPUT_INVALID', `the validation documents are too short for one window of context length ${T}`, { fields: ['data.contextLength'] });
+      const tokens = inputs.partitions.validation.reduce((n, d) => n + d.length, 0);
+      throw new TrainerError(
+        'TRAINER_INPUT_INVALID',
+        `the validation partition has no window of context length ${T}: its ${inputs.partitions.validation.length} documents hold ${tokens} tokens${
+          config.data.windows === 'packed' ? ' in all' : ', and none has the ' + String(T + 1) + ' a window needs'
+        }; ${config.data.windows === 'packed' ? 'hold out more text (data.source.validationFraction) or' : "join short documents with --set data.windows=packed,"} shorten data.contextLength`,
+        { fields: ['data.contextLength'] },
+      );
     }
+    this.evaluationLists = {
+      validation: { batches: this.#evaluation.validation.batches.length, available: available.validation ?? 0 },
+      training: { batches: this.#evaluation.training.batches.length, available: available.training ?? 0 },
+    };
   }
 
   #batch(indices: ArrayLike<number>): Batch {
     const windows: WindowRef[] = [];
     for (let i = 0; i < indices.length; i += 1) windows.push(this.#updateWindows[indices[i] as number] as WindowRef);
-    return gatherBatch(this.#inputs.partitions.train, windows, this.#config.data.contextLength);
+    return gatherBatch(this.#trainDocuments, windows, this.#config.data.contextLength);
   }
 
   async update(learningRate: number): Promise<EngineUpdate> {
@@ -264,9 +339,22 @@ export async function createEngine(config: TrainerConfig, inputs: PreparedInputs
   const faults: EngineFaults = from.faults ?? {};
   const decoder = decoderConfigOf(config, inputs.tokenizer.vocabularySize);
   const T = config.data.contextLength;
-  const updateWindows = causalWindows(inputs.partitions.train, T, config.data.stride);
+  if (config.data.windows === 'packed' && inputs.tokenizer.eosId === null) {
+    throw new TrainerError('TRAINER_INPUT_INVALID', "data.windows 'packed' joins documents with the tokenizer's end-of-document token, and a literal tokenizer has none; set data.windows to 'documents'", {
+      fields: ['data.windows'],
+    });
+  }
+  const trainDocuments = windowDocuments(config, inputs.partitions.train);
+  const updateWindows = causalWindows(trainDocuments, T, config.data.stride);
   if (updateWindows.length === 0) {
-    throw new TrainerError('TRAINER_INPUT_INVALID', `the training documents are too short for one window of context length ${T}`, { fields: ['data.contextLength'] });
+    const tokens = inputs.partitions.train.reduce((n, d) => n + d.length, 0);
+    throw new TrainerError(
+      'TRAINER_INPUT_INVALID',
+      `the train partition has no window of context length ${T}: its ${inputs.partitions.train.length} documents hold ${tokens} tokens${
+        config.data.windows === 'packed' ? ' in all; add text or' : `, and none has the ${T + 1} a window needs; join short documents with --set data.windows=packed, or`
+      } shorten data.contextLength`,
+      { fields: ['data.contextLength'] },
+    );
   }
   const torch = config.engine?.kind === 'torch' ? config.engine : null;
   // The torch engine starts from llmcp's own initial weights and a validated optimizer state, so both engines begin from the same bits.
@@ -310,5 +398,5 @@ export async function createEngine(config: TrainerConfig, inputs: PreparedInputs
     await model.close();
     throw e;
   }
-  return new RunEngine(config, inputs, { compute, decoder, batches, updateWindows });
+  return new RunEngine(config, inputs, { compute, decoder, batches, updateWindows, trainDocuments });
 }

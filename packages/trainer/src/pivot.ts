@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
 import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
 import type { TrainerConfig } from './config.ts';
+import { currentDataState } from './llmcp-engine.ts';
 import { diffConfig, isPolicyDeclaration, isPolicyField } from './config-diff.ts';
 import { TrainerError, publicErrors } from './errors.ts';
 import { encodeJob, JOB_FORMAT, sealJob, type Job } from './job.ts';
@@ -33,8 +34,8 @@ const nowIso = (): string => new Date().toISOString();
 
 /** Options of {@link pivotRun}. */
 export interface PivotOptions {
-  /** The new config (validated). */
-  readonly config: TrainerConfig;
+  /** The new config (validated), or a function of the recorded one (e.g. `--set` overrides applied to it). */
+  readonly config: TrainerConfig | ((recorded: TrainerConfig) => TrainerConfig);
   /**
    * The fields the pivot is meant to change (dotted keys; a prefix such as
    * `schedule` covers its sub-keys). Every changed field must be declared, and
@@ -55,6 +56,9 @@ export interface PivotResult {
   readonly unchanged: readonly string[];
   readonly archive: string;
   readonly report: readonly SlotReport[];
+  /** Training records of loss.jsonl beyond the checkpoint that the pivot cut (a crash lost those steps), and their SHA-256. */
+  readonly lossRecordsCut: number;
+  readonly lossRecordsCutSha256: string | null;
 }
 
 function covered(key: string, declared: readonly string[]): boolean {
@@ -115,6 +119,8 @@ function continueUnder(source: VerifiedSlot, config: TrainerConfig, run: { id: s
   const job = sealJob({
     ...old,
     format: JOB_FORMAT,
+    // A job of an older format held the whole window order: the current format holds its constant-size state.
+    data: currentDataState(old.data),
     config,
     configDigest: canonicalDigest(config),
     phase: { validated, audited: cadenceCheckpointDone },
@@ -176,12 +182,13 @@ async function pivotRunUnwrapped(runDir: string, options: PivotOptions): Promise
 export async function pivotHeldRun(runDir: string, options: PivotOptions): Promise<PivotResult> {
   const manifest = requireRunManifest(runDir);
   const { chosen, report } = await chooseCheckpoint(runDir, checkpointEvidence(runDir, manifest));
-  const { changed, unchanged } = checkChanges({ before: chosen.job.config, after: options.config, declared: options.changes }, 'pivot');
+  const config = typeof options.config === 'function' ? options.config(chosen.job.config) : options.config;
+  const { changed, unchanged } = checkChanges({ before: chosen.job.config, after: config, declared: options.changes }, 'pivot');
   if (changed.length === 0) throw new TrainerError('TRAINER_CONFIG_INVALID', 'the pivot changes nothing: the new config equals the recorded one', {});
-  await checkContinuable(chosen, options.config, 'pivot');
+  await checkContinuable(chosen, config, 'pivot');
   const lossPlan = planLossLogResume(path.join(runDir, RUN_FILES.lossLog), chosen.job.lossLog);
   const pivot = chosen.job.run.pivots + 1;
-  const next = continueUnder(chosen, options.config, { id: chosen.job.run.id, pivots: pivot });
+  const next = continueUnder(chosen, config, { id: chosen.job.run.id, pivots: pivot });
 
   // Everything checked; now change the directory.
   removeLeftovers(checkpointsDir(runDir));
@@ -211,16 +218,18 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
     toConfigDigest: next.job.configDigest,
     archive: archiveRel,
     reason: options.reason ?? '',
+    // The records of steps a crash lost beyond the checkpoint were cut (the resumed run recomputes them): say so.
+    ...(lossPlan.orphanedRecords === 0 ? {} : { orphanedLossRecords: lossPlan.orphanedRecords, orphanedLossSha256: lossPlan.orphanedSha256 }),
   });
-  return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report };
+  return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report, lossRecordsCut: lossPlan.orphanedRecords, lossRecordsCutSha256: lossPlan.orphanedSha256 };
 }
 
 /** Options of {@link forkRun}. */
 export interface ForkOptions {
   /** Slot to fork from (`latest`, `best`, `step_000100`, …); default: the slot a resume would use. */
   readonly slot?: string;
-  /** The fork's config; default: the checkpoint's config. */
-  readonly config?: TrainerConfig;
+  /** The fork's config, or a function of the checkpoint's (e.g. `--set` overrides applied to it); default: the checkpoint's config. */
+  readonly config?: TrainerConfig | ((recorded: TrainerConfig) => TrainerConfig);
   /** Declared changed fields (policy fields only). */
   readonly changes?: readonly string[];
   /** Why (recorded in both run.json files). */
@@ -276,7 +285,7 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
       }
       source = await verifySlot(sourceDir, options.slot);
     }
-    const config = options.config ?? source.job.config;
+    const config = typeof options.config === 'function' ? options.config(source.job.config) : (options.config ?? source.job.config);
     const { changed } = checkChanges({ before: source.job.config, after: config, declared: options.changes ?? [] }, 'fork');
     await checkContinuable(source, config, 'fork');
     // The history up to the fork point must be the one the slot recorded (checked before anything is written).

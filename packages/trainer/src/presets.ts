@@ -34,6 +34,7 @@ export const CH33_CONFIG_INPUT: TrainerConfig = {
       ],
     },
     contextLength: CH33_FIXTURE.contextLength,
+    windows: 'documents',
     stride: 1,
     batchSize: CH33_FIXTURE.updateBatchSize,
     shuffle: { seed: Number(CH33_FIXTURE.shuffleSeed), epochs: 'repeat' },
@@ -60,7 +61,7 @@ export const CH33_CONFIG_INPUT: TrainerConfig = {
     trainingBatchSize: CH33_FIXTURE.trainEvaluationBatchSize,
     maxBatches: null,
   },
-  checkpoint: { every: ch33Steps, keepSteps: 3 },
+  checkpoint: { every: ch33Steps, keepSteps: 3, keepEvery: null, everyMinutes: null },
   sampling: { seed: Number(CH33_FIXTURE.samplingSeed), discard: CH33_FIXTURE.samplingDiscard, prompt: '0', count: 1, maxNewTokens: 4, temperature: 1, topK: 3 },
   log: { timing: false },
   threads: 1,
@@ -185,13 +186,25 @@ export interface SizePresetOptions {
 /** A `data.source` as written in a config file (defaults not yet applied). */
 export type DataSourceConfigInput =
   | { readonly kind: 'corpus'; readonly corpus: string; readonly split: string }
-  | { readonly kind: 'text'; readonly path: string; readonly documents?: 'paragraphs' | 'lines' | 'file'; readonly validationFraction?: number; readonly testFraction?: number };
+  | {
+      readonly kind: 'text';
+      readonly path: string;
+      readonly documents?: 'auto' | 'paragraphs' | 'lines' | 'file' | 'jsonl';
+      readonly validationFraction?: number;
+      readonly testFraction?: number;
+    };
+
+/** The test share of a size preset's text source (the validation share is the schema's default, 0.05). */
+export const SIZE_TEST_FRACTION = 0.05;
 
 /**
  * The config input of a run of one of {@link SIZE_PRESETS} on a corpus: a
  * byte-level BPE of 254 merges (512 ids with the 256 bytes and BOS/EOS),
  * AdamW 0.01 with warm-up and cosine decay, validation and checkpoints at the
- * size's cadence, and a sample audit of two samples (τ = 0.8, top-k 40).
+ * size's cadence (validation on the default evaluation budget), and a sample
+ * audit of two samples (τ = 0.8, top-k 40). A text source is packed
+ * (`data.windows` `packed`, stride = context) and holds out
+ * {@link SIZE_TEST_FRACTION} of its documents for test besides validation.
  * Validate it with `parseConfig` (after any overrides).
  *
  * @param options - corpus, size, steps, timing.
@@ -207,7 +220,14 @@ export function sizePresetConfigInput(options: SizePresetOptions): Record<string
   const validateEvery = Math.min(size.validateEvery, steps);
   return {
     steps,
-    data: { source: { ...options.source }, contextLength: size.contextLength, stride: 1, batchSize: 8, shuffle: { seed: 1, epochs: 'reshuffle' } },
+    // A text source is packed (windows of the context length across document boundaries, each token once an epoch)
+    // and holds out a test split as well, so that `llmcp eval` and `llmcp report` work on the run.
+    data: {
+      source: options.source.kind === 'text' ? { testFraction: SIZE_TEST_FRACTION, ...options.source } : { ...options.source },
+      contextLength: size.contextLength,
+      batchSize: 8,
+      shuffle: { seed: 1, epochs: 'reshuffle' },
+    },
     tokenizer: { kind: 'bpe', merges: 254 },
     model: { width: size.width, heads: size.heads, feedForwardWidth: size.feedForwardWidth, layers: size.layers, initSeed: 1 },
     optimizer: { learningRate: 0.01, weightDecay: 0.01, clipNorm: 1 },

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TrainerEvent } from './events.ts';
 import { createProgressRenderer, formatClock, formatDuration, layoutStatusLine, type StatusFields } from './progress.ts';
+import type { RunPlan } from './run-plan.ts';
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;]*m/g;
@@ -30,6 +31,25 @@ const start = (over: Partial<Extract<TrainerEvent, { type: 'start' }>> = {}): Tr
   ...over,
 });
 
+/** A run plan for the start event (1,000 training tokens, packed). */
+const PLAN: RunPlan = {
+  parameters: 1234,
+  trainingTokens: 1000,
+  coveredTokens: 1000,
+  windows: 20,
+  stepsPerEpoch: 3,
+  epochs: 100 / 3,
+  windowMode: 'packed',
+  contextLength: 32,
+  stride: 1,
+  documents: 700,
+  documentsWithoutWindow: 0,
+  tokensWithoutWindow: 0,
+  files: [{ path: 't.txt', documents: 'lines', documentCount: 700, skippedRecords: 0 }],
+  partitions: { train: 700, validation: 40, test: 30 },
+  evaluation: { validateEvery: 10, checkpointEvery: 20, passes: 11, validationBatches: 2, validationBatchesAvailable: 9, trainingBatches: 0, trainingBatchesAvailable: 0 },
+};
+
 const steps = (from: number, to: number): TrainerEvent[] =>
   Array.from({ length: to - from }, (_, i): TrainerEvent => ({ type: 'step', step: from + i + 1, totalSteps: 100, loss: 5 - (from + i) / 50, learningRate: 0.01, gradientNorm: 1, clipped: false, tokens: 512, stepMs: 100 }));
 
@@ -53,6 +73,43 @@ describe('createProgressRenderer', () => {
     r.finish();
     expect(out.text()).toContain('training runs/x: 1,234 parameters, vocabulary 266, 100 steps, kernels native-avx512\n');
     expect(out.text()).toContain('resuming runs/x from latest at step 40/100, kernels wasm-simd\n');
+  });
+
+  it('counts the evaluation passes and checkpoints still due in the time left, not the updates alone', () => {
+    let t = 0;
+    const out = sink(false);
+    const r = createProgressRenderer({ stream: out.stream, env: {}, now: () => t, plainIntervalMs: 1 });
+    const plan = { ...PLAN, evaluation: { ...PLAN.evaluation, validateEvery: 25, checkpointEvery: 50, validationBatches: 4, trainingBatches: 0 } };
+    r.onEvent(start({ plan }));
+    // Step 0's validation: 4 batches of 500 ms each.
+    r.onEvent({ type: 'evaluation-start', step: 0, list: 'validation', batches: 4 });
+    for (let i = 0; i < 4; i++) {
+      t += 500;
+      r.onEvent({ type: 'evaluation-batch', step: 0, list: 'validation', index: i, batches: 4 });
+    }
+    r.onEvent({ type: 'checkpoint', step: 0, reason: 'best', blockedMs: 200 });
+    r.onEvent({ type: 'checkpoint-saved', step: 0, slots: ['best'], saveMs: 1000, saveThread: 'idle', samples: null });
+    for (const e of steps(0, 60)) {
+      t += 100;
+      r.onEvent(e);
+    }
+    t += 1;
+    r.onEvent(steps(60, 61)[0] as TrainerEvent);
+    r.finish();
+    const last = out.text().trim().split('\n').at(-1) as string;
+    // 39 updates × 100 ms, validations at 75 and 100 (2 × 4 × 500 ms), one checkpoint at 100 (200 ms) and the final save (1 s): 9.1 s.
+    expect(last).toMatch(/ 00:0\d<00:09 /);
+  });
+
+  it('prints what a new run trains on: tokens reached, the epoch, text left out, and the validation budget with its key', () => {
+    const out = sink(false);
+    const r = createProgressRenderer({ stream: out.stream, env: {}, now: () => 0 });
+    r.onEvent(start({ plan: { ...PLAN, windowMode: 'documents', coveredTokens: 510, documentsWithoutWindow: 640, tokensWithoutWindow: 490 } }));
+    r.finish();
+    expect(out.text()).toContain('data: 1,000 training tokens in 700 documents, 51.00% in 20 windows inside documents of 32 (stride 1); an epoch is 3 steps, the budget 33 epochs');
+    expect(out.text()).toMatch(/ {2}documents \(data\.source\.documents\): t\.txt: 700 lines; partitions train 700, validation 40, test 30/);
+    expect(out.text()).toContain('  not trained on: 640 of 700 documents (490 tokens, 49.00%) are shorter than a window of 33 tokens; --set data.windows=packed trains on them');
+    expect(out.text()).toContain('validation: 2 of 9 batches at step 0, every 10 steps and at the end (11 passes); change with --set evaluation.maxBatches=<n> (null: all)');
   });
 
   it('prints plain periodic status lines without escape codes or carriage returns when not a TTY', () => {

@@ -10,6 +10,7 @@
  * returns. Colour follows the one llmcp policy ({@link colorEnabled}).
  */
 import type { TrainerEvent } from './events.ts';
+import { describeRunPlan, type RunPlan } from './run-plan.ts';
 import { colorEnabled, liveRedrawEnabled } from './terminal.ts';
 
 /** The part of a writable stream the renderer uses. */
@@ -239,6 +240,12 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
   let evaluating: string | null = null;
   let stepMsAverage: number | null = null;
   let tokensPerStep = 0;
+  // What the rest of the run holds besides updates: evaluation passes (timed per batch as they run) and checkpoints.
+  let plan: RunPlan | null = null;
+  let evaluationBatchMs: number | null = null;
+  let evaluationBatchStarted: number | null = null;
+  let checkpointMs: number | null = null;
+  let saveMs: number | null = null;
   let lastDraw = -Infinity;
   let lastPlain = -Infinity;
   let lineShown = false;
@@ -250,7 +257,7 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
       step,
       totalSteps: total,
       elapsedMs: startedAt === null ? 0 : t - startedAt,
-      remainingMs: stepMsAverage === null ? null : Math.max(0, total - step) * stepMsAverage,
+      remainingMs: stepMsAverage === null ? null : remainingMs(step, total, stepMsAverage),
       loss,
       validation,
       best,
@@ -261,6 +268,22 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
     // Plain lines on a terminal (`--plain`, `TERM=dumb`) fit it too; in a pipe or a file they are whole.
     const plainWidth = stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns - 1 : Infinity;
     return live ? layoutStatusLine(fields, liveWidth(), { paint: paintRole }) : layoutStatusLine(fields, plainWidth, { bar: false, paint: paintRole });
+  };
+
+  /**
+   * The rest of the run: its updates, the evaluation passes still due (step 0, every N, the last step; at the
+   * measured time per batch, once one has run) and the cadence checkpoints still due (training waits for the
+   * copy of each, the blocking time measured; and for the whole final save, as long as the last one took).
+   */
+  const remainingMs = (at: number, end: number, perStep: number): number => {
+    let ms = Math.max(0, end - at) * perStep;
+    if (plan === null) return ms;
+    const e = plan.evaluation;
+    const due = (every: number): number => Math.max(0, Math.floor(end / every) - Math.floor(at / every) + (end % every === 0 || at >= end ? 0 : 1));
+    if (evaluationBatchMs !== null) ms += due(e.validateEvery) * (e.validationBatches + e.trainingBatches) * evaluationBatchMs;
+    if (checkpointMs !== null) ms += due(e.checkpointEvery) * checkpointMs;
+    if (saveMs !== null && at < end) ms += saveMs;
+    return ms;
   };
 
   const clearLine = (): void => {
@@ -303,6 +326,7 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
           validation = event.lastValidation;
           best = event.best;
           lastCheckpoint = event.resumedFrom === null ? null : event.step;
+          plan = event.plan ?? null;
           log(
             (event.resumedFrom === null
               ? `training ${event.runDir}: ${event.parameterCount.toLocaleString('en-US')} parameters, vocabulary ${event.vocabularySize}, ${total} steps`
@@ -310,6 +334,7 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
               // The torch engine's line names torch, its ranks, device and precision; the llmcp engine's its kernels.
               (event.engine?.startsWith('torch') === true ? `, engine ${event.engine}` : event.kernels === undefined ? '' : `, kernels ${event.kernels}`),
           );
+          if (event.plan !== undefined && event.resumedFrom === null) for (const line of describeRunPlan(event.plan)) log(line);
           break;
         case 'engine-status':
           log(event.message);
@@ -324,12 +349,20 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
           break;
         case 'evaluation-start':
           evaluating = `eval ${event.list === 'validation' ? 'val' : 'train'} 0/${event.batches}`;
+          evaluationBatchStarted = now();
           draw(live);
           break;
-        case 'evaluation-batch':
+        case 'evaluation-batch': {
           evaluating = `eval ${event.list === 'validation' ? 'val' : 'train'} ${event.index + 1}/${event.batches}`;
+          const t = now();
+          if (evaluationBatchStarted !== null) {
+            const ms = t - evaluationBatchStarted;
+            evaluationBatchMs = evaluationBatchMs === null ? ms : evaluationBatchMs * 0.8 + ms * 0.2;
+          }
+          evaluationBatchStarted = t;
           draw(false);
           break;
+        }
         case 'evaluation-aborted':
           evaluating = null;
           log(`evaluation at step ${event.step} abandoned after ${event.batchesDone} batches (stop requested)`);
@@ -346,9 +379,11 @@ export function createProgressRenderer(options: ProgressOptions): ProgressRender
           break;
         case 'checkpoint':
           // A save has only begun (in the background); `ckpt @N` waits for its completion below.
+          checkpointMs = checkpointMs === null ? event.blockedMs : checkpointMs * 0.8 + event.blockedMs * 0.2;
           break;
         case 'checkpoint-saved':
           lastCheckpoint = Math.max(lastCheckpoint ?? 0, event.step);
+          saveMs = event.saveMs;
           if (event.samples !== null && event.samples.length > 0) {
             const prefix = `sample @${event.step}:`;
             log(`${paint('2', prefix)} ${preview(JSON.stringify(event.samples[0]), liveWidth() - prefix.length - 1)}`);

@@ -708,6 +708,36 @@ export function writeSlot(runDir: string, checkpoint: CheckpointBytes & { readon
   }
 }
 
+/** Which step snapshots a run keeps (`checkpoint.keepSteps`, `checkpoint.keepEvery`). */
+export interface RetentionPolicy {
+  /** The newest rolling snapshots to keep (0 = none). */
+  readonly keepSteps: number;
+  /** Snapshots whose step is a multiple of this are kept for good, beside the rolling ones (null = none). */
+  readonly keepEvery: number | null;
+}
+
+/**
+ * Whether the snapshot of `step` is kept for good (its step is a multiple of `keepEvery`).
+ *
+ * @param policy - the retention policy.
+ * @param step - a snapshot's step.
+ * @returns true for a snapshot retention never removes.
+ */
+export function keptForGood(policy: RetentionPolicy, step: number): boolean {
+  return policy.keepEvery !== null && step > 0 && step % policy.keepEvery === 0;
+}
+
+/**
+ * Whether a cadence checkpoint at `step` publishes a step snapshot: when rolling ones are kept, or this one is kept for good.
+ *
+ * @param policy - the retention policy.
+ * @param step - the checkpoint's step.
+ * @returns true when `step_NNNNNN/` is written.
+ */
+export function writesSnapshot(policy: RetentionPolicy, step: number): boolean {
+  return policy.keepSteps > 0 || keptForGood(policy, step);
+}
+
 /** Result of {@link applyRetention}. */
 export interface RetentionResult {
   readonly kept: readonly SlotName[];
@@ -718,21 +748,25 @@ export interface RetentionResult {
 
 /**
  * Deletes rolling `step_N` snapshots beyond the newest `keep`, never touching
- * `latest`, `latest.backup`, `best` or `best.backup`, and never deleting the
- * newest checkpoint that verifies (if `latest` and `latest.backup` are both
- * damaged, the newest verifying snapshot is kept even beyond the limit).
+ * `latest`, `latest.backup`, `best` or `best.backup` nor a snapshot kept for
+ * good (`keepEvery`), and never deleting the newest checkpoint that verifies
+ * (if `latest` and `latest.backup` are both damaged, the newest verifying
+ * snapshot is kept even beyond the limit).
  *
  * @param runDir - the run directory.
- * @param keep - snapshots to keep.
+ * @param policy - rolling snapshots to keep (a number), or the whole policy with the ones kept for good.
  * @param knownGood - a slot already known to verify (skips re-reading it).
  * @returns what was kept and removed.
  */
-export async function applyRetention(runDir: string, keep: number, knownGood: SlotName | null = null): Promise<RetentionResult> {
+export async function applyRetention(runDir: string, policy: number | RetentionPolicy, knownGood: SlotName | null = null): Promise<RetentionResult> {
+  const { keepSteps: keep, keepEvery } = typeof policy === 'number' ? { keepSteps: policy, keepEvery: null } : policy;
   const parent = checkpointsDir(runDir);
   // The step snapshots from the directory listing alone: a save below the limit reads no job.json.
   const names = slotNames(runDir);
-  const steps = stepSlotsOf(names);
-  if (steps.length <= keep) return { kept: steps, removed: [], protectedSlot: null };
+  const all = stepSlotsOf(names);
+  const forGood = all.filter((slot) => keptForGood({ keepSteps: keep, keepEvery }, stepOfSlot(slot) as number));
+  const steps = all.filter((slot) => !forGood.includes(slot));
+  if (steps.length <= keep) return { kept: all, removed: [], protectedSlot: null };
   // The newest verified checkpoint is the first candidate that verifies. When the caller already knows the
   // first rolling slot verifies, that is it: the best slots (whose job.json files the full candidate list
   // reads to order them) come after every rolling slot, so they cannot come first.
@@ -752,7 +786,7 @@ export async function applyRetention(runDir: string, keep: number, knownGood: Sl
       // try the next candidate
     }
   }
-  const kept: SlotName[] = [];
+  const kept: SlotName[] = [...forGood];
   const removed: SlotName[] = [];
   let protectedSlot: SlotName | null = null;
   steps.forEach((slot, index) => {

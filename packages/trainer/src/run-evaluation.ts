@@ -12,6 +12,7 @@ import { TrainerError } from './errors.ts';
 import { evaluateFinal, type EvaluationDocument, type FinalEvaluation } from './final-evaluation.ts';
 import { diffInputs, prepareInputs, type PreparedInputs } from './inputs.ts';
 import type { Job } from './job.ts';
+import { windowDocuments } from './llmcp-engine.ts';
 import { loadBestCheckpoint, verifySlot, type VerifiedSlot } from './run-directory.ts';
 
 /** A final evaluation of a run slot, with what it was computed from. */
@@ -24,6 +25,17 @@ export interface RunEvaluation {
 }
 
 const documents = (ids: readonly string[], tokens: readonly Uint32Array[]): EvaluationDocument[] => tokens.map((t, i) => ({ id: ids[i] as string, tokens: t }));
+
+/**
+ * A partition as the run's windows see it: its documents, or under
+ * `data.windows` `packed` one stream of them (id `<partition>:packed`), so the
+ * test windows are cut as the run's validation windows were.
+ */
+function partitionDocuments(config: TrainerConfig, name: 'train' | 'test', partition: { readonly ids: readonly string[]; readonly tokens: readonly Uint32Array[] }): EvaluationDocument[] {
+  const { ids, tokens } = partition;
+  if (config.data.windows !== 'packed') return documents(ids, tokens);
+  return tokens.length === 0 ? [] : [{ id: `${name}:packed`, tokens: windowDocuments(config, tokens)[0] as Uint32Array }];
+}
 
 /**
  * Loads a verified slot of a run (default `best`, the validation-selected state).
@@ -85,8 +97,8 @@ export async function evaluateRun(runDir: string, options: { readonly slot?: str
   const evaluation = await evaluateFinal({
     state,
     selection,
-    train: documents(inputs.documentIds.train, inputs.partitions.train),
-    test: documents(inputs.documentIds.test, inputs.partitions.test),
+    train: partitionDocuments(config, 'train', { ids: inputs.documentIds.train, tokens: inputs.partitions.train }),
+    test: partitionDocuments(config, 'test', { ids: inputs.documentIds.test, tokens: inputs.partitions.test }),
     contextLength: config.data.contextLength,
     stride: config.evaluation.stride ?? config.data.stride,
     batchSize: config.evaluation.batchSize,

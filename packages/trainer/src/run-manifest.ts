@@ -55,6 +55,9 @@ export type RunEvent =
       readonly toConfigDigest: string;
       readonly archive: string;
       readonly reason: string;
+      /** Loss records beyond the checkpoint that a crash left and the pivot cut, with their SHA-256 (absent when none). */
+      readonly orphanedLossRecords?: number;
+      readonly orphanedLossSha256?: string | null;
     }
   | ({ readonly event: 'forked-from'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly changed: readonly string[] } & ForkedState)
   | ({ readonly event: 'forked-to'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number } & ForkedState);

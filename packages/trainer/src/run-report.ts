@@ -15,11 +15,12 @@ import { causalWindows, evaluationBatches, parseCorpus, parseSplitManifest } fro
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
 import type { FinalEvaluation } from './final-evaluation.ts';
-import { prepareInputs } from './inputs.ts';
-import { RUN_FILES } from './run-directory.ts';
+import { learnedTokenizerIdentity, prepareInputs } from './inputs.ts';
+import { newestCandidateJob, RUN_FILES } from './run-directory.ts';
 import { evaluateRun } from './run-evaluation.ts';
 import { trainRun } from './run.ts';
-import type { SampleAudit } from './sample-audit.ts';
+import { auditSettingsOf, sampleAuditOn, type SampleAudit } from './sample-audit.ts';
+import { windowDocuments } from './llmcp-engine.ts';
 
 /** Options of {@link reportRun}. */
 export interface RunReportOptions {
@@ -214,6 +215,10 @@ type RunReportConfig = Parameters<typeof prepareInputs>[0];
  * ```
  */
 export async function reportRun(runDir: string, options: RunReportOptions = {}): Promise<RunReport> {
+  // First, before the evaluation holds the encoded partitions: the tokenizer learned again from the train partition
+  // alone (the tokenizer and the data are never policy, so every slot of the run records the same ones).
+  const peeked = newestCandidateJob(runDir)?.job.config ?? null;
+  const learned = peeked !== null && peeked.tokenizer.kind === 'bpe' ? await learnedTokenizerIdentity(peeked) : null;
   const { slot, job, state, inputs, evaluation } = await evaluateRun(runDir, options.slot === undefined ? {} : { slot: options.slot });
   const config = job.config;
   const source = config.data.source;
@@ -227,16 +232,13 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   }
 
   const tokenizer = tokenizerFromState(state.tokenizer);
-  let trainingOnly: boolean | null = null;
-  if (config.tokenizer.kind === 'bpe') {
-    const fresh = await prepareInputs(config, {});
-    trainingOnly = fresh.tokenizer.identity() === tokenizer.identity();
-  }
   const sum = (docs: readonly Uint32Array[]): number => docs.reduce((n, d) => n + d.length, 0);
   const T = config.data.contextLength;
   const evalStride = config.evaluation.stride ?? config.data.stride;
   const trainingBatchSize = config.evaluation.trainingBatchSize ?? config.evaluation.batchSize;
   const parameters = state.parameters.reduce((n, t) => n + t.data.length, 0);
+  const train = windowDocuments(config, inputs.partitions.train);
+  const validation = windowDocuments(config, inputs.partitions.validation);
 
   // Checkpoint structure and reload.
   const stateBytes = new Uint8Array(readFileSync(path.join(runDir, 'checkpoints', slot, 'state.llmcp')));
@@ -244,8 +246,6 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const reloaded = decodeCheckpoint(stateBytes);
   const reencoded = encodeCheckpoint(reloaded);
   const bytesRoundtrip = reencoded.length === stateBytes.length && reencoded.every((b, i) => b === stateBytes[i]);
-  const reloadedModel = Decoder.fromCheckpoint(reloaded);
-  const memoryModel = Decoder.fromCheckpoint(state);
   const probe = options.logitProbe ?? 'At';
   const probeIds = Array.from(tokenizer.encode(probe));
   const reloadedTokenizer = tokenizerFromState(reloaded.tokenizer);
@@ -261,17 +261,31 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
     generate(model, { prompt: promptIds, mode, rng, maxNewTokens: s.maxNewTokens, ...(eos === null ? {} : { endOfSequence: eos }) });
   const rng = new SplitMix64(reloaded.samplingRngState);
   const rng2 = new SplitMix64(state.samplingRngState);
+  // The checkpoint's sample audit drew `sampling.count` samples from the stored state: regenerated, it must end in the
+  // recorded next state (the report's generation below is the audit's first sample).
+  const settings = auditSettingsOf(config);
+  const auditDue = job.sampling.lastAuditStep === job.step && settings !== null;
+  // One model at a time (each holds its kernel arena until it is collected): the reloaded state's, then the state's.
   let first: Generation;
-  let second: Generation;
   let modelBitsExact: boolean;
-  let promptLogitsBitwise: boolean;
+  let reloadedLogits: Float64Array | null;
+  let auditEndsRight: boolean;
+  const reloadedModel = Decoder.fromCheckpoint(reloaded);
   try {
     modelBitsExact = tensorsEqual(reloadedModel.toCheckpointParameters(), state.parameters) && tensorsEqual(reloaded.parameters, state.parameters);
-    promptLogitsBitwise = probeIds.length > 0 && bitsEqual(reloadedModel.logits(probeIds), memoryModel.logits(probeIds));
+    reloadedLogits = probeIds.length > 0 ? reloadedModel.logits(probeIds).slice() : null;
     first = run(reloadedModel, rng);
-    second = run(memoryModel, rng2);
+    auditEndsRight = !auditDue || sampleAuditOn(reloadedModel, { state: reloaded, settings, step: job.step }).rngStateAfter === job.sampling.nextState;
   } finally {
     await reloadedModel.close();
+  }
+  let second: Generation;
+  let promptLogitsBitwise: boolean;
+  const memoryModel = Decoder.fromCheckpoint(state);
+  try {
+    promptLogitsBitwise = reloadedLogits !== null && bitsEqual(reloadedLogits, memoryModel.logits(probeIds));
+    second = run(memoryModel, rng2);
+  } finally {
     await memoryModel.close();
   }
   const content = first.stopReason === 'end-of-sequence' ? first.tokens.slice(0, -1) : first.tokens;
@@ -290,7 +304,6 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const auditMatches =
     audit !== null && audit.step === job.step && audit.rngState === `0x${reloaded.samplingRngState.toString(16).padStart(16, '0')}` && audit.samples.length > 0;
   const auditTokens = auditMatches ? (audit.samples[0]?.tokens ?? null) : null;
-  const nextState = BigInt(job.sampling.nextState);
 
   let replayBitwise: boolean | null = null;
   if (options.replay === true) {
@@ -298,6 +311,8 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
     const replayed = await replaySelectedBytes(config);
     replayBitwise = replayed.length === stateBytes.length && replayed.every((b, i) => b === stateBytes[i]);
   }
+
+  const trainingOnly = config.tokenizer.kind === 'bpe' ? (learned ?? (await learnedTokenizerIdentity(config))) === tokenizer.identity() : null;
 
   const stopNames = { 'end-of-sequence': 'eos', 'max-new-tokens': 'token-limit', 'context-limit': 'context-limit' } as const;
   return {
@@ -319,10 +334,10 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
       parameters,
       updateBatchSize: config.data.batchSize,
       evaluationBatchSize: config.evaluation.batchSize,
-      windows: [causalWindows(inputs.partitions.train, T, config.data.stride).length, causalWindows(inputs.partitions.validation, T, evalStride).length, evaluation.test.windows],
+      windows: [causalWindows(train, T, config.data.stride).length, causalWindows(validation, T, evalStride).length, evaluation.test.windows],
       evaluationBatches: [
-        config.evaluation.trainingLoss ? evaluationBatches(causalWindows(inputs.partitions.train, T, evalStride), trainingBatchSize).length : 0,
-        evaluationBatches(causalWindows(inputs.partitions.validation, T, evalStride), config.evaluation.batchSize).length,
+        config.evaluation.trainingLoss ? evaluationBatches(causalWindows(train, T, evalStride), trainingBatchSize).length : 0,
+        evaluationBatches(causalWindows(validation, T, evalStride), config.evaluation.batchSize).length,
         evaluation.test.batches,
       ],
     },
@@ -372,7 +387,7 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
       rngFinal: rng.state,
       tokensExact: (auditTokens === null || auditTokens.join(',') === first.tokens.join(',')) && first.tokens.join(',') === second.tokens.join(','),
       decisionsBitwise: sameGeneration(first, second),
-      rngExact: rng.state === rng2.state && (job.sampling.lastAuditStep !== job.step || nextState === rng.state),
+      rngExact: rng.state === rng2.state && auditEndsRight,
     },
   };
 }

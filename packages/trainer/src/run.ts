@@ -22,7 +22,7 @@ import { kernelInfo } from '@llmcp/model';
 import { CheckpointSaver, type SaveMode } from './background-saver.ts';
 import { savePriorityFromEnv } from './save-priority.ts';
 import { isCheckpointStep, isValidationStep, learningRateAt } from './cadence.ts';
-import { parseConfig, type TrainerConfig } from './config.ts';
+import { parseConfig, readRecordedConfig, type TrainerConfig } from './config.ts';
 import { diffConfig, isPolicyField, isStepBudgetChange, RESUME_CHANGEABLE_FIELDS } from './config-diff.ts';
 import type { TrainingEngine, EvaluationList } from './engine.ts';
 import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './errors.ts';
@@ -32,6 +32,7 @@ import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } fr
 import { appendRunEvent, readRunManifest, type EngineRecord, type RunEvent } from './run-manifest.ts';
 import {
   applyRetention,
+  writesSnapshot,
   assertRunEntries,
   checkpointEvidence,
   checkpointsDir,
@@ -58,8 +59,9 @@ import { createEngine, type EngineFaults } from './llmcp-engine.ts';
 import type { TorchEngineOptions } from './torch-engine.ts';
 import { withEngine, type EngineOverrides } from './engine-settings.ts';
 import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs } from './inputs.ts';
-import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
+import { auditSettingsOf, runSampleAudit, type SampleAudit } from './sample-audit.ts';
 import { pivotHeldRun } from './pivot.ts';
+import { runPlanOf } from './run-plan.ts';
 import { describeStepBudgetChange, type StepBudgetChange } from './step-budget.ts';
 
 /** Options shared by every operation that trains. */
@@ -74,6 +76,8 @@ export interface TrainingOptions {
   readonly saveMode?: SaveMode;
   /** This machine's settings for a torch engine (interpreter, local ranks, rendezvous); never part of the config. */
   readonly torch?: TorchEngineOptions;
+  /** The clock of `checkpoint.everyMinutes`, in milliseconds (default `performance.now`); tests drive it. */
+  readonly now?: () => number;
 }
 
 /** Options of {@link trainRun}. */
@@ -136,6 +140,11 @@ export interface RunResult {
    * `latest/`, `best/`, the `completed` event), completed before going on.
    */
   readonly repaired: readonly string[];
+  /**
+   * What left the `repaired` pieces undone: a crash (or a kill), or — when run.json's last event before this resume
+   * is a fork or a pivot — that operation, which leaves them to the first resume after it. Null when nothing was repaired.
+   */
+  readonly repairedAfter: 'crash' | 'fork' | 'pivot' | null;
   /** The step-budget change this resume applied as a pivot, or null. */
   readonly budgetChange: StepBudgetChange | null;
   /**
@@ -183,6 +192,9 @@ interface JobContext {
   readonly state: JobState;
   auditInFlight: boolean;
   lastSave: SaveResult | null;
+  /** The clock of `checkpoint.everyMinutes`, and when `latest/` was last saved by it. */
+  readonly now: () => number;
+  latestSavedAt: number;
 }
 
 const nowIso = (): string => new Date().toISOString();
@@ -208,12 +220,6 @@ function engineOptions(options: TrainingOptions): TorchEngineOptions {
       }
     },
   };
-}
-
-function auditSettings(config: TrainerConfig): SampleAuditSettings | null {
-  const s = config.sampling;
-  if (s.count === 0) return null;
-  return { prompt: s.prompt, count: s.count, maxNewTokens: s.maxNewTokens, temperature: s.temperature, topK: s.topK };
 }
 
 /**
@@ -255,7 +261,7 @@ async function saveCheckpoint(ctx: JobContext, reason: CheckpointReason, spec: C
     if (last !== null) ctx.state.samplingState = BigInt(last.samplingNextState);
   }
   const { state, config, engine } = ctx;
-  const audit = withAudit ? auditSettings(config) : null;
+  const audit = withAudit ? auditSettingsOf(config) : null;
   const snapshot = await engine.snapshot(state.step, state.samplingState);
   const samplingHex = u64Hex(state.samplingState);
   const request: SaveRequest = {
@@ -278,7 +284,7 @@ async function saveCheckpoint(ctx: JobContext, reason: CheckpointReason, spec: C
     },
     slots,
     audit,
-    keepSteps: config.checkpoint.keepSteps,
+    retention: { keepSteps: config.checkpoint.keepSteps, keepEvery: config.checkpoint.keepEvery },
     latestIsValid: state.latestValid,
     bestIsValid: state.bestValid,
   };
@@ -290,6 +296,7 @@ async function saveCheckpoint(ctx: JobContext, reason: CheckpointReason, spec: C
     state.lastAuditStep = state.step;
   }
   if (slots.latest) {
+    ctx.latestSavedAt = ctx.now();
     state.latestValid = true;
     state.latestHoldsPhase = phaseKey(state.step, { validated: state.validated, audited: state.cadenceCheckpointDone || withAudit });
   }
@@ -366,6 +373,11 @@ async function runLoop(ctx: JobContext): Promise<{ status: 'completed' | 'stoppe
     if (control.takeCheckpointRequest() && state.latestHoldsPhase !== phaseKey(state.step, phaseOf(state))) {
       await saveCheckpoint(ctx, 'signal', { slots: { latest: true, best: false, step: false }, withAudit: false });
     }
+    // Cadence by time: like SIGUSR1, latest/ only and no sample audit, so it never changes what is computed.
+    const minutes = config.checkpoint.everyMinutes;
+    if (minutes !== null && !finished && ctx.now() - ctx.latestSavedAt >= minutes * 60_000 && state.latestHoldsPhase !== phaseKey(state.step, phaseOf(state))) {
+      await saveCheckpoint(ctx, 'time', { slots: { latest: true, best: false, step: false }, withAudit: false });
+    }
     if (ctx.saver.failure !== null) await ctx.saver.flush();
     if (finished) return { status: 'completed', reason: null };
 
@@ -419,6 +431,7 @@ interface JobSetup {
   readonly loadReport: readonly SlotReport[] | null;
   /** Pieces of the resumed step that were due but missing, and were completed before training went on. */
   readonly repaired: readonly string[];
+  readonly repairedAfter: RunResult['repairedAfter'];
   readonly budgetChange: StepBudgetChange | null;
   readonly lossRecordsCut: number;
 }
@@ -436,6 +449,7 @@ function checkSaveSettings(options: TrainingOptions): void {
 
 async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLock): Promise<RunResult> {
   const emit = emitter(options.onEvent);
+  const now = options.now ?? ((): number => performance.now());
   const control = new RunControl();
   control.onRequest = (what) => emit({ type: 'signal', signal: what });
   if (options.signal !== undefined) control.followAbortSignal(options.signal);
@@ -480,6 +494,8 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     state: setup.state,
     auditInFlight: false,
     lastSave: null,
+    now,
+    latestSavedAt: now(),
   };
   saver = ctx.saver;
   emit({
@@ -496,6 +512,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     engineProcesses: setup.engine.description.processes,
     lastValidation: lastValidationOf(setup.state.evaluations),
     best: setup.state.best === null ? null : { ...setup.state.best },
+    plan: runPlanOf(setup.config, setup.inputs, setup.engine),
   });
   let outcome: { status: 'completed' | 'stopped'; reason: string | null };
   try {
@@ -539,6 +556,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
     loadReport: setup.loadReport,
     lastSave: ctx.lastSave,
     repaired: setup.repaired,
+    repairedAfter: setup.repairedAfter,
     budgetChange: setup.budgetChange,
     lossRecordsCut: setup.lossRecordsCut,
   };
@@ -633,7 +651,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config, engine: engineRecord(engine) });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0 },
+        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: 0 },
         options,
         lock,
       );
@@ -846,6 +864,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
     }
     let plan = await planResume(runDir, requestedConfig(options), { allowedChanges: (k) => RESUME_CHANGEABLE_FIELDS.includes(k), evidence });
     let budgetChange: StepBudgetChange | null = null;
+    let cutBeforeResume: LossLogResumePlan | null = null;
     // What the choice of checkpoint found (refused slots) is reported from the first look, before any pivot.
     const loadReport = plan.report;
     const recorded = plan.chosen.job.config;
@@ -858,6 +877,8 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         );
       }
       // The budget alone changed: a recorded pivot of `steps` (checked fully before it writes), then the resume proper.
+      // The pivot cuts the loss records a crash left beyond the checkpoint; this resume reports them (the plan after it sees none).
+      cutBeforeResume = plan.lossPlan;
       const pivot = await pivotHeldRun(runDir, {
         config: plan.config,
         changes: [...RESUME_CHANGEABLE_FIELDS],
@@ -897,6 +918,8 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       throw e;
     }
     const runId = manifest?.runId ?? job.run.id;
+    const lastEvent = manifest?.events.at(-1)?.event;
+    const repairedAfter: RunResult['repairedAfter'] = repaired.length === 0 ? null : lastEvent === 'forked-from' ? 'fork' : lastEvent === 'pivot' && budgetChange === null ? 'pivot' : 'crash';
     if (complete) {
       await engine.dispose();
       const last = manifest?.events.at(-1);
@@ -922,6 +945,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         loadReport,
         lastSave: null,
         repaired,
+        repairedAfter,
         budgetChange,
         lossRecordsCut: 0,
       };
@@ -932,8 +956,8 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       time: nowIso(),
       slot: plan.chosen.slot,
       step: job.step,
-      orphanedLossRecords: plan.lossPlan.orphanedRecords,
-      orphanedLossSha256: plan.lossPlan.orphanedSha256,
+      orphanedLossRecords: (cutBeforeResume ?? plan.lossPlan).orphanedRecords,
+      orphanedLossSha256: (cutBeforeResume ?? plan.lossPlan).orphanedSha256,
       refused: loadReport.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
       ...(repaired.length === 0 ? {} : { repaired }),
       engine: engineRecord(engine),
@@ -963,8 +987,9 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         resumedFrom: plan.chosen.slot,
         loadReport,
         repaired,
+        repairedAfter,
         budgetChange,
-        lossRecordsCut: plan.lossPlan.orphanedRecords,
+        lossRecordsCut: (cutBeforeResume ?? plan.lossPlan).orphanedRecords,
       },
       options,
       lock,
@@ -992,14 +1017,15 @@ async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, c
   // The chosen checkpoint's own step had its sample audit (a pivot at that step does not count).
   const auditedAtStep = job.sampling.lastAuditStep === job.step && evidence.pivotStep !== job.step;
   // A cadence checkpoint publishes a step snapshot with latest/.
-  if (isCheckpointStep(config, job.step) && auditedAtStep && config.checkpoint.keepSteps > 0) {
+  const retention = { keepSteps: config.checkpoint.keepSteps, keepEvery: config.checkpoint.keepEvery };
+  if (isCheckpointStep(config, job.step) && auditedAtStep && writesSnapshot(retention, job.step)) {
     const slot = stepSlotName(job.step);
     if (chosen.slot !== slot && readSlotJob(runDir, slot)?.digest !== job.digest) await publishCopy(slot, false, false);
   }
   // Retention runs after the snapshot it follows; a crash in between leaves one snapshot too many.
-  if (config.checkpoint.keepSteps > 0) {
-    const retention = await applyRetention(runDir, config.checkpoint.keepSteps, chosen.slot);
-    if (retention.removed.length > 0) repaired.push(`retention (${retention.removed.join(', ')})`);
+  if (config.checkpoint.keepSteps > 0 || config.checkpoint.keepEvery !== null) {
+    const removal = await applyRetention(runDir, retention, chosen.slot);
+    if (removal.removed.length > 0) repaired.push(`retention (${removal.removed.join(', ')})`);
   }
   if (job.best !== null && job.best.step === job.step && chosen.slot !== 'best' && readSlotJob(runDir, 'best')?.step !== job.step) {
     await publishCopy('best', true, await slotVerifies(runDir, 'best'));
@@ -1007,7 +1033,7 @@ async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, c
   if (complete && chosen.slot !== 'latest') {
     await publishCopy('latest', true, report.find((r) => r.slot === 'latest')?.status !== 'refused' && existsSync(path.join(checkpointsDir(runDir), 'latest')));
   }
-  const settings = auditSettings(config);
+  const settings = auditSettingsOf(config);
   if (settings !== null && auditedAtStep) {
     const file = path.join(runDir, RUN_FILES.samples);
     let current: Partial<SampleAudit> | null = null;
@@ -1035,10 +1061,10 @@ async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, c
 async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLock): Promise<RunResult> {
   const manifest = readRunManifest(runDir);
   const created = manifest?.events.find((e): e is Extract<RunEvent, { event: 'created' }> => e.event === 'created');
-  const recorded = created?.config;
-  if (manifest === null || recorded === undefined) {
+  if (manifest === null || created?.config === undefined) {
     throw new TrainerError('TRAINER_NO_CHECKPOINT', `${runDir} has no checkpoint and no recorded config to restart from`, { path: runDir });
   }
+  const recorded = readRecordedConfig(created.config);
   const config = requestedConfig(options)(recorded);
   const changed = diffConfig(recorded, config);
   if (changed.length > 0) {
@@ -1064,7 +1090,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     engine: engineRecord(engine),
   });
   return executeJob(
-    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },
+    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },
     options,
     lock,
   );

@@ -9,6 +9,7 @@ import { SplitMix64, u64Hex, type CheckpointState } from '@llmcp/format';
 import { Decoder, generate, type SamplingMode } from '@llmcp/model';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
+import type { TrainerConfig } from './config.ts';
 
 /** What an audit generates. */
 export interface SampleAuditSettings {
@@ -53,6 +54,19 @@ export interface SampleAudit {
  * @throws TrainerError `TRAINER_CONFIG_INVALID` when the prompt cannot be encoded or is empty for a tokenizer without BOS.
  */
 export function runSampleAudit(state: CheckpointState, settings: SampleAuditSettings, step: number): SampleAudit {
+  return sampleAuditOn(Decoder.fromCheckpoint(state), { state, settings, step });
+}
+
+/**
+ * {@link runSampleAudit} on a model already built from the state (the report reuses its own).
+ *
+ * @param model - a decoder holding the state's parameters.
+ * @param audit - the state, the settings and the step.
+ * @returns the audit.
+ * @throws TrainerError as {@link runSampleAudit}.
+ */
+export function sampleAuditOn(model: Decoder, audit: { readonly state: CheckpointState; readonly settings: SampleAuditSettings; readonly step: number }): SampleAudit {
+  const { state, settings, step } = audit;
   const tokenizer = tokenizerFromState(state.tokenizer);
   const P = state.decoder.maxPositions;
   let prompt: number[];
@@ -74,7 +88,6 @@ export function runSampleAudit(state: CheckpointState, settings: SampleAuditSett
   const V = state.decoder.vocabularySize;
   const mode: SamplingMode =
     settings.temperature === 0 ? { kind: 'greedy' } : { kind: 'temperature', temperature: settings.temperature, topK: Math.min(settings.topK ?? V, V) };
-  const model = Decoder.fromCheckpoint(state);
   const rng = new SplitMix64(state.samplingRngState);
   const eos = tokenizer.eosId;
   const samples: AuditSample[] = [];
@@ -97,4 +110,17 @@ export function runSampleAudit(state: CheckpointState, settings: SampleAuditSett
     settings,
     samples,
   };
+}
+
+/**
+ * The sample-audit settings of a config (its `sampling` block), or null when
+ * it draws no samples (`sampling.count` 0).
+ *
+ * @param config - the run config.
+ * @returns the settings, or null.
+ */
+export function auditSettingsOf(config: TrainerConfig): SampleAuditSettings | null {
+  const s = config.sampling;
+  if (s.count === 0) return null;
+  return { prompt: s.prompt, count: s.count, maxNewTokens: s.maxNewTokens, temperature: s.temperature, topK: s.topK };
 }

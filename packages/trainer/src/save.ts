@@ -12,6 +12,8 @@ import { writeFileAtomic } from '@llmcp/format/node';
 import { encodeJob, JOB_FORMAT, sealJob, type Job, type JobBody } from './job.ts';
 import {
   applyRetention,
+  writesSnapshot,
+  type RetentionPolicy,
   checkpointsDir,
   copyCheckpointDirectory,
   publishSlot,
@@ -43,8 +45,8 @@ export interface SaveRequest {
   readonly slots: { readonly latest: boolean; readonly best: boolean; readonly step: boolean };
   /** Sample audit to run from the checkpoint's sampling RNG, or null. */
   readonly audit: SampleAuditSettings | null;
-  /** Rolling snapshots to keep. */
-  readonly keepSteps: number;
+  /** Which step snapshots to keep (`checkpoint.keepSteps`, `checkpoint.keepEvery`). */
+  readonly retention: RetentionPolicy;
   /** Whether the current `latest/` verified (a damaged one is discarded instead of becoming the backup). */
   readonly latestIsValid: boolean;
   /** Whether the current `best/` verified. */
@@ -71,7 +73,7 @@ function plannedSlots(request: SaveRequest, step: number): { slot: string; keepB
   const planned: { slot: string; keepBackup: boolean; currentIsValid?: boolean }[] = [];
   if (request.slots.best) planned.push({ slot: 'best', keepBackup: true, currentIsValid: request.bestIsValid });
   if (request.slots.latest) planned.push({ slot: 'latest', keepBackup: true, currentIsValid: request.latestIsValid });
-  if (request.slots.step && request.keepSteps > 0) planned.push({ slot: stepSlotName(step), keepBackup: false });
+  if (request.slots.step && writesSnapshot(request.retention, step)) planned.push({ slot: stepSlotName(step), keepBackup: false });
   return planned;
 }
 
@@ -131,8 +133,8 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
   }
   const sealed = job as unknown as Job;
   let retention: RetentionResult | null = null;
-  if (request.slots.step && request.keepSteps > 0) {
-    retention = await applyRetention(request.runDir, request.keepSteps, request.slots.latest ? 'latest' : stepSlotName(sealed.step));
+  if (request.slots.step && writesSnapshot(request.retention, sealed.step)) {
+    retention = await applyRetention(request.runDir, request.retention, request.slots.latest ? 'latest' : stepSlotName(sealed.step));
   }
   if (audit !== null) {
     await writeFileAtomic(path.join(request.runDir, RUN_FILES.samples), encodeSampleAudit(audit));

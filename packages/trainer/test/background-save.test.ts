@@ -48,7 +48,7 @@ async function saveRequest(steps: number): Promise<{ request: SaveRequest; engin
     nextBatch: engine.nextBatchFingerprint(),
     run: { id: 'test', pivots: 0 },
   };
-  const request: SaveRequest = { runDir: tempDir(), state: snapshot, job, slots: { latest: true, best: false, step: false }, audit: null, keepSteps: 0, latestIsValid: true, bestIsValid: true };
+  const request: SaveRequest = { runDir: tempDir(), state: snapshot, job, slots: { latest: true, best: false, step: false }, audit: null, retention: { keepSteps: 0, keepEvery: null }, latestIsValid: true, bestIsValid: true };
   return { request, engine, expected };
 }
 

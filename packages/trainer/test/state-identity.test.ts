@@ -72,7 +72,7 @@ function saveRequest(runDir: string, step: number): SaveRequest {
     job: { ...draft, inputs: { ...draft.inputs } },
     slots: { latest: true, best: false, step: true },
     audit: null,
-    keepSteps: 2,
+    retention: { keepSteps: 2, keepEvery: null },
     latestIsValid: true,
     bestIsValid: true,
   };

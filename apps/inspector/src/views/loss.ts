@@ -25,6 +25,8 @@ const COLOURS = {
   validation: ['#dc2626', '#d97706'],
   learningRate: ['#7c3aed', '#db2777'],
   gradientNorm: ['#059669', '#ea580c'],
+  throughput: ['#0891b2', '#65a30d'],
+  clock: ['#475569', '#a16207'],
 } as const;
 const MARKER_COLOURS: Record<EventMarker['event'], string> = { resumed: '#16a34a', pivot: '#9333ea', 'forked-from': '#f59e0b', 'forked-to': '#f59e0b' };
 const DASH = [6, 4];
@@ -68,7 +70,45 @@ const PANELS: readonly Panel[] = [
     axis: 'norm',
     series: (s, run) => [{ label: `${RUN_LETTERS[run]}: gradient norm`, colour: COLOURS.gradientNorm[run] as string, run, values: new Map(s.history.training.map((p) => [p.step, p.gradientNorm])), smooth: true, points: false }],
   },
+  {
+    key: 'throughput',
+    title: 'Throughput (from the timing of loss.jsonl)',
+    axis: 'tokens/s',
+    series: (s, run) => [{ label: `${RUN_LETTERS[run]}: training tokens/s`, colour: COLOURS.throughput[run] as string, run, values: new Map(s.history.timing.map((p) => [p.step, p.tokensPerSecond])), smooth: true, points: false }],
+  },
+  {
+    key: 'clock',
+    title: 'Wall clock',
+    axis: 'minutes',
+    series: (s, run) => [
+      {
+        label: `${RUN_LETTERS[run]}: minutes since the first record`,
+        colour: COLOURS.clock[run] as string,
+        run,
+        values: new Map(s.history.timing.flatMap((p) => (p.elapsedMs === null ? [] : [[p.step, p.elapsedMs / 60_000] as [number, number]]))),
+        smooth: false,
+        points: false,
+      },
+    ],
+  },
 ];
+
+/**
+ * The tick labels of a value axis: on a log scale every tick is a power of ten's multiple above zero, written
+ * short (`1e-4`, `0.001`), never rounded to a `0` that the axis cannot hold.
+ *
+ * @param splits - the tick values uPlot chose.
+ * @param log - whether the axis is logarithmic.
+ * @returns one label per tick (empty for a tick a log axis cannot show).
+ */
+export function axisLabels(splits: readonly (number | null)[], log: boolean): string[] {
+  return splits.map((v) => {
+    if (v === null || !Number.isFinite(v) || (log && v <= 0)) return '';
+    if (v === 0) return '0';
+    const a = Math.abs(v);
+    return a >= 1e-3 && a < 1e6 ? String(Number(v.toPrecision(6))) : v.toExponential().replace(/\.?0+e/, 'e').replace('e+', 'e');
+  });
+}
 
 function facts(s: CurveSource, run: number): string[] {
   const t = s.history.training;
@@ -160,7 +200,7 @@ export function lossView(sources: readonly CurveSource[], job: OpenedJob | null)
         width,
         height: panel.key === 'loss' ? 300 : 180,
         scales: { x: { time: false }, y: log ? { distr: 3, log: 10 } : {} },
-        axes: [{ label: 'step' }, { label: panel.axis }],
+        axes: [{ label: 'step' }, { label: panel.axis, values: (_u: uPlot, splits: number[]) => axisLabels(splits, log) }],
         series: [
           { label: 'step' },
           ...series.map((s) => ({

@@ -56,6 +56,15 @@ export function runView(options: RunViewOptions): HTMLElement {
     m?.problem === null || m === null ? null : h('p', { class: 'bad-text' }, `run.json: ${m.problem}`),
     run.loss === null ? h('p', { class: 'muted' }, 'No loss.jsonl.') : null,
     section('Checkpoint slots', { 'data-role': 'run-slots' }, slots),
+    section(
+      run.samples === null ? 'Sample audit' : `Sample audit (samples.json${run.samples.step === null ? '' : `, step ${run.samples.step}`})`,
+      { 'data-role': 'run-samples' },
+      run.samples === null
+        ? h('p', { class: 'muted' }, 'No samples.json.')
+        : run.samples.problem !== null
+          ? h('p', { class: 'bad-text' }, run.samples.problem)
+          : h('ol', { class: 'samples' }, ...run.samples.samples.map((t) => h('li', {}, h('code', {}, JSON.stringify(t))))),
+    ),
     section('Decisions (run.json)', { 'data-role': 'run-events' }, events),
   );
 }

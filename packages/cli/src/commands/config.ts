@@ -139,11 +139,13 @@ export async function runConfig(ctx: CliContext, target: string, options: Config
   const absolute = resolvePath(ctx, target);
   let config: TrainerConfig | undefined;
   if (existsSync(absolute) && isRunDirectory(absolute)) {
-    if (options.size !== undefined || options.corpus !== undefined || options.split !== undefined || (options.set ?? []).length > 0) {
-      throw new CliError('CLI_USAGE', `${target} is a run: its config is the recorded one (change policy with 'llmcp pivot'); --size, --corpus, --split and --set apply to a preset or config file`, { option: '--set' });
+    if (options.size !== undefined || options.corpus !== undefined || options.split !== undefined) {
+      throw new CliError('CLI_USAGE', `${target} is a run: its config is the recorded one; --size, --corpus and --split apply to a preset`, { option: options.size !== undefined ? '--size' : options.corpus !== undefined ? '--corpus' : '--split' });
     }
     const loaded = await trainer((tr) => tr.loadRunCheckpoint(absolute), `config ${target}`);
-    config = loaded.checkpoint.job.config;
+    const set = options.set ?? [];
+    // With --set: the recorded config as 'llmcp pivot <run> --set …' would make it (validated the same way).
+    config = set.length === 0 ? loaded.checkpoint.job.config : await trainer((tr) => tr.resolveConfigPaths(tr.parseConfig(tr.applyConfigOverrides(loaded.checkpoint.job.config, set)), ctx.cwd), `config ${target} with --set`);
   } else if (CONFIG_PRESETS.includes(target) && !existsSync(absolute)) {
     config = await readTrainConfig(ctx, { ...options, preset: target });
   } else if (t.isSizePresetName(target) && !existsSync(absolute)) {
@@ -176,7 +178,8 @@ export function configCommand(ctx: CliContext, setExit: SetExit): Command {
     .description(
       'Print the full effective trainer config as JSON, every default filled in, with "$schema" first (the JSON Schema generated from the trainer\'s ' +
         'zod schema, shipped as @llmcp/trainer/config.schema.json): of a run (the config it records at its newest verified checkpoint, after every pivot), ' +
-        'of a preset (ch33, ch34, ch39; a size tiny, small or medium on --corpus), or of a config file — with --set overrides applied, as llmcp train would. ' +
+        'of a preset (ch33, ch34, ch39; a size tiny, small or medium on --corpus), or of a config file — with --set overrides applied, as llmcp train would ' +
+        '(for a run: as llmcp pivot <run> --set … would make it). ' +
         'Save it, edit it, and train it with llmcp train <run-dir> --config <file>.\n\n' +
         'Exit status: 0 ok, 1 no checkpoint of the run verifies, 2 bad options, 3 not a run, preset or config file, or an invalid config.',
     )
@@ -189,6 +192,7 @@ export function configCommand(ctx: CliContext, setExit: SetExit): Command {
       `
 Examples:
   $ llmcp config runs/a                        # what the run trains with, after pivots
+  $ llmcp config runs/a --set steps=4000       # what 'llmcp pivot runs/a --set steps=4000' would make it
   $ llmcp config ch33 > ch33.json && llmcp train runs/b --config ch33.json
   $ llmcp config tiny --corpus stories.txt --set steps=300
 `,

@@ -22,6 +22,12 @@ import { loadTrainer, trainer, type Trainer } from '../trainer.ts';
 /** Identifier of the `status --json` document. */
 export const STATUS_SCHEMA_ID = 'llmcp-status/1';
 
+/** Identifier of the `train --dry-run --json` document. */
+export const PLAN_SCHEMA_ID = 'llmcp-plan/1';
+
+/** The document rules `--documents` accepts (`data.source.documents` of a text corpus). */
+const DOCUMENT_RULES: readonly string[] = ['auto', 'lines', 'paragraphs', 'file', 'jsonl'];
+
 /** Options shared by the commands that train. */
 interface TrainFlags extends ConfigFlags, EngineFlags {
   readonly plain?: boolean;
@@ -29,6 +35,12 @@ interface TrainFlags extends ConfigFlags, EngineFlags {
   readonly steps?: number;
   /** `--threads`: model worker threads (default: this machine's cores; never changes bits). */
   readonly threads?: number;
+  /** `--dry-run`: plan the run (read and tokenize the corpus, measure a few steps) and write nothing. */
+  readonly dryRun?: boolean;
+  /** `--json` (with `--dry-run`): the plan as a JSON document. */
+  readonly json?: boolean;
+  /** `--documents <rule>`: how a text corpus becomes documents (`data.source.documents`). */
+  readonly documents?: string;
 }
 
 /**
@@ -134,12 +146,22 @@ function summarize(ctx: CliContext, result: RunResult): number {
  * @throws CliError for a missing config, a path that is not (and cannot become) a directory, a directory that already holds a run, or a failed run.
  */
 export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlags): Promise<number> {
-  // `--steps N` and `--threads N` are `--set steps=N` / `--set threads=N` (last): validated with the config, and a
-  // size's warm-up and cadence follow the budget of a new run.
+  if (flags.json === true && flags.dryRun !== true) throw new CliError('CLI_USAGE', '--json goes with --dry-run (a run reports its progress on stderr)', { option: '--json' });
+  if (flags.documents !== undefined && !DOCUMENT_RULES.includes(flags.documents)) {
+    throw new CliError('CLI_USAGE', `--documents must be one of ${DOCUMENT_RULES.join(', ')}, found ${JSON.stringify(flags.documents)}`, { option: '--documents' });
+  }
+  // `--documents R`, `--steps N` and `--threads N` are `--set data.source.documents=R` / `--set steps=N` / `--set threads=N`
+  // (last): validated with the config, and a size's warm-up and cadence follow the budget of a new run.
   const extra = [...(flags.steps === undefined ? [] : [`steps=${flags.steps}`]), ...(flags.threads === undefined ? [] : [`threads=${flags.threads}`])];
-  const read = await readConfig(ctx, extra.length === 0 ? flags : { ...flags, set: [...(flags.set ?? []), ...extra] });
+  let read = await readConfig(ctx, extra.length === 0 ? flags : { ...flags, set: [...(flags.set ?? []), ...extra] });
   if (read === undefined) throw new CliError('CLI_USAGE', 'a new run needs --config <file> or --preset <name>', { option: '--config' });
-  const config = await trainer((t) => t.withEngine(read, t.engineSettings(flags).overrides), `train ${runDir}`);
+  if (flags.documents !== undefined) {
+    if (read.data.source.kind !== 'text') throw new CliError('CLI_USAGE', '--documents applies to a text corpus (a .txt or .jsonl file or a folder of them)', { option: '--documents' });
+    read = (await readConfig(ctx, { ...flags, set: [...(flags.set ?? []), `data.source.documents=${flags.documents}`, ...extra] })) as TrainerConfig;
+  }
+  const chosen = read;
+  const config = await trainer((t) => t.withEngine(chosen, t.engineSettings(flags).overrides), `train ${runDir}`);
+  if (flags.dryRun === true) return runDryRun(ctx, { runDir, config, json: flags.json === true, flags });
   const absolute = requireCreatableDirectory(ctx, runDir, 'run directory');
   const { options, finish } = await trainingOptions(ctx, flags);
   try {
@@ -149,6 +171,38 @@ export async function runTrain(ctx: CliContext, runDir: string, flags: TrainFlag
   } finally {
     finish();
   }
+}
+
+/**
+ * `llmcp train … --dry-run`: the plan of the run — what it trains on, its
+ * epoch, its validation budget, its model size, memory and time — from the
+ * corpus read and tokenized and a few measured updates; nothing is written.
+ *
+ * @param ctx - the command context.
+ * @param run - the run directory as typed (not created), its validated config, and whether to print the `llmcp-plan/1` document.
+ * @returns 0.
+ */
+async function runDryRun(ctx: CliContext, run: { readonly runDir: string; readonly config: TrainerConfig; readonly json: boolean; readonly flags: EngineFlags }): Promise<number> {
+  const { runDir, config, json } = run;
+  const t = await loadTrainer();
+  const plan = await trainer((tr) => tr.planRun(config, { torch: tr.engineSettings(run.flags).torch }), `train ${runDir} --dry-run`);
+  if (json) {
+    ctx.stdout.write(`${JSON.stringify({ schema: PLAN_SCHEMA_ID, runDir, steps: config.steps, ...plan }, null, 2)}\n`);
+    return EXIT_CODES.OK;
+  }
+  const mb = (bytes: number): string => `${Math.round(bytes / 2 ** 20).toLocaleString('en-US')} MiB`;
+  const clock = (seconds: number): string => t.formatDuration(seconds * 1000);
+  const m = config.model;
+  const lines = [
+    `dry run of ${runDir}: nothing was written`,
+    `model: ${plan.parameters.toLocaleString('en-US')} parameters (width ${m.width}, ${m.layers} layers, ${m.heads} heads, context ${config.data.contextLength}); memory at peak about ${mb(plan.peakMemoryBytes)}`,
+    ...t.describeRunPlan(plan),
+    `time: an update takes ${plan.stepMs.toFixed(1)} ms (median of ${plan.measuredSteps}), a validation pass ${(plan.evaluationPassMs / 1000).toFixed(1)} s; ` +
+      `an epoch about ${clock(plan.estimatedSecondsPerEpoch)}, the whole run (${config.steps.toLocaleString('en-US')} steps and ${plan.evaluation.passes} validation passes) about ${clock(plan.estimatedSecondsTotal)}`,
+    `start it: drop --dry-run`,
+  ];
+  ctx.stdout.write(`${lines.join('\n')}\n`);
+  return EXIT_CODES.OK;
 }
 
 /**
@@ -187,7 +241,40 @@ export async function runResume(ctx: CliContext, runDir: string, flags: TrainFla
 interface PolicyFlags {
   readonly config?: string;
   readonly change?: string[];
+  readonly set?: readonly string[];
   readonly reason?: string;
+}
+
+/**
+ * The new config of a pivot or fork: `--config <file>` (with `--set` applied), or the recorded config with `--set`
+ * applied (a function of it, evaluated by the trainer on the checkpoint it uses). The declared changes are `--change`
+ * and the keys `--set` names.
+ */
+async function policyConfig(
+  ctx: CliContext,
+  flags: PolicyFlags,
+  what: 'pivot' | 'fork',
+): Promise<{ config: TrainerConfig | ((recorded: TrainerConfig) => TrainerConfig) | undefined; changes: string[] }> {
+  const set = flags.set ?? [];
+  const t = await loadTrainer();
+  const setKeys = await trainer((tr) => set.map((a) => tr.parseConfigAssignment(a).key), `${what} --set`);
+  const changes = [...new Set([...(flags.change ?? []), ...setKeys])];
+  if (flags.config !== undefined) return { config: await readConfig(ctx, { config: flags.config, set }), changes };
+  if (set.length === 0) {
+    if (what === 'fork') return { config: undefined, changes };
+    throw new CliError('CLI_USAGE', 'a pivot needs the new policy: --set key.path=value (repeatable) or --config <file> with --change', { option: '--set' });
+  }
+  // Relative paths given with --set resolve against the working directory, as for train.
+  return { config: (recorded) => t.resolveConfigPaths(t.parseConfig(t.applyConfigOverrides(recorded, set)), ctx.cwd), changes };
+}
+
+/** The hint of a refused pivot or fork change: what the command may change, and how to declare it. */
+function policyChangeHint(what: 'pivot' | 'fork'): (fields: readonly string[], t: Trainer) => string {
+  return (fields, t) => {
+    const fixed = fields.filter((f) => !t.isPolicyField(f));
+    if (fixed.length > 0) return `${fixed.join(', ')} cannot change in a ${what} (policy fields only); start a new run for that`;
+    return `declare ${fields.length === 1 ? 'it' : 'them'}: --change ${fields.join(',')} (keys given with --set are declared already)`;
+  };
 }
 
 /**
@@ -199,12 +286,14 @@ interface PolicyFlags {
  * @returns 0.
  * @throws CliError for undeclared or non-policy changes, or a run that does not verify.
  */
-export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFlags & { readonly config: string }): Promise<number> {
+export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFlags): Promise<number> {
   requirePath(ctx, runDir, 'directory', 'run directory');
-  const config = (await readConfig(ctx, { config: flags.config })) as TrainerConfig;
+  const { config, changes } = await policyConfig(ctx, flags, 'pivot');
+  if (config === undefined) throw new CliError('CLI_USAGE', 'a pivot needs the new policy: --set key.path=value or --config <file>', { option: '--set' });
   const r = await trainer(
-    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes: flags.change ?? [], ...(flags.reason === undefined ? {} : { reason: flags.reason }) }),
+    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes, ...(flags.reason === undefined ? {} : { reason: flags.reason }) }),
     `pivot ${runDir}`,
+    { TRAINER_CONFIG_CHANGED: policyChangeHint('pivot') },
   );
   ctx.stdout.write(`pivot ${r.pivot} of ${runDir} at step ${r.step} (from ${r.slot}): changed ${r.changed.length === 0 ? 'nothing' : r.changed.join(', ')}\n`);
   if (r.unchanged.length > 0) ctx.stdout.write(`  declared but unchanged: ${r.unchanged.join(', ')}\n`);
@@ -232,17 +321,18 @@ export async function runFork(ctx: CliContext, dirs: readonly [source: string, t
   const { absolute: sourceDir } = named === null ? requirePath(ctx, source, 'directory', 'run directory') : { absolute: named.runDir };
   // A plain slot name (never a path: `../../etc` must not reach the file system) that the run has; else CLI_UNKNOWN_SLOT listing its slots.
   if (flags.slot !== undefined) await runSlots(named?.run ?? source, sourceDir, flags.slot, named === null ? '--slot' : 'slot');
-  const config = await readConfig(ctx, flags.config === undefined ? {} : { config: flags.config });
+  const { config, changes } = await policyConfig(ctx, flags, 'fork');
   const targetDir = requireCreatableDirectory(ctx, target, 'fork target');
   const r = await trainer(
     (t) =>
       t.forkRun(sourceDir, targetDir, {
         ...(flags.slot === undefined ? {} : { slot: flags.slot }),
         ...(config === undefined ? {} : { config }),
-        ...(flags.change === undefined ? {} : { changes: flags.change }),
+        changes,
         ...(flags.reason === undefined ? {} : { reason: flags.reason }),
       }),
     `fork ${source}`,
+    { TRAINER_CONFIG_CHANGED: policyChangeHint('fork') },
   );
   ctx.stdout.write(`forked ${source} (${r.slot}, step ${r.step}) into ${target} as run ${r.runId}; changed ${r.changed.length === 0 ? 'nothing' : r.changed.join(', ')}\n`);
   ctx.stdout.write(`  train the branch with: llmcp resume ${target}\n`);
@@ -362,6 +452,9 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
     .addOption(set)
     .option('--steps <n>', "step budget (overrides the config's)", positiveInteger('--steps'))
     .option('--threads <n>', "model worker threads (default: this machine's cores; the bits never depend on it)", positiveInteger('--threads'))
+    .option('--documents <rule>', `how a text --corpus becomes documents: ${DOCUMENT_RULES.join(', ')} (default auto: JSON Lines for .jsonl, paragraphs where blank lines separate text, else one document per line)`)
+    .option('--dry-run', 'read and tokenize the corpus, measure a few steps and print the plan (tokens trained on, epoch, validation budget, parameters, memory, time); write nothing')
+    .option('--json', `with --dry-run: print the plan as a JSON document (schema "${PLAN_SCHEMA_ID}")`)
     .option('--plain', 'plain progress lines even on a terminal');
   for (const option of engineFlagOptions()) command.addOption(option);
   return command
@@ -369,6 +462,7 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
       'after',
       `
 Examples:
+  $ llmcp train runs/a --size small --corpus book.txt --dry-run      # the plan, nothing written
   $ llmcp train runs/a --config train.json
   $ llmcp train runs/ch33 --preset ch33 && llmcp diff runs/ch33/checkpoints/best/state.llmcp golden-6330.llmcp
   $ llmcp train runs/ch34 --preset ch34 && llmcp eval runs/ch34
@@ -429,22 +523,24 @@ export function pivotCommand(ctx: CliContext, setExit: SetExit): Command {
     .summary('change policy fields of a run in place')
     .description(
       'Change policy fields (step budget, schedule, learning rate, weight decay, clipping, evaluation, checkpoint cadence and retention, sampling other than the seed, logging, threads) of a run at its latest verified checkpoint. ' +
-        'Every changed field must be declared with --change; samples.json, the old config and job are archived; weights, moments, data order, history and loss.jsonl continue. Then resume it.\n\n' +
+        'The new policy is the recorded config with --set applied (the keys it names are declared), or a --config file; every changed field must be declared (--change a,b); samples.json, the old config and job are archived; weights, moments, data order, history and loss.jsonl continue. Then resume it.\n\n' +
         'Exit status: 0 ok, 1 the run does not verify, 2 bad options, 3 undeclared or non-policy change, not a run.',
     )
     .argument('<run-dir>', 'run directory')
-    .requiredOption('-c, --config <file>', 'the new config (JSON)')
-    .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable), e.g. steps,schedule', collect)
+    .option('-c, --config <file>', 'the new config (JSON); default: the recorded one, with --set applied')
+    .addOption(configOptions().set)
+    .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable), e.g. steps,schedule; keys given with --set are declared', collect)
     .option('--reason <text>', 'why (recorded in run.json)')
     .addHelpText(
       'after',
       `
 Examples:
+  $ llmcp pivot runs/a --set steps=4000 --set schedule.floor=0.0005 --reason "longer, lower floor"
   $ llmcp pivot runs/a --config polish.json --change steps,schedule --reason "polish phase"
   $ llmcp resume runs/a
 `,
     )
-    .action(async (runDir: string, flags: PolicyFlags & { config: string }) => {
+    .action(async (runDir: string, flags: PolicyFlags) => {
       setExit(await runPivot(ctx, runDir, flags));
     });
 }
@@ -464,13 +560,15 @@ export function forkCommand(ctx: CliContext, setExit: SetExit): Command {
     .argument('<run-dir>', 'run to fork; run:slot (runs/a:step_000400) or a slot directory names the slot as --slot does')
     .argument('<new-run-dir>', 'new run directory (must not exist or be empty)')
     .option('--slot <slot>', 'slot to fork from, by name: latest, latest.backup, best, best.backup, step_000400, … (default: the one a resume would use)')
-    .option('-c, --config <file>', "the fork's config (default: the checkpoint's)")
-    .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable)', collect)
+    .option('-c, --config <file>', "the fork's config (default: the checkpoint's, with --set applied)")
+    .addOption(configOptions().set)
+    .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable); keys given with --set are declared', collect)
     .option('--reason <text>', 'why (recorded in both run.json files)')
     .addHelpText(
       'after',
       `
 Examples:
+  $ llmcp fork runs/a runs/a-lowlr --slot step_000400 --set schedule.peak=0.003
   $ llmcp fork runs/a runs/a-lowlr --slot step_000400 --config lowlr.json --change optimizer.learningRate,schedule
   $ llmcp resume runs/a-lowlr
 `,

@@ -58,7 +58,7 @@ export function smallBpe(patch: Patch = {}): TrainerConfig {
     model: { width: 4, heads: 1, feedForwardWidth: 4, layers: 1, initSeed: 39 },
     optimizer: { learningRate: 0.04, weightDecay: 0, groups: 'none', clipNorm: 1 },
     schedule: { kind: 'constant', rate: 0.04 },
-    evaluation: { validateEvery: 5, batchSize: 128 },
+    evaluation: { validateEvery: 5, batchSize: 128, maxBatches: null },
     checkpoint: { every: 10, keepSteps: 2 },
     sampling: { seed: 38, prompt: 'A', count: 1, maxNewTokens: 3, temperature: 0.8, topK: 4 },
     log: { timing: false },
