@@ -48,6 +48,8 @@ export interface KillLoopOptions {
   readonly onProgress?: (kills: number) => void;
   /** Train with the torch engine (default: the llmcp engine). */
   readonly engine?: KillLoopEngine;
+  /** Run only these chain numbers (of `chains`), with the kills they draw in a full loop: a failing chain replayed. */
+  readonly only?: readonly number[];
 }
 
 /** A rule broken in a chain. */
@@ -234,8 +236,10 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     // Keep the run directory for a post-mortem.
     const keep = path.join(REPRO_DIR, `kill-${path.basename(path.dirname(runDir))}-${path.basename(runDir)}`);
     rmSync(keep, { recursive: true, force: true });
-    cpSync(runDir, keep, { recursive: true, verbatimSymlinks: true });
-    out.failures.push({ chain, what: out.failures[0]?.what ?? 'failed-after-kill', detail: `run directory kept in ${keep}` });
+    if (existsSync(runDir)) {
+      cpSync(runDir, keep, { recursive: true, verbatimSymlinks: true });
+      out.failures.push({ chain, what: out.failures[0]?.what ?? 'failed-after-kill', detail: `run directory kept in ${keep}` });
+    } else out.failures.push({ chain, what: out.failures[0]?.what ?? 'failed-after-kill', detail: `no run directory to keep (${runDir} does not exist)` });
   }
   return out;
 }
@@ -262,6 +266,7 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
         const chain = next;
         next += 1;
         if (chain >= options.chains) return;
+        if (options.only !== undefined && !options.only.includes(chain)) continue;
         const rng = new SplitMix64(((options.seed ?? 0x4b111n) << 20n) + BigInt(chain));
         const runDir = path.join(s.dir, `chain-${chain}`);
         results.push(
