@@ -17,7 +17,7 @@
  * weights and batch (written by llmcp), and PyTorch's step-1 loss is compared
  * with llmcp's.
  *
- * Beside them, llmcp's own torch engine (docs/engine-protocol.md), driven
+ * Beside them, llmcp's own torch engine (../../docs/engine-protocol.md), driven
  * through its protocol by torch_engine_peer.py: 1 and 2 ranks of one thread
  * on the CPU, and one rank on CUDA where PyTorch sees a GPU (skipped with a
  * note otherwise).

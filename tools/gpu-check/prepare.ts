@@ -7,7 +7,7 @@
  * PyTorch with CUDA and transformers may exist.
  *
  * Usage: node --conditions=@llmcp/source --import tsx tools/gpu-check/prepare.ts
- * then carry tools/gpu-check/.data to the GPU machine (README.md beside this file).
+ * then carry tools/gpu-check/.data to the GPU machine (./README.md).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -74,7 +74,7 @@ export type ScheduleConfig =
     };
 
 /**
- * Which engine computes the steps (docs/engine-protocol.md). Absent means the
+ * Which engine computes the steps (../../../docs/engine-protocol.md). Absent means the
  * llmcp engine (`@llmcp/model` and `@llmcp/optim` in this process), whose bits
  * never change; `{ kind: 'llmcp' }` is read as absent.
  */

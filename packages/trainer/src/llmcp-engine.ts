@@ -190,13 +190,11 @@ function optimizerSnapshot(layout: ParameterLayout, parameters: Float64Array, op
   return { parameters: namedViews(layout, parameters.slice()), optimizer: { ...opt, moments } };
 }
 
-/** What an engine runs on: its compute, the decoder, the update order, the training windows and the lists they index. */
+/** What an engine runs on: its compute, the decoder and the data order. */
 interface EngineParts {
   readonly compute: EngineCompute;
   readonly decoder: DecoderConfig;
-  readonly batches: UpdateBatches;
-  readonly updateWindows: readonly WindowRef[];
-  readonly trainDocuments: readonly Uint32Array[];
+  readonly order: DataOrder;
 }
 
 /** An engine: the data order of `@llmcp/data` here, the numerics wherever its compute runs. */
@@ -212,20 +210,17 @@ class RunEngine implements TrainingEngine {
   readonly #inputs: PreparedInputs;
   readonly #compute: EngineCompute;
   readonly #decoder: DecoderConfig;
-  readonly #trainDocuments: readonly Uint32Array[];
-  readonly #batches: UpdateBatches;
-  readonly #updateWindows: readonly WindowRef[];
+  readonly #order: DataOrder;
   readonly #evaluation: Record<EvaluationList, { readonly documents: readonly Uint32Array[]; readonly batches: readonly (readonly WindowRef[])[] }>;
 
   constructor(config: TrainerConfig, inputs: PreparedInputs, parts: EngineParts) {
-    const { compute, decoder, batches, updateWindows, trainDocuments } = parts;
-    this.#trainDocuments = trainDocuments;
+    const { compute, decoder, order } = parts;
+    const { batches, updateWindows, trainDocuments } = order;
+    this.#order = order;
     this.#config = config;
     this.#inputs = inputs;
     this.#compute = compute;
     this.#decoder = decoder;
-    this.#batches = batches;
-    this.#updateWindows = updateWindows;
     this.parameterCount = compute.parameterCount;
     this.vocabularySize = decoder.vocabularySize;
     this.description = compute.description;
@@ -262,21 +257,15 @@ class RunEngine implements TrainingEngine {
     };
   }
 
-  #batch(indices: ArrayLike<number>): Batch {
-    const windows: WindowRef[] = [];
-    for (let i = 0; i < indices.length; i += 1) windows.push(this.#updateWindows[indices[i] as number] as WindowRef);
-    return gatherBatch(this.#trainDocuments, windows, this.#config.data.contextLength);
-  }
-
   async update(learningRate: number): Promise<EngineUpdate> {
-    const batch = this.#batch(this.#batches.peek().windowIndices);
+    const batch = batchOf(this.#order, this.#order.batches.peek().windowIndices, this.#config.data.contextLength);
     const result = await this.#compute.update(batch, learningRate);
-    this.#batches.next();
+    this.#order.batches.next();
     return { ...result, tokens: batch.rows * batch.columns };
   }
 
   nextBatchFingerprint(): string {
-    return fingerprint(this.#batch(this.#batches.peek().windowIndices));
+    return nextBatchFingerprintOf(this.#order, this.#config);
   }
 
   evaluationBatches(list: EvaluationList): number {
@@ -304,7 +293,7 @@ class RunEngine implements TrainingEngine {
   }
 
   dataState(): JsonValue {
-    return this.#batches.toJSON() as unknown as JsonValue;
+    return this.#order.batches.toJSON() as unknown as JsonValue;
   }
 
   dispose(): Promise<void> {
@@ -312,32 +301,26 @@ class RunEngine implements TrainingEngine {
   }
 }
 
-/** Where a run's engine starts from, and the machine-local settings of a torch engine. */
-export interface EngineStart {
-  /** Checkpoint state and job data state to continue from (null or absent: a fresh run). */
-  readonly restore?: { readonly state: CheckpointState; readonly data: JsonValue } | null;
-  /** Negative-control faults (tests only). */
-  readonly faults?: EngineFaults;
-  /** Settings of this machine for a torch engine (interpreter, rendezvous); never part of the config. */
-  readonly torch?: TorchEngineOptions;
+/** A run's data order: the token lists its update windows are cut from, the windows, and the resumable order over them. */
+export interface DataOrder {
+  readonly trainDocuments: readonly Uint32Array[];
+  readonly updateWindows: readonly WindowRef[];
+  readonly batches: UpdateBatches;
 }
 
 /**
- * Creates the engine of a run: a fresh model (Xavier init from `model.initSeed`),
- * AdamW and data order, or all three restored from a checkpoint. The numerics
- * run in this process (the llmcp engine) or in PyTorch processes (`engine.kind`
- * `torch`), which start from exactly these weights and this optimizer state.
+ * The data order of a run, fresh from the config's shuffle seed or restored
+ * from a job's data state: everything an engine's batches come from, without
+ * the model (a resume checks the next batch against the job with it before
+ * any engine starts).
  *
  * @param config - the run config.
  * @param inputs - prepared inputs.
- * @param from - what to start from, faults (tests only) and the torch engine's machine-local settings.
- * @returns the engine.
- * @throws TrainerError `TRAINER_INPUT_INVALID` when there are no windows, `TRAINER_PAIR_MISMATCH` when the checkpoint does not fit the config, `TRAINER_ENGINE_UNAVAILABLE` / `TRAINER_ENGINE_FAILED` when a torch engine cannot start.
+ * @param restored - the job's data state, or null for a fresh order.
+ * @returns the data order.
+ * @throws TrainerError `TRAINER_INPUT_INVALID` when the train partition gives no window.
  */
-export async function createEngine(config: TrainerConfig, inputs: PreparedInputs, from: EngineStart = {}): Promise<TrainingEngine> {
-  const restore = from.restore ?? null;
-  const faults: EngineFaults = from.faults ?? {};
-  const decoder = decoderConfigOf(config, inputs.tokenizer.vocabularySize);
+export function dataOrderOf(config: TrainerConfig, inputs: PreparedInputs, restored: JsonValue | null): DataOrder {
   const T = config.data.contextLength;
   if (config.data.windows === 'packed' && inputs.tokenizer.eosId === null) {
     throw new TrainerError('TRAINER_INPUT_INVALID', "data.windows 'packed' joins documents with the tokenizer's end-of-document token, and a literal tokenizer has none; set data.windows to 'documents'", {
@@ -356,20 +339,69 @@ export async function createEngine(config: TrainerConfig, inputs: PreparedInputs
       { fields: ['data.contextLength'] },
     );
   }
+  const batches =
+    restored === null
+      ? UpdateBatches.create(updateWindows.length, { batchSize: config.data.batchSize, shuffleSeed: BigInt(config.data.shuffle.seed), epochPolicy: config.data.shuffle.epochs })
+      : UpdateBatches.fromJSON(restored, updateWindows.length);
+  return { trainDocuments, updateWindows, batches };
+}
+
+/**
+ * FNV-1a 64 label of the inputs and targets of a data order's next update batch (without advancing it).
+ *
+ * @param order - the data order.
+ * @param config - the run config.
+ * @returns the `fnv1a64:…` label.
+ */
+export function nextBatchFingerprintOf(order: DataOrder, config: TrainerConfig): string {
+  return fingerprint(batchOf(order, order.batches.peek().windowIndices, config.data.contextLength));
+}
+
+function batchOf(order: DataOrder, indices: ArrayLike<number>, contextLength: number): Batch {
+  const windows: WindowRef[] = [];
+  for (let i = 0; i < indices.length; i += 1) windows.push(order.updateWindows[indices[i] as number] as WindowRef);
+  return gatherBatch(order.trainDocuments, windows, contextLength);
+}
+
+/** Where a run's engine starts from, and the machine-local settings of a torch engine. */
+export interface EngineStart {
+  /** Checkpoint state and job data state to continue from (null or absent: a fresh run). */
+  readonly restore?: { readonly state: CheckpointState; readonly data: JsonValue } | null;
+  /** Negative-control faults (tests only). */
+  readonly faults?: EngineFaults;
+  /** Settings of this machine for a torch engine (interpreter, rendezvous); never part of the config. */
+  readonly torch?: TorchEngineOptions;
+  /** The data order, when the caller has made it already ({@link dataOrderOf}); default: made from `restore`. */
+  readonly order?: DataOrder;
+}
+
+/**
+ * Creates the engine of a run: a fresh model (Xavier init from `model.initSeed`),
+ * AdamW and data order, or all three restored from a checkpoint. The numerics
+ * run in this process (the llmcp engine) or in PyTorch processes (`engine.kind`
+ * `torch`), which start from exactly these weights and this optimizer state.
+ *
+ * @param config - the run config.
+ * @param inputs - prepared inputs.
+ * @param from - what to start from, faults (tests only) and the torch engine's machine-local settings.
+ * @returns the engine.
+ * @throws TrainerError `TRAINER_INPUT_INVALID` when there are no windows, `TRAINER_PAIR_MISMATCH` when the checkpoint does not fit the config, `TRAINER_ENGINE_UNAVAILABLE` / `TRAINER_ENGINE_FAILED` when a torch engine cannot start.
+ */
+export async function createEngine(config: TrainerConfig, inputs: PreparedInputs, from: EngineStart = {}): Promise<TrainingEngine> {
+  const restore = from.restore ?? null;
+  const faults: EngineFaults = from.faults ?? {};
+  const decoder = decoderConfigOf(config, inputs.tokenizer.vocabularySize);
+  const order = from.order ?? dataOrderOf(config, inputs, restore === null || faults.dropShuffleState === true ? null : restore.data);
   const torch = config.engine?.kind === 'torch' ? config.engine : null;
   // The torch engine starts from llmcp's own initial weights and a validated optimizer state, so both engines begin from the same bits.
   const model = await Decoder.create(decoder, { threads: torch === null ? config.threads : 1 });
   let compute: EngineCompute;
-  let batches: UpdateBatches;
   try {
     const groups = config.optimizer.groups === 'none' ? null : NO_DECAY_GAINS;
     let optimizer: AdamW;
-    const fresh = (): UpdateBatches =>
-      UpdateBatches.create(updateWindows.length, { batchSize: config.data.batchSize, shuffleSeed: BigInt(config.data.shuffle.seed), epochPolicy: config.data.shuffle.epochs });
     if (restore === null) {
       model.initialize(BigInt(config.model.initSeed));
       optimizer = new AdamW(model, { config: adamWConfigOf(config), groups });
-      batches = fresh();
     } else {
       if (!sameDecoder(restore.state.decoder, decoder)) {
         throw new TrainerError('TRAINER_PAIR_MISMATCH', 'the checkpoint\'s decoder configuration does not match the config and tokenizer', { fields: ['model'] });
@@ -385,7 +417,6 @@ export async function createEngine(config: TrainerConfig, inputs: PreparedInputs
       model.loadParameters(restore.state.parameters);
       optimizer =
         faults.dropOptimizerState === true ? new AdamW(model, { config: want, groups }) : AdamW.fromAdamWState(model, restore.state.optimizer);
-      batches = faults.dropShuffleState === true ? fresh() : UpdateBatches.fromJSON(restore.data, updateWindows.length);
     }
     if (torch === null) {
       compute = new LocalCompute(model, optimizer, config.optimizer.clipNorm);
@@ -398,5 +429,5 @@ export async function createEngine(config: TrainerConfig, inputs: PreparedInputs
     await model.close();
     throw e;
   }
-  return new RunEngine(config, inputs, { compute, decoder, batches, updateWindows, trainDocuments });
+  return new RunEngine(config, inputs, { compute, decoder, order });
 }

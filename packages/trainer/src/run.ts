@@ -55,7 +55,7 @@ import { exitAtOnce, RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
-import { createEngine, type EngineFaults } from './llmcp-engine.ts';
+import { createEngine, dataOrderOf, nextBatchFingerprintOf, type EngineFaults } from './llmcp-engine.ts';
 import type { TorchEngineOptions } from './torch-engine.ts';
 import { withEngine, type EngineOverrides } from './engine-settings.ts';
 import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs } from './inputs.ts';
@@ -897,10 +897,10 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       plan = await planResume(runDir, plan.config, { evidence });
     }
     const job = plan.chosen.job;
-    const engine = await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults, torch: engineOptions(options) });
-    const next = engine.nextBatchFingerprint();
+    // The data order first, alone: its next batch must be the one the job recorded, and a finished run needs no engine.
+    const order = dataOrderOf(plan.config, plan.inputs, faults.dropShuffleState === true ? null : job.data);
+    const next = nextBatchFingerprintOf(order, plan.config);
     if (faults.dropShuffleState !== true && next !== job.nextBatch) {
-      await engine.dispose();
       throw new TrainerError(
         'TRAINER_RESTORE_MISMATCH',
         `the restored data order yields next batch ${next}, but ${plan.chosen.slot} recorded ${String(job.nextBatch)}`,
@@ -908,20 +908,22 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       );
     }
     const complete = job.step >= plan.config.steps && job.phase.validated && job.phase.audited;
+    // A run that trains on starts its engine before anything on disk changes: an engine that cannot start (the torch
+    // engine on a machine without PyTorch) refuses the resume with the directory as it was. A finished run needs none.
+    const engine = complete ? null : await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults, torch: engineOptions(options), order });
     // Everything verified: from here on the resume changes the directory.
     removeLeftovers(checkpointsDir(runDir));
     let repaired: string[];
     try {
       repaired = await completeDueWork(plan, evidence, complete);
     } catch (e) {
-      await engine.dispose();
+      await engine?.dispose();
       throw e;
     }
     const runId = manifest?.runId ?? job.run.id;
     const lastEvent = manifest?.events.at(-1)?.event;
     const repairedAfter: RunResult['repairedAfter'] = repaired.length === 0 ? null : lastEvent === 'forked-from' ? 'fork' : lastEvent === 'pivot' && budgetChange === null ? 'pivot' : 'crash';
-    if (complete) {
-      await engine.dispose();
+    if (engine === null) {
       const last = manifest?.events.at(-1);
       if (!(last?.event === 'completed' && last.step === job.step)) {
         await appendRunEvent(runDir, runId, {

@@ -1,5 +1,5 @@
 /**
- * The torch engine (docs/engine-protocol.md) under the trainer: the same run
+ * The torch engine (../../../docs/engine-protocol.md) under the trainer: the same run
  * lifecycle as the llmcp engine. A torch run stopped, SIGTERMed, SIGKILLed or
  * losing a rank resumes byte for byte equal to the uninterrupted torch run,
  * at the same world size; no rank outlives its trainer; a dead or stopped
@@ -27,7 +27,7 @@ import type { TorchEngineOptions } from '../src/torch-engine.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
 import { TrainerChild, trainWithKills, trainWithSignals } from './helpers/child.ts';
 import { tempDir } from './helpers/run-fixture.ts';
-import { finalBytes, sameBytes, type FinalBytes } from './helpers/run-files.ts';
+import { finalBytes, sameBytes, snapshotTree, type FinalBytes } from './helpers/run-files.ts';
 import { TORCH_PYTHON, TORCH_SKIP, waitGone } from './helpers/torch.ts';
 
 const REPO_PYTHON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'python');
@@ -211,6 +211,19 @@ describe.skipIf(TORCH_SKIP !== null)(`torch engine (${TORCH_SKIP ?? TORCH_PYTHON
     expect(await exited).toBe(0);
     expect(lines.join('\n')).toContain(`python -m llmcp.engine --rank <r> --world-size 2 --master-addr 127.0.0.1 --master-port ${port}`);
     expect(sameBytes(reference.get(2) as FinalBytes, finalBytes(dir))).toBeNull();
+  });
+
+  it('a resume whose engine cannot start leaves the run as it was; a finished run resumes without starting one', async () => {
+    const dir = path.join(tempDir(), 'no-engine');
+    const controller = new AbortController();
+    await trainRun({ runDir: dir, config: torchConfig(1), saveMode: 'inline', torch: TORCH, signal: controller.signal, onEvent: (e) => void (e.type === 'step' && e.step === 3 && controller.abort()) });
+    const before = snapshotTree(dir);
+    const refused = await resumeRun(dir, { saveMode: 'inline', torch: { ...TORCH, python: '/nonexistent/python3' } }).catch((e: unknown) => e);
+    expect(isTrainerError(refused) && refused.code).toBe('TRAINER_ENGINE_UNAVAILABLE');
+    expect(snapshotTree(dir)).toEqual(before);
+    expect((await resumeRun(dir, { saveMode: 'inline', torch: TORCH })).status).toBe('completed');
+    // Nothing left to train: no interpreter is needed (none is started).
+    expect((await resumeRun(dir, { saveMode: 'inline', torch: { ...TORCH, python: '/nonexistent/python3' } })).status).toBe('already-complete');
   });
 
   it('changing the engine is a pivot: a resume that asks for it is refused naming engine fields; after the pivot the run goes on with the torch engine', async () => {

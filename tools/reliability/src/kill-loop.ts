@@ -12,7 +12,7 @@
  * event in run.json written by a resume while checkpoints or loss history
  * existed).
  *
- * With `engine` the runs use the torch engine (docs/engine-protocol.md) with
+ * With `engine` the runs use the torch engine (../../../docs/engine-protocol.md) with
  * that many ranks, and two more things are checked: a SIGKILL of one rank
  * (instead of the trainer, at a random time) ends the trainer with the typed
  * `TRAINER_ENGINE_FAILED`, and no rank outlives its trainer, however the
