@@ -644,6 +644,9 @@ typedef void (*mkp256_fn)(const gemm_args *, const panel256 *, int, int);
 static const mkp256_fn MKP256[NVP256] = {mkp256_1, mkp256_2, mkp256_3, mkp256_4,  mkp256_5,  mkp256_6,
                                          mkp256_7, mkp256_8, mkp256_9, mkp256_10, mkp256_11, mkp256_12};
 
+#ifndef PFB256
+#define PFB256 6
+#endif
 /* Rows kb … kb+n−1, columns 0 … w−1 of B into the panel `bp` (row stride 4·⌈w/4⌉, zero beyond w). */
 __attribute__((target("avx2"))) static void pack_b256(const double *b, ptrdiff_t ldb, int n, int w, double *bp) {
   const int pv = (w + 3) / 4;
@@ -652,6 +655,12 @@ __attribute__((target("avx2"))) static void pack_b256(const double *b, ptrdiff_t
   for (int k = 0; k < n; k++) {
     const double *src = b + (ptrdiff_t)k * ldb;
     double *dst = bp + (ptrdiff_t)k * 4 * pv;
+    /* The row PFB256 ahead (rows of B are often far apart, beyond what the hardware prefetcher follows). */
+    if (k + PFB256 < n) {
+      const double *ahead = src + PFB256 * ldb;
+      for (int v = 0; v < w; v += 8) _mm_prefetch((const char *)(ahead + v), _MM_HINT_T0);
+      _mm_prefetch((const char *)(ahead + w - 1), _MM_HINT_T0);
+    }
     for (int v = 0; v < pv - 1; v++) _mm256_store_pd(dst + 4 * v, _mm256_loadu_pd(src + 4 * v));
     _mm256_store_pd(dst + 4 * (pv - 1), _mm256_maskload_pd(src + 4 * (pv - 1), lastMask));
   }
@@ -674,11 +683,20 @@ __attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff
 }
 
 /*
+ * Where panel p of np = ⌈w/48⌉ starts in a block of w columns: p·w/np rounded up to a multiple of 4 (w itself for
+ * p = np), so that no panel is wider than 48 columns.
+ */
+static int panel_start(int p, int np, int w) {
+  if (p >= np) return w;
+  return (int)(((int64_t)p * w + (int64_t)np * 4 - 1) / ((int64_t)np * 4)) * 4;
+}
+
+/*
  * The packed AVX2 path (more than ROWS256 rows, more than SMALL256 multiply-adds). Loops, outside in: row chunks of
- * MC256 rows (A^T packed row-major for the chunk), column blocks (with several K blocks: as wide as PT256 doubles of
- * the chunk's partial tile allow, so it stays in L2), K blocks of KC256, panels of 48 columns (the last two of a
- * block evened out when the last would be narrower than 32; each packed once per chunk, then L1-resident), the
- * chunk's rows (in runs of rows with the same vector count: only the causal output
+ * MC256 rows (A^T packed row-major for the chunk), column blocks of whole panels (with several K blocks: as many as
+ * PT256 doubles of the chunk's partial tile allow, so it stays in L2), K blocks of KC256, panels of at most 48 columns
+ * (all of them as even as multiples of 4 go: no narrow, latency-bound last panel; each packed once per chunk, then
+ * L1-resident), the chunk's rows (in runs of rows with the same vector count: only the causal output
  * bound changes it). The causal bounds are block_bounds' for each row; an empty k range gives s = +0.0 (written in
  * the first K block).
  */
@@ -690,14 +708,16 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   }
   const int kc = KC256, W = WP256;
   const int mc = imin(M, MC256);
+  /* ⌈N/48⌉ panels, as even as multiples of 4 columns go (N = 256: 44 + 44 + 40 + 44 + 44 + 40), none wider than 48. */
   const int panels = (N + W - 1) / W;
-  /* Column blocks: with one K block no partial tile, so one block; else the partial tile's budget, evenly. */
+  /* Column blocks of whole panels: with one K block no partial tile, so one block; else the partial tile's budget. */
   const int npMax = K > kc ? (PT256 / mc / W > 1 ? PT256 / mc / W : 1) : panels;
   const int colBlocks = (panels + npMax - 1) / npMax;
-  const int NC = W * ((panels + colBlocks - 1) / colBlocks);
+  const int npb = (panels + colBlocks - 1) / colBlocks;
+  const ptrdiff_t ldp = (ptrdiff_t)W * npb;
   const int transA = (g->flags & F_TRANS_A) != 0;
   const ptrdiff_t ldat = ((ptrdiff_t)K + 7) / 8 * 8 + 8; /* a line more than a multiple of lines: rows spread over L1's sets */
-  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)mc * NC : 0, aSize = transA ? (size_t)mc * ldat : 0;
+  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)mc * ldp : 0, aSize = transA ? (size_t)mc * ldat : 0;
   double *const Bp = scratch(panelSize + pSize + aSize);
   if (Bp == NULL) {
     gemm_avx2_direct(g);
@@ -708,16 +728,14 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   for (int ic = 0; ic < M; ic += mc) {
     const int icEnd = imin(M, ic + mc);
     if (transA) pack_at256(g->a + ic, g->aks, K, icEnd - ic, At, ldat);
-    for (int jc = 0; jc < N; jc += NC) {
-      const int jcEnd = imin(N, jc + NC);
+    for (int p0 = 0; p0 < panels; p0 += npb) {
+      const int p1 = imin(panels, p0 + npb), jc = panel_start(p0, panels, N);
       int kb = 0;
       do { /* one pass at least: with K = 0 it writes the empty sums */
         const int n = K - kb < kc ? K - kb : kc;
-        for (int j0 = jc, wp; j0 < jcEnd; j0 += wp) {
-          /* A last panel narrower than 32 columns shares the block's last 48 + w columns with the panel before. */
-          const int rest = jcEnd - j0;
-          wp = rest > W && rest < W + 32 ? (rest / 2 + 3) / 4 * 4 : imin(W, rest);
-          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), transA ? At : NULL, ldat, P, NC};
+        for (int p = p0; p < p1; p++) {
+          const int j0 = panel_start(p, panels, N), wp = panel_start(p + 1, panels, N) - j0;
+          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), transA ? At : NULL, ldat, P, ldp};
           if (n > 0) pack_b256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp);
           /* Runs of rows with the same vector count (all the chunk's rows but near a causal output bound). */
           int i = ic;
