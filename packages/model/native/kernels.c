@@ -669,17 +669,36 @@ __attribute__((target("avx2"))) static void pack_b256(const double *b, ptrdiff_t
 /*
  * Rows 0 … m−1 of A, stored transposed (F_TRANS_A: A[i, k] at at + k·lda + i), steps 0 … K−1, into row-major `ap`
  * (row i at ap + i·ldap): each row of A contiguous along k, as the kernels read A in place without F_TRANS_A.
- * Reads each run of A^T once, in order. Values moved, never computed.
+ * Reads each run of A^T once, in order, four steps at a time. Values moved (and shuffled), never computed. The rows
+ * are rows i0 … i0+m−1 of the product (for the causal flags).
  */
-__attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff_t lda, int K, int m, double *ap, ptrdiff_t ldap) {
-  for (int k0 = 0; k0 < K; k0 += 4) {
-    const int kn = imin(4, K - k0);
-    for (int i = 0; i < m; i++) {
-      const double *src = at + (ptrdiff_t)k0 * lda + i;
+__attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff_t lda, int K, int m, double *ap, ptrdiff_t ldap,
+                                                       int i0, int flags) {
+  const int m4 = m & ~3, K4 = K & ~3;
+  for (int k0 = 0; k0 < K4; k0 += 4) {
+    const double *src = at + (ptrdiff_t)k0 * lda;
+    /*
+     * 4 × 4 blocks: four steps of four rows in, transposed in registers, four rows of four steps out; under the
+     * causal contraction flags only the blocks some of whose rows contract (row i0 + i: k ≥ i0 + i under F_UPPER_K,
+     * k ≤ i0 + i under F_LOWER_K — the kernels' one-row bounds, so they read nothing else).
+     */
+    for (int i = 0; i < m4; i += 4) {
+      if (((flags & F_UPPER_K) && i0 + i > k0 + 3) || ((flags & F_LOWER_K) && k0 > i0 + i + 3)) continue;
+      const __m256d r0 = _mm256_loadu_pd(src + i), r1 = _mm256_loadu_pd(src + lda + i);
+      const __m256d r2 = _mm256_loadu_pd(src + 2 * lda + i), r3 = _mm256_loadu_pd(src + 3 * lda + i);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
       double *dst = ap + (ptrdiff_t)i * ldap + k0;
-      for (int k = 0; k < kn; k++) dst[k] = src[(ptrdiff_t)k * lda];
+      _mm256_storeu_pd(dst, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(dst + ldap, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(dst + 2 * ldap, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(dst + 3 * ldap, _mm256_permute2f128_pd(t1, t3, 0x31));
     }
+    for (int i = m4; i < m; i++)
+      for (int k = 0; k < 4; k++) ap[(ptrdiff_t)i * ldap + k0 + k] = src[(ptrdiff_t)k * lda + i];
   }
+  for (int k = K4; k < K; k++)
+    for (int i = 0; i < m; i++) ap[(ptrdiff_t)i * ldap + k] = at[(ptrdiff_t)k * lda + i];
 }
 
 /*
@@ -727,7 +746,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   double *const At = P + pSize;
   for (int ic = 0; ic < M; ic += mc) {
     const int icEnd = imin(M, ic + mc);
-    if (transA) pack_at256(g->a + ic, g->aks, K, icEnd - ic, At, ldat);
+    if (transA) pack_at256(g->a + ic, g->aks, K, icEnd - ic, At, ldat, ic, g->flags);
     for (int p0 = 0; p0 < panels; p0 += npb) {
       const int p1 = imin(panels, p0 + npb), jc = panel_start(p0, panels, N);
       int kb = 0;
