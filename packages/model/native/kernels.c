@@ -565,6 +565,8 @@ typedef struct {
   ptrdiff_t ldat;
   double *P;                /* the chunk's partial tile: row i − ic, column j − jc at + (i − ic)·ldp + j − jc */
   ptrdiff_t ldp;
+  const double *next;       /* the rows of B the next panel packs (row r at + r·ldb, nextW wide), NULL if none */
+  int nextRows, nextW;
 } panel256;
 
 /*
@@ -598,6 +600,12 @@ typedef struct {
       const double *ap = J->at != NULL ? J->at + (ptrdiff_t)(i - J->ic) * J->ldat + k0                               \
                                        : g->a + i * g->ars + (ptrdiff_t)k0;                                           \
       const double *bp = J->panel + (ptrdiff_t)(k0 - J->kb) * J->ldbp;                                                \
+      /* Row r of the chunk fetches row r of the next panel's B into L2: its packing then reads no farther. */     \
+      if (J->next != NULL && i - J->ic < J->nextRows) {                                                               \
+        const double *q = J->next + (ptrdiff_t)(i - J->ic) * g->ldb;                                                  \
+        for (int v = 0; v < J->nextW; v += 8) _mm_prefetch((const char *)(q + v), _MM_HINT_T1);                      \
+        _mm_prefetch((const char *)(q + J->nextW - 1), _MM_HINT_T1);                                                  \
+      }                                                                                                               \
       _Pragma("GCC unroll 2") for (int k = k0; k < k1; k++) {                                                        \
         const __m256d x = _mm256_broadcast_sd(ap++);                                                                  \
         _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_add_pd(acc[v], MUL_MEM256(x, bp + 4 * v)); \
@@ -754,7 +762,17 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
         const int n = K - kb < kc ? K - kb : kc;
         for (int p = p0; p < p1; p++) {
           const int j0 = panel_start(p, panels, N), wp = panel_start(p + 1, panels, N) - j0;
-          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), transA ? At : NULL, ldat, P, ldp};
+          /* The panel packed next: the block's next panel, else the next K block's first, else the next block's. */
+          int nkb = kb, np_ = p + 1;
+          if (np_ == p1) {
+            np_ = p0;
+            nkb = kb + n;
+            if (nkb >= K) np_ = p1, nkb = 0;
+          }
+          const int nj0 = np_ < panels ? panel_start(np_, panels, N) : 0, nn = imin(kc, K - nkb);
+          const double *next = np_ < panels && nn > 0 && (np_ != p || nkb != kb) ? g->b + (ptrdiff_t)nkb * g->ldb + nj0 : NULL;
+          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), transA ? At : NULL, ldat, P, ldp,
+                        next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0};
           if (n > 0) pack_b256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp);
           /* Runs of rows with the same vector count (all the chunk's rows but near a causal output bound). */
           int i = ic;
