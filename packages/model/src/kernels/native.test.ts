@@ -111,18 +111,18 @@ const PACKED: [number, number, number][] = [
 ];
 
 /**
- * Dimensions on and around every edge of the packed AVX2 path (more than 12 rows and 2^15 multiply-adds): one row
+ * Dimensions on and around every edge of the packed AVX2 path (more than one row and 4096 multiply-adds): one row
  * of A against panels of 48 columns of B, K blocks of 64 (running sums carried across them in a partial tile, never
  * in C), row chunks of 256 (A^T packed per chunk under TRANS_A), column blocks of 2 panels at 256 rows and 4 at 128
  * when K spans several blocks, a block's panels as even as multiples of 4 columns go and none wider than 48 (49 →
  * 28 + 21, 97 → 36 + 32 + 29, 189 → 48 + 48 + 48 + 45, 256 → 44 + 44 + 40 + 44 + 44 + 40). The other paths must
  * agree too.
  */
-const AVX2_M = [13, 14, 47, 128, 129, 255, 256, 257] as const;
+const AVX2_M = [2, 3, 12, 13, 47, 128, 129, 255, 256, 257] as const;
 const AVX2_N = [1, 4, 5, 16, 31, 32, 47, 48, 49, 52, 64, 79, 80, 95, 96, 97, 112, 142, 145, 189, 193, 200, 238] as const;
 const AVX2_K = [0, 1, 63, 64, 65, 127, 128, 129, 200] as const;
 const avx2Shapes = fc.record({
-  M: fc.oneof(fc.constantFrom(...AVX2_M), fc.integer({ min: 13, max: 300 })),
+  M: fc.oneof(fc.constantFrom(...AVX2_M), fc.integer({ min: 2, max: 300 })),
   N: fc.oneof(fc.constantFrom(...AVX2_N), fc.integer({ min: 1, max: 250 })),
   K: fc.oneof(fc.constantFrom(...AVX2_K), fc.integer({ min: 0, max: 300 })),
   flags: fc.integer({ min: 0, max: 31 }),
@@ -132,7 +132,7 @@ const avx2Shapes = fc.record({
 
 /** Packed AVX2 shapes every flag combination runs on: several column blocks, row chunks and K blocks at once. */
 const AVX2_PACKED: [number, number, number][] = [
-  [256, 200, 130], [257, 97, 65], [129, 200, 129], [13, 52, 64], [40, 112, 200], [127, 189, 130],
+  [256, 200, 130], [257, 97, 65], [129, 200, 129], [13, 52, 64], [40, 112, 200], [127, 189, 130], [2, 97, 200],
 ];
 
 /** Random shapes with long K (several K blocks of the packed path). */
