@@ -2,8 +2,8 @@
  * `pnpm bench:peers [--quick] [--rounds N] [--configs small,medium,large]`:
  * training throughput (f64 tokens/s of full training steps — forward,
  * backward, clip, AdamW — on the same batch) of llmcp against a PyTorch f64
- * implementation of the same decoder (torch_peer.py), for three
- * configurations.
+ * implementation of the same decoder (torch_peer.py), for the small, medium
+ * and large configurations, and xl on request (`--configs small,medium,large,xl`).
  *
  * Variants: llmcp with native kernels and with WebAssembly kernels
  * (`LLMCP_KERNELS=native|wasm`; native is skipped with a note when the
@@ -25,12 +25,12 @@
  * A benchmark, not a test: nothing here asserts speed.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DecoderConfig } from '@llmcp/format';
-import { formatConfigTable, variantLabel, type Variant, type VariantOutcome } from './report.ts';
+import { formatConfigTable, formatKernelPaths, formatMachine, variantLabel, type Variant, type VariantOutcome } from './report.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
@@ -59,12 +59,19 @@ const shape = (V: number, D: number, H: number, F: number, L: number, P: number)
   rmsEpsilon: 1e-6,
 });
 
-/** small V256/D32/H2/F128/L2 ctx32 b8; medium V512/D64/H4/F256/L2 ctx64 b8; large V2048/D128/H4/F512/L4 ctx128 b8. */
+/**
+ * small V256/D32/H2/F128/L2 ctx32 b8; medium V512/D64/H4/F256/L2 ctx64 b8; large V2048/D128/H4/F512/L4 ctx128 b8;
+ * xl V4096/D256/H8/F1024/L4 ctx256 b8 (5.2M parameters, seconds a step: run on request).
+ */
 export const PEER_CONFIGS: readonly PeerConfig[] = [
   { name: 'small', config: shape(256, 32, 2, 128, 2, 32), context: 32, batch: 8 },
   { name: 'medium', config: shape(512, 64, 4, 256, 2, 64), context: 64, batch: 8 },
   { name: 'large', config: shape(2048, 128, 4, 512, 4, 128), context: 128, batch: 8 },
+  { name: 'xl', config: shape(4096, 256, 8, 1024, 4, 256), context: 256, batch: 8 },
 ];
+
+/** The configurations run without --configs. */
+export const DEFAULT_CONFIGS: readonly string[] = ['small', 'medium', 'large'];
 
 /** Options of one run. */
 export interface PeerOptions {
@@ -84,14 +91,14 @@ export interface PeerOptions {
 export function parsePeerArgs(argv: readonly string[]): PeerOptions {
   let quick = false;
   let rounds: number | null = null;
-  let configs = PEER_CONFIGS.map((c) => c.name);
+  let configs = [...DEFAULT_CONFIGS];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') continue;
     if (a === '--quick') quick = true;
     else if (a === '--rounds') rounds = Number(argv[++i]);
     else if (a === '--configs') configs = String(argv[++i]).split(',');
-    else throw new RangeError(`bench:peers: unknown argument ${String(a)} (expected --quick, --rounds N, --configs small,medium,large)`);
+    else throw new RangeError(`bench:peers: unknown argument ${String(a)} (expected --quick, --rounds N, --configs ${PEER_CONFIGS.map((c) => c.name).join(',')})`);
   }
   for (const c of configs) if (!PEER_CONFIGS.some((p) => p.name === c)) throw new RangeError(`bench:peers: unknown configuration ${c}`);
   if (rounds !== null && !(Number.isInteger(rounds) && rounds >= 1)) throw new RangeError('bench:peers: --rounds needs an integer ≥ 1');
@@ -128,7 +135,7 @@ interface Budget {
 }
 
 function budgetFor(c: PeerConfig, quick: boolean): Budget {
-  const large = c.name === 'large';
+  const large = c.name === 'large' || c.name === 'xl';
   if (quick) return { warmup: 1, minSteps: large ? 1 : 3, budgetMs: large ? 0 : 300 };
   return { warmup: large ? 1 : 2, minSteps: large ? 3 : 5, budgetMs: 2500 };
 }
@@ -156,6 +163,23 @@ function runVariant(v: Variant, c: PeerConfig, b: Budget, dump: string, firstLos
   }
   const llmcpSpec = { ...spec, dump: null };
   return runChild(process.execPath, ['--conditions=@llmcp/source', '--import', 'tsx', PEER_STEP, JSON.stringify(llmcpSpec)], llmcpEnv(v.implementation === 'llmcp-native' ? 'native' : 'wasm'));
+}
+
+/** The vector features of this CPU that decide llmcp's native path and OpenBLAS's kernels (Linux: /proc/cpuinfo; elsewhere none known). */
+function cpuFlags(): string[] {
+  try {
+    const line = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('flags'));
+    const flags = new Set((line ?? '').split(':')[1]?.trim().split(/\s+/) ?? []);
+    return ['avx512f', 'avx2', 'fma'].filter((f) => flags.has(f));
+  } catch {
+    return [];
+  }
+}
+
+/** The kernel kind a child's `kernelInfo()` reported ('native-avx2', 'wasm-simd', …), or what it said otherwise. */
+function kernelKind(kernels: unknown): string {
+  const kind = (kernels as { kind?: unknown } | null | undefined)?.kind;
+  return typeof kind === 'string' ? kind : JSON.stringify(kernels ?? null);
 }
 
 /** Whether a `kernelInfo()` report says native kernels are the ones running. */
@@ -197,6 +221,8 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
   const variants = [...(options.variants ?? ALL_VARIANTS)];
   say(`bench:peers — f64 training throughput (forward + backward + clip + AdamW, same batch every step)${options.quick ? ', quick mode' : ''}; ${options.rounds} round(s), each measurement its own process, median of rounds`);
   say(`load average before: ${la()}`);
+  const machine = formatMachine(cpus()[0]?.model ?? 'unknown', cpus().length, cpuFlags());
+  say(machine);
   const skipped = new Map<string, string>();
   const scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-bench-peers-'));
   try {
@@ -220,6 +246,7 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
     const outcomes = new Map<string, { rounds: number[]; cpuRounds: number[]; failed: string | null }>();
     const key = (c: PeerConfig, v: Variant): string => `${c.name}/${v.implementation}/${v.threads}`;
     const meta = new Map<string, string[]>();
+    const kinds = new Map<string, string>();
     const firstLoss = new Map<string, { loss: number; parameters: number; dump: string }>();
     for (const c of configs) {
       const dump = path.join(scratch, c.name);
@@ -246,6 +273,7 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
           }
           o.rounds.push(r.tokensPerSecond);
           if (r.cpuMsPerStep !== undefined && r.cpuMsPerStep > 0) o.cpuRounds.push((r.tokensPerSecond * r.msPerStep) / r.cpuMsPerStep);
+          if (v.implementation !== 'pytorch' && !kinds.has(k)) kinds.set(k, kernelKind(r.kernels));
           if (round === 0) {
             const m: string[] = [];
             if (r.parameters !== f.parameters) m.push(`PARAMETER COUNT DIFFERS: ${r.parameters} vs llmcp ${f.parameters}`);
@@ -267,6 +295,8 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
       const { vocabularySize: V, modelWidth: D, heads: H, feedForwardWidth: F, layers: L } = c.config;
       say('');
       for (const l of formatConfigTable(`${c.name}: V${V} D${D} H${H} F${F} L${L} ctx${c.context} b${c.batch} (${c.batch * c.context} tokens/step, ${firstLoss.get(c.name)!.parameters} parameters)`, list)) say(l);
+      say(`  ${formatKernelPaths(variants.map((v) => ({ variant: v, kind: kinds.get(key(c, v)) ?? null })))}`);
+      say(`  ${machine}`);
       for (const v of variants) for (const m of meta.get(key(c, v)) ?? []) say(`  ${variantLabel(v)}: ${m}`);
     }
     say('');

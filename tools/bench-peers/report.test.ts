@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { nativeActive, parsePeerArgs, runPeers } from './bench-peers.ts';
-import { configRatios, formatConfigTable, median, type VariantOutcome } from './report.ts';
+import { configRatios, formatConfigTable, formatKernelPaths, formatMachine, median, type VariantOutcome } from './report.ts';
 
 const outcome = (implementation: VariantOutcome['variant']['implementation'], threads: number, rounds: number[], skipped: string | null = null): VariantOutcome => ({
   variant: { implementation, threads },
@@ -41,10 +41,27 @@ describe('configRatios', () => {
   });
 });
 
+describe('formatMachine / formatKernelPaths', () => {
+  it('names the CPU, its cores and whether it has AVX-512', () => {
+    expect(formatMachine('AMD EPYC ', 2, ['avx2', 'fma'])).toBe('CPU: AMD EPYC, 2 logical cores (AVX2, FMA, no AVX-512)');
+    expect(formatMachine('Zen 4', 1, ['avx512f', 'avx2', 'fma'])).toBe('CPU: Zen 4, 1 logical core (AVX2, FMA, AVX-512)');
+  });
+
+  it('lists the kernels each llmcp variant ran, and none for PyTorch', () => {
+    const line = formatKernelPaths([
+      { variant: { implementation: 'llmcp-native', threads: 1 }, kind: 'native-avx2' },
+      { variant: { implementation: 'llmcp-wasm', threads: 2 }, kind: null },
+      { variant: { implementation: 'pytorch', threads: 1 }, kind: null },
+    ]);
+    expect(line).toBe('kernels that ran: llmcp-native ×1 native-avx2; llmcp-wasm ×2 (did not run)');
+  });
+});
+
 describe('parsePeerArgs / nativeActive', () => {
   it('reads --quick, --rounds and --configs and refuses the rest', () => {
     expect(parsePeerArgs(['--quick'])).toEqual({ quick: true, rounds: 1, configs: ['small', 'medium', 'large'] });
     expect(parsePeerArgs(['--rounds', '3', '--configs', 'medium'])).toEqual({ quick: false, rounds: 3, configs: ['medium'] });
+    expect(parsePeerArgs(['--configs', 'small,medium,large,xl']).configs).toEqual(['small', 'medium', 'large', 'xl']);
     expect(() => parsePeerArgs(['--configs', 'huge'])).toThrow(RangeError);
     expect(() => parsePeerArgs(['--fast'])).toThrow(RangeError);
   });
@@ -66,5 +83,7 @@ describe('runPeers (quick smoke)', () => {
     expect(text).toContain('small: V256 D32 H2 F128 L2 ctx32 b8');
     expect(text).toMatch(/llmcp-wasm ×1\s+\d+/);
     expect(text).toContain('load average after');
+    expect(text).toMatch(/kernels that ran: llmcp-wasm ×1 (wasm-simd|js-scalar)/);
+    expect(text).toMatch(/^ {2}CPU: .+, \d+ logical cores? \(/m);
   }, 60_000);
 });

@@ -126,3 +126,27 @@ export function formatConfigTable(title: string, outcomes: readonly VariantOutco
   lines.push(`  best llmcp on both cores ÷ best PyTorch: ${fmt(r.bestRatio, 2)}${r.bestLlmcp !== null && r.bestTorch !== null ? ` (${r.bestLlmcp} vs ${r.bestTorch})` : ''}`);
   return lines;
 }
+
+/**
+ * The machine line printed with the tables: the CPU model, its logical cores and the vector features that decide
+ * llmcp's native path and OpenBLAS's kernels.
+ * @param model - the CPU model name.
+ * @param cores - logical cores.
+ * @param flags - the features present among avx512f, avx2 and fma.
+ * @returns one line.
+ */
+export function formatMachine(model: string, cores: number, flags: readonly string[]): string {
+  const avx512 = flags.includes('avx512f') ? 'AVX-512' : 'no AVX-512';
+  const rest = ['avx2', 'fma'].filter((f) => flags.includes(f)).map((f) => f.toUpperCase());
+  return `CPU: ${model.trim()}, ${cores} logical core${cores === 1 ? '' : 's'} (${[...rest, avx512].join(', ')})`;
+}
+
+/**
+ * Which kernels each llmcp variant ran (its `kernelInfo().kind`), in one line.
+ * @param runs - each llmcp variant with the kind it reported (null: it did not run); PyTorch variants are left out.
+ * @returns the line.
+ */
+export function formatKernelPaths(runs: readonly { readonly variant: Variant; readonly kind: string | null }[]): string {
+  const parts = runs.filter((r) => r.variant.implementation !== 'pytorch').map((r) => `${variantLabel(r.variant)} ${r.kind ?? '(did not run)'}`);
+  return `kernels that ran: ${parts.join('; ')}`;
+}

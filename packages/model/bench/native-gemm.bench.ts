@@ -1,20 +1,28 @@
 /**
- * Matrix-product speed, native kernels against WebAssembly (GMAC/s, best of
- * several rounds), for every product shape of the small, medium and large
- * configurations, and the ceiling of each path: independent multiply-then-add
- * chains (no loads) on the native AVX-512/AVX2/scalar paths and in a
- * WebAssembly f64x2 loop, plus the WebAssembly kernel alone on hot scratch
- * memory (no copies). All paths give identical bits (tested); this only
- * measures. Run: `pnpm bench native-gemm` (or with tsx directly); the native
- * columns need the addon (`node packages/model/native/build.mjs`).
+ * Matrix-product speed of every kernel path (GMAC/s, best of several rounds), each as a fraction of that path's
+ * ceiling on this machine, for the products of the small, medium, large and xl configurations.
  *
- * Per update the model runs, per layer and sequence: the projection and
- * feed-forward products (forward, input gradient, weight gradient) and per
- * head the causal score and value products; the head (logits) products once.
+ * The ceiling of a path is the measured throughput of independent multiply-then-add chains with no loads (the
+ * addon's `peak`: 12 chains of `vmulpd` + `vaddpd` on AVX-512 and AVX2, 8 scalar chains in plain C; a WebAssembly
+ * `f64x2` loop for the WebAssembly kernel): the physical limit of a bit-exact product, whose every term is a
+ * separate IEEE multiply and add. Native paths: every one this CPU runs (AVX-512, AVX2, scalar), `gemm` of the
+ * addon on the arrays in place; WebAssembly: gemm() with its copies, and the WebAssembly kernel alone on hot
+ * scratch memory. All paths give identical bits (tested); this only measures.
+ *
+ * Run: `pnpm bench native-gemm` (the native columns need the addon: `node packages/model/native/build.mjs`).
+ * Options (after `--`): `--configs small,medium,large,xl` (default all); `--paths avx2,scalar,wasm` (default every
+ * path); `--vs FILE`: a second addon (e.g. built from another commit) run alternately with this one on the best
+ * native path, round by round in this process, printing the median of the per-round ratios this ÷ other.
+ *
+ * Per update the model runs, per layer and sequence: the projection and feed-forward products (forward, input
+ * adjoint, weight gradient with A transposed) and per head the causal score and value products; the head (logits)
+ * products once.
  */
-import { loadavg } from 'node:os';
+import { createRequire } from 'node:module';
+import { cpus, loadavg } from 'node:os';
+import path from 'node:path';
 import { GEMM_LOWER_K, GEMM_LOWER_OUT, gemm, setGemmBackend } from '../src/kernels/gemm.ts';
-import { loadNativeKernels, setKernels, type NativePath } from '../src/kernels/native.ts';
+import { loadNativeKernels, type NativeAddon, type NativePath } from '../src/kernels/native.ts';
 import { createWasmGemm, ensureWasmCapacity } from '../src/kernels/wasm-gemm.ts';
 
 interface Config {
@@ -26,10 +34,14 @@ interface Config {
   readonly T: number;
 }
 const CONFIGS: Config[] = [
-  { name: 'small  V256/D32/H2/F128 T32', V: 256, D: 32, H: 2, F: 128, T: 32 },
-  { name: 'medium V512/D64/H4/F256 T64', V: 512, D: 64, H: 4, F: 256, T: 64 },
-  { name: 'large  V2048/D128/H4/F512 T128', V: 2048, D: 128, H: 4, F: 512, T: 128 },
+  { name: 'small', V: 256, D: 32, H: 2, F: 128, T: 32 },
+  { name: 'medium', V: 512, D: 64, H: 4, F: 256, T: 64 },
+  { name: 'large', V: 2048, D: 128, H: 4, F: 512, T: 128 },
+  { name: 'xl', V: 4096, D: 256, H: 8, F: 1024, T: 256 },
 ];
+
+/** The addon's flag for A stored transposed, [K, M] (gemm.ts `gemmTransA`: the weight gradients). */
+const TRANS_A = 16;
 
 type Shape = [label: string, M: number, N: number, K: number, flags: number];
 function shapes({ V, D, H, F, T }: Config): Shape[] {
@@ -40,24 +52,29 @@ function shapes({ V, D, H, F, T }: Config): Shape[] {
     ['ffn down    T×F·F×D', T, D, F, 0],
     ['logits      T×D·D×V', T, V, D, 0],
     ['head dx     T×V·V×D', T, D, V, 0],
-    ['weight grad D×T·T×D', D, D, T, 0],
-    ['weight grad D×T·T×F', D, F, T, 0],
-    ['weight grad F×T·T×D', F, D, T, 0],
-    ['weight grad D×T·T×V', D, V, T, 0],
+    ['weight grad Dᵀ·T×D ', D, D, T, TRANS_A],
+    ['weight grad Dᵀ·T×F ', D, F, T, TRANS_A],
+    ['weight grad Fᵀ·T×D ', F, D, T, TRANS_A],
+    ['weight grad Dᵀ·T×V ', D, V, T, TRANS_A],
     ['scores*     T×d·d×T', T, T, d, GEMM_LOWER_OUT],
     ['value mix*  T×T·T×d', T, d, T, GEMM_LOWER_K],
   ];
 }
 
-// Many short windows, best of them: on a busy machine (report the load average) a long window is almost always preempted.
-const ROUNDS = 25;
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+// Short windows, best of many: on a busy machine (report the load average) a long window is almost always preempted.
 const WORK_PER_ROUND = 3e6;
+const rounds = (macs: number): number => (macs > 5e7 ? 9 : 25);
 
 function rate(run: () => void, macs: number): number {
   const reps = Math.max(1, Math.floor(WORK_PER_ROUND / macs));
   for (let r = 0; r < reps; r++) run();
   let best = 0;
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < rounds(macs); round++) {
     const t0 = performance.now();
     for (let r = 0; r < reps; r++) run();
     best = Math.max(best, (macs * reps) / (performance.now() - t0) / 1e6);
@@ -73,15 +90,20 @@ function operands(M: number, N: number, K: number): { A: Float64Array; B: Float6
   };
 }
 
-/** gemm() under one kernel choice (dispatch and, for WebAssembly, the copies included). */
-function measureGemm(kind: 'native' | 'wasm', M: number, N: number, K: number, flags: number): number {
+/** A native product: A is [M, K], or [K, M] under TRANS_A. */
+function nativeRun(addon: NativeAddon, M: number, N: number, K: number, flags: number): () => void {
   const { A, B, C } = operands(M, N, K);
-  if (kind === 'native') setKernels('native');
-  else setGemmBackend('simd');
+  const lda = (flags & TRANS_A) !== 0 ? M : K;
+  return () => addon.gemm(C, 0, N, A, 0, lda, B, 0, N, M, N, K, flags);
+}
+
+/** gemm() on the WebAssembly kernel, copies included (A as stored [M, K]: gemm() has no transposed variant of its own). */
+function measureWasm(M: number, N: number, K: number, flags: number): number {
+  const { A, B, C } = operands(M, N, K);
+  setGemmBackend('simd');
   try {
-    return rate(() => gemm(C, 0, N, A, 0, K, B, 0, N, M, N, K, flags), M * N * K);
+    return rate(() => gemm(C, 0, N, A, 0, K, B, 0, N, M, N, K, flags & ~TRANS_A), M * N * K);
   } finally {
-    setKernels('auto');
     setGemmBackend('auto');
   }
 }
@@ -95,7 +117,7 @@ function measureWasmKernel(M: number, N: number, K: number, flags: number): numb
   w.view.set(A, 0);
   w.view.set(B, M * K);
   const c = M * K + K * N;
-  return rate(() => w.run(c, N, 0, K, M * K, N, M, N, K, flags), M * N * K);
+  return rate(() => w.run(c, N, 0, K, M * K, N, M, N, K, flags & ~TRANS_A), M * N * K);
 }
 
 // ── WebAssembly ceiling: 8 independent f64x2 chains acc += x·y (x advanced once per iteration so the products stay in the loop)
@@ -128,6 +150,9 @@ function wasmPeakModule(): Uint8Array {
   ]);
 }
 
+// Short windows, best of many: on a busy machine a long window is almost always preempted.
+const PEAK_ROUNDS = 40;
+
 function wasmPeak(): number {
   const wa = (globalThis as unknown as { WebAssembly: { Module: new (b: Uint8Array) => object; Instance: new (m: object, i: object) => { exports: { peak: (n: number) => number } } } }).WebAssembly;
   const peak = new wa.Instance(new wa.Module(wasmPeakModule()), {}).exports.peak;
@@ -142,45 +167,98 @@ function wasmPeak(): number {
   return best;
 }
 
-// Short windows, best of many: on a busy machine a long window is almost always preempted.
-const PEAK_ROUNDS = 40;
-
-function nativePeak(path: NativePath): number {
-  const addon = loadNativeKernels().addon!;
-  const n = path === 'scalar' ? 1e6 : 1e5;
-  addon.peak(path, n * 10);
+function nativePeak(addon: NativeAddon, p: NativePath): number {
+  const n = p === 'scalar' ? 1e6 : 1e5;
+  addon.peak(p, n * 10);
   let best = 0;
   for (let r = 0; r < PEAK_ROUNDS; r++) {
-    const { macs, seconds } = addon.peak(path, n);
+    const { macs, seconds } = addon.peak(p, n);
     best = Math.max(best, macs / seconds / 1e9);
   }
   return best;
 }
 
+/** This addon ÷ the other on one path, alternating round by round: the median of the per-round ratios and both bests. */
+function versus(mine: NativeAddon, other: NativeAddon, p: NativePath, M: number, N: number, K: number, flags: number): { ratio: number; mine: number; other: number } {
+  mine.setPath(p);
+  other.setPath(p);
+  const a = nativeRun(mine, M, N, K, flags), b = nativeRun(other, M, N, K, flags);
+  const macs = M * N * K;
+  const reps = Math.max(1, Math.floor(WORK_PER_ROUND / macs));
+  const once = (run: () => void): number => {
+    const t0 = performance.now();
+    for (let r = 0; r < reps; r++) run();
+    return (macs * reps) / (performance.now() - t0) / 1e6;
+  };
+  once(a);
+  once(b);
+  const ratios: number[] = [];
+  let bestA = 0, bestB = 0;
+  for (let round = 0; round < 2 * rounds(macs); round++) {
+    // Each round runs both, the first of the pair alternating.
+    const rb0 = round % 2 === 1 ? once(b) : 0;
+    const ra = once(a);
+    const rb = round % 2 === 0 ? once(b) : rb0;
+    ratios.push(ra / rb);
+    bestA = Math.max(bestA, ra);
+    bestB = Math.max(bestB, rb);
+  }
+  ratios.sort((x, y) => x - y);
+  return { ratio: ratios[ratios.length >> 1]!, mine: bestA, other: bestB };
+}
+
 const out = (s: string): void => void process.stdout.write(`${s}\n`);
 const f = (x: number): string => (Number.isNaN(x) ? '     —' : x.toFixed(2).padStart(6));
+const pct = (x: number, ceiling: number): string => (Number.isNaN(x) || !(ceiling > 0) ? '     ' : `${((100 * x) / ceiling).toFixed(0).padStart(3)}%`);
+const la = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+
 const load = loadNativeKernels();
 const native = load.addon;
-out(`load average at start: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-out(`native kernels: ${native === null ? `not available (${load.error ?? ''})` : `${native.bestPath()} (${load.file ?? ''})`}`);
+const wanted = option('--configs')?.split(',') ?? CONFIGS.map((c) => c.name);
+for (const w of wanted) if (!CONFIGS.some((c) => c.name === w)) throw new RangeError(`native-gemm: unknown configuration ${w} (expected ${CONFIGS.map((c) => c.name).join(', ')})`);
+const nativePaths: NativePath[] = native === null ? [] : native.bestPath() === 'avx512' ? ['avx512', 'avx2', 'scalar'] : native.bestPath() === 'avx2' ? ['avx2', 'scalar'] : ['scalar'];
+const pathFilter = option('--paths')?.split(',');
+const paths = pathFilter === undefined ? nativePaths : nativePaths.filter((p) => pathFilter.includes(p));
+const withWasm = pathFilter === undefined || pathFilter.includes('wasm');
+const vsFile = option('--vs');
+const other = vsFile === undefined ? null : (createRequire(import.meta.url)(path.resolve(vsFile)) as NativeAddon);
 
-out(`\nceilings, GMAC/s (independent multiply-then-add chains, best of ${PEAK_ROUNDS} short windows)`);
-if (native !== null) {
-  const paths: NativePath[] = native.bestPath() === 'avx512' ? ['avx512', 'avx2', 'scalar'] : native.bestPath() === 'avx2' ? ['avx2', 'scalar'] : ['scalar'];
-  for (const p of paths) out(`  native ${p.padEnd(8)} ${f(nativePeak(p))}`);
-}
-out(`  wasm f64x2      ${f(wasmPeak())}`);
-out(`  wasm kernel, hot scratch, 64×64×256 (no copies): ${f(measureWasmKernel(64, 64, 256, 0))}`);
+out(`load average at start: ${la()}`);
+out(`CPU: ${cpus()[0]?.model ?? 'unknown'} (${cpus().length} logical cores)`);
+out(`native kernels: ${native === null ? `not available (${load.error ?? ''})` : `best path ${native.bestPath()} (${load.file ?? ''})`}`);
 
-for (const config of CONFIGS) {
-  out(`\n${config.name}: GMAC/s (best of ${ROUNDS})  native = gemm() on the arrays in place; wasm = gemm() with copies; kernel = WebAssembly kernel alone`);
+out(`\nceilings, GMAC/s per core (independent multiply-then-add chains, no loads; best of ${PEAK_ROUNDS} short windows)`);
+const ceiling = new Map<string, number>();
+if (native !== null) for (const p of nativePaths) ceiling.set(p, nativePeak(native, p));
+ceiling.set('wasm', wasmPeak());
+for (const [p, g] of ceiling) out(`  ${(p === 'wasm' ? 'wasm f64x2' : `native ${p}`).padEnd(14)} ${f(g)}`);
+if (withWasm) out(`  wasm kernel, hot scratch, 64×64×256 (no copies): ${f(measureWasmKernel(64, 64, 256, 0))} ${pct(measureWasmKernel(64, 64, 256, 0), ceiling.get('wasm')!)}`);
+
+for (const config of CONFIGS.filter((c) => wanted.includes(c.name))) {
+  const { V, D, H, F, T } = config;
+  out(`\n${config.name} V${V}/D${D}/H${H}/F${F} T${T}: GMAC/s (best of the rounds) and % of the path's ceiling`);
+  const header = [...paths.map((p) => `native ${p}`.padEnd(15)), ...(withWasm ? ['wasm gemm()'.padEnd(15), 'wasm kernel'.padEnd(15)] : []), ...(other !== null ? [`÷ --vs (${native!.bestPath()})`] : [])];
+  out(`  ${'product'.padEnd(20)} ${'M×N×K'.padEnd(15)} ${header.join(' ')}`);
   for (const [label, M, N, K, flags] of shapes(config)) {
-    const n = native === null ? NaN : measureGemm('native', M, N, K, flags);
-    const w = measureGemm('wasm', M, N, K, flags);
-    const kernel = measureWasmKernel(M, N, K, flags);
-    const ratio = Number.isNaN(n) ? '' : `  native/wasm ×${(n / w).toFixed(1)}`;
-    out(`  ${label} ${`${M}×${N}×${K}`.padEnd(13)} native ${f(n)}   wasm ${f(w)}   kernel ${f(kernel)}${ratio}`);
+    const cells: string[] = [];
+    for (const p of paths) {
+      native!.setPath(p);
+      const g = rate(nativeRun(native!, M, N, K, flags), M * N * K);
+      cells.push(`${f(g)} ${pct(g, ceiling.get(p)!)}`.padEnd(15));
+    }
+    native?.setPath('best');
+    if (withWasm) {
+      const w = measureWasm(M, N, K, flags), k = measureWasmKernel(M, N, K, flags);
+      cells.push(`${f(w)} ${pct(w, ceiling.get('wasm')!)}`.padEnd(15), `${f(k)} ${pct(k, ceiling.get('wasm')!)}`.padEnd(15));
+    }
+    if (other !== null && native !== null) {
+      const v = versus(native, other, native.bestPath(), M, N, K, flags);
+      cells.push(`×${v.ratio.toFixed(3)} (${f(v.mine)} vs ${f(v.other)})`);
+      native.setPath('best');
+      other.setPath('best');
+    }
+    out(`  ${label.padEnd(20)} ${`${M}×${N}×${K}`.padEnd(15)} ${cells.join(' ')}`);
   }
 }
-out('\n* causal products compute about half of the nominal M·N·K; the rate shown is nominal.');
-out(`load average at end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+out('\n* causal products compute about half of the nominal M·N·K; the rate shown is nominal (so it can exceed the ceiling).');
+out(`load average at end: ${la()}`);

@@ -12,8 +12,9 @@
  * FMA otherwise) and never -ffast-math.
  *
  * Paths, chosen at run time per thread (__builtin_cpu_supports): AVX-512F
- * (8 rows × 3 zmm = 24 columns of accumulators), AVX2 (6 rows × 2 ymm = 8
- * columns), and plain C. Build: native/build.mjs.
+ * (8 rows × 3 zmm = 24 columns of accumulators), AVX2 (1 row × 12 ymm = 48
+ * columns, B read as memory operands of the multiplies; 6 × 8 unpacked for
+ * one row or tiny products), and plain C. Build: native/build.mjs.
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -482,7 +483,11 @@ typedef void (*mk256_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *, p
 static const mk256_fn MK256[MR256][NV256] = {MK256_ROW(1), MK256_ROW(2), MK256_ROW(3),
                                              MK256_ROW(4), MK256_ROW(5), MK256_ROW(6)};
 
-__attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
+/*
+ * The direct AVX2 path: 6 × 8 tiles reading A and B in place, for products of one row (a matrix-vector product,
+ * bound by reading B) or at most SMALL256 multiply-adds.
+ */
+__attribute__((target("avx2"))) static void gemm_avx2_direct(const gemm_args *g) {
   const int add = g->flags & F_ADD;
   const int W = 4 * NV256;
   for (int j0 = 0; j0 < g->N; j0 += W) {
@@ -497,6 +502,303 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
       const __m256i mask = _mm256_set_epi64x(last > 3 ? -1 : 0, last > 2 ? -1 : 0, last > 1 ? -1 : 0, -1);
       MK256[rows - 1][nv - 1](g->a + i0 * g->ars, g->ars, g->aks, g->b + j0, g->ldb, g->c + i0 * g->ldc + j0, g->ldc,
                               kBeg, kEnd, mask, add);
+    }
+  }
+}
+
+/*
+ * The packed AVX2 kernels: one row of A against a 48-column panel of B, 12 ymm accumulators. On Zen 2/3 a vector
+ * multiply and a vector add issue on separate pipes, two of each per cycle, but the floating-point unit takes at
+ * most four instructions a cycle, a load or broadcast into a register counting as one, and the core loads at most
+ * two vectors a cycle; a multiply that reads its B vector from memory (a memory operand) costs no extra instruction
+ * slot. So per k: one broadcast of A, 12 multiplies each reading its vector of the packed B panel from L1, 12 adds —
+ * 25 slots and 13 loads for 24 operations (at best 92% of the mul/add ceiling; the direct 6 × 8 tile, which keeps B
+ * in registers, pays 8 loads into registers for 24 operations: 75%). 12 accumulators, the broadcast and the product
+ * take 14 of the 16 ymm registers. GCC would load a vector read more than once into a register, hence the multiply
+ * with a memory operand in asm (MUL_MEM256).
+ *
+ * A 48-column panel of KC256 = 64 steps of k is 24 KB and stays in L1 while every row of a chunk runs against it.
+ * Each row's sums start at +0.0 (its first K block) or continue from its row of the partial tile P, and end in P or,
+ * after its last K block, in C: C = s, or C = C_old + s under F_ADD (C_old is added last, never accumulated from) —
+ * every output one dot product summed in increasing k, the order of the scalar reference.
+ */
+#define NVP256 12
+#define WP256 (4 * NVP256)
+#if defined(__GNUC__) && !defined(LLMCP_NO_ASM)
+#define MUL_MEM256(x, p)                                                                                              \
+  __extension__({                                                                                                     \
+    __m256d r_;                                                                                                       \
+    __asm__("vmulpd %2, %1, %0" : "=x"(r_) : "x"(x), "m"(*(const __m256d *)(p)));                                    \
+    r_;                                                                                                               \
+  })
+#else
+#define MUL_MEM256(x, p) _mm256_mul_pd((x), _mm256_load_pd(p))
+#endif
+
+/* K block of the packed AVX2 path (a KC256 × 48 panel of B: 24 KB). */
+#ifndef KC256
+#define KC256 64
+#endif
+/* Rows per chunk: each panel of B is packed once per chunk. */
+#ifndef MC256
+#define MC256 256
+#endif
+/* Doubles of the partial tile per chunk (MC256 × the column block's width, 192 KB): it stays in L2 across the K blocks. */
+#ifndef PT256
+#define PT256 24576
+#endif
+/*
+ * Products of at most ROWS256 rows or at most SMALL256 multiply-adds run unpacked. Two rows already gain from the
+ * panels (N 4096, K 256: 5.4 against 3.4 GMAC/s at 2 rows, 13.8 against 8.5 at 12); one row is bound by reading B.
+ */
+#ifndef ROWS256
+#define ROWS256 1
+#endif
+#ifndef SMALL256
+#define SMALL256 4096.0
+#endif
+
+/* One panel of one K block, run by a chunk's rows. */
+typedef struct {
+  int kb, n;                /* the K block: steps kb … kb+n−1 */
+  int ic, jc, j0, wp;       /* chunk's first row, column block's first column, panel's first column and width */
+  const double *panel;      /* the packed panel, row k − kb at + (k − kb)·ldbp */
+  ptrdiff_t ldbp;
+  const double *at;         /* the chunk's A packed from A^T: A[i, k] at + (i − ic)·ldat + k (NULL: A in place) */
+  ptrdiff_t ldat;
+  double *P;                /* the chunk's partial tile: row i − ic, column j − jc at + (i − ic)·ldp + j − jc */
+  ptrdiff_t ldp;
+  const double *next;       /* the rows of B the next panel packs (row r at + r·ldb, nextW wide), NULL if none */
+  int nextRows, nextW;
+} panel256;
+
+/*
+ * Rows i0 … i1−1 against one panel, NV vectors of it (the rows' width w, from the panel's and the causal bounds,
+ * has ⌈w/4⌉ = NV). Each row's causal bounds are block_bounds' for one row.
+ */
+#define DEFINE_MKP256(NV)                                                                                             \
+  __attribute__((target("avx2"))) static void mkp256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) {   \
+    const int add = g->flags & F_ADD;                                                                                 \
+    for (int i = i0; i < i1; i++) {                                                                                   \
+      int jEnd, kBeg, kEnd, k0, k1, first, last;                                                                      \
+      block_bounds(g, i, 1, &jEnd, &kBeg, &kEnd);                                                                     \
+      if (kBeg >= kEnd) {                                                                                             \
+        if (J->kb != 0) continue;                                                                                     \
+        k0 = k1 = J->kb;                                                                                              \
+        first = last = 1;                                                                                             \
+      } else {                                                                                                        \
+        k0 = kBeg > J->kb ? kBeg : J->kb;                                                                             \
+        k1 = kEnd < J->kb + J->n ? kEnd : J->kb + J->n;                                                               \
+        if (k0 >= k1) continue;                                                                                       \
+        first = kBeg >= J->kb;                                                                                        \
+        last = kEnd <= J->kb + J->n;                                                                                  \
+      }                                                                                                               \
+      double *const pt = J->P + (ptrdiff_t)(i - J->ic) * J->ldp + (J->j0 - J->jc);                                    \
+      __m256d acc[NV];                                                                                                \
+      if (first) {                                                                                                    \
+        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_setzero_pd();                          \
+      } else {                                                                                                        \
+        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_load_pd(pt + 4 * v);                   \
+      }                                                                                                               \
+      const double *ap = J->at != NULL ? J->at + (ptrdiff_t)(i - J->ic) * J->ldat + k0                               \
+                                       : g->a + i * g->ars + (ptrdiff_t)k0;                                           \
+      const double *bp = J->panel + (ptrdiff_t)(k0 - J->kb) * J->ldbp;                                                \
+      /* Row r of the chunk fetches row r of the next panel's B into L2: its packing then reads no farther. */     \
+      if (J->next != NULL && i - J->ic < J->nextRows) {                                                               \
+        const double *q = J->next + (ptrdiff_t)(i - J->ic) * g->ldb;                                                  \
+        for (int v = 0; v < J->nextW; v += 8) _mm_prefetch((const char *)(q + v), _MM_HINT_T1);                      \
+        _mm_prefetch((const char *)(q + J->nextW - 1), _MM_HINT_T1);                                                  \
+      }                                                                                                               \
+      _Pragma("GCC unroll 2") for (int k = k0; k < k1; k++) {                                                        \
+        const __m256d x = _mm256_broadcast_sd(ap++);                                                                  \
+        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_add_pd(acc[v], MUL_MEM256(x, bp + 4 * v)); \
+        bp += J->ldbp;                                                                                                \
+      }                                                                                                               \
+      if (!last) {                                                                                                    \
+        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) _mm256_store_pd(pt + 4 * v, acc[v]);                   \
+        continue;                                                                                                     \
+      }                                                                                                               \
+      double *const c = g->c + i * g->ldc + J->j0;                                                                    \
+      _Pragma("GCC unroll 12") for (int v = 0; v < NV - 1; v++) {                                                    \
+        __m256d out = acc[v];                                                                                         \
+        if (add) out = _mm256_add_pd(_mm256_loadu_pd(c + 4 * v), out);                                                \
+        _mm256_storeu_pd(c + 4 * v, out);                                                                             \
+      }                                                                                                               \
+      const int lastLanes = imin(J->wp, jEnd - J->j0) - 4 * (NV - 1);                                                 \
+      __m256d out = acc[NV - 1];                                                                                      \
+      if (lastLanes == 4) {                                                                                           \
+        if (add) out = _mm256_add_pd(_mm256_loadu_pd(c + 4 * (NV - 1)), out);                                       \
+        _mm256_storeu_pd(c + 4 * (NV - 1), out);                                                                      \
+      } else {                                                                                                        \
+        const __m256i mask =                                                                                          \
+            _mm256_set_epi64x(lastLanes > 3 ? -1 : 0, lastLanes > 2 ? -1 : 0, lastLanes > 1 ? -1 : 0, -1);            \
+        if (add) out = _mm256_add_pd(_mm256_maskload_pd(c + 4 * (NV - 1), mask), out);                               \
+        _mm256_maskstore_pd(c + 4 * (NV - 1), mask, out);                                                             \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+
+DEFINE_MKP256(1)
+DEFINE_MKP256(2)
+DEFINE_MKP256(3)
+DEFINE_MKP256(4)
+DEFINE_MKP256(5)
+DEFINE_MKP256(6)
+DEFINE_MKP256(7)
+DEFINE_MKP256(8)
+DEFINE_MKP256(9)
+DEFINE_MKP256(10)
+DEFINE_MKP256(11)
+DEFINE_MKP256(12)
+
+typedef void (*mkp256_fn)(const gemm_args *, const panel256 *, int, int);
+static const mkp256_fn MKP256[NVP256] = {mkp256_1, mkp256_2, mkp256_3, mkp256_4,  mkp256_5,  mkp256_6,
+                                         mkp256_7, mkp256_8, mkp256_9, mkp256_10, mkp256_11, mkp256_12};
+
+#ifndef PFB256
+#define PFB256 6
+#endif
+/* Rows kb … kb+n−1, columns 0 … w−1 of B into the panel `bp` (row stride 4·⌈w/4⌉, zero beyond w). */
+__attribute__((target("avx2"))) static void pack_b256(const double *b, ptrdiff_t ldb, int n, int w, double *bp) {
+  const int pv = (w + 3) / 4;
+  const int last = w - 4 * (pv - 1);
+  const __m256i lastMask = _mm256_set_epi64x(last > 3 ? -1 : 0, last > 2 ? -1 : 0, last > 1 ? -1 : 0, -1);
+  for (int k = 0; k < n; k++) {
+    const double *src = b + (ptrdiff_t)k * ldb;
+    double *dst = bp + (ptrdiff_t)k * 4 * pv;
+    /* The row PFB256 ahead (rows of B are often far apart, beyond what the hardware prefetcher follows). */
+    if (k + PFB256 < n) {
+      const double *ahead = src + PFB256 * ldb;
+      for (int v = 0; v < w; v += 8) _mm_prefetch((const char *)(ahead + v), _MM_HINT_T0);
+      _mm_prefetch((const char *)(ahead + w - 1), _MM_HINT_T0);
+    }
+    for (int v = 0; v < pv - 1; v++) _mm256_store_pd(dst + 4 * v, _mm256_loadu_pd(src + 4 * v));
+    _mm256_store_pd(dst + 4 * (pv - 1), _mm256_maskload_pd(src + 4 * (pv - 1), lastMask));
+  }
+}
+
+/*
+ * Rows 0 … m−1 of A, stored transposed (F_TRANS_A: A[i, k] at at + k·lda + i), steps 0 … K−1, into row-major `ap`
+ * (row i at ap + i·ldap): each row of A contiguous along k, as the kernels read A in place without F_TRANS_A.
+ * Reads each run of A^T once, in order, four steps at a time. Values moved (and shuffled), never computed. The rows
+ * are rows i0 … i0+m−1 of the product (for the causal flags).
+ */
+__attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff_t lda, int K, int m, double *ap, ptrdiff_t ldap,
+                                                       int i0, int flags) {
+  const int m4 = m & ~3, K4 = K & ~3;
+  for (int k0 = 0; k0 < K4; k0 += 4) {
+    const double *src = at + (ptrdiff_t)k0 * lda;
+    /*
+     * 4 × 4 blocks: four steps of four rows in, transposed in registers, four rows of four steps out; under the
+     * causal contraction flags only the blocks some of whose rows contract (row i0 + i: k ≥ i0 + i under F_UPPER_K,
+     * k ≤ i0 + i under F_LOWER_K — the kernels' one-row bounds, so they read nothing else).
+     */
+    for (int i = 0; i < m4; i += 4) {
+      if (((flags & F_UPPER_K) && i0 + i > k0 + 3) || ((flags & F_LOWER_K) && k0 > i0 + i + 3)) continue;
+      const __m256d r0 = _mm256_loadu_pd(src + i), r1 = _mm256_loadu_pd(src + lda + i);
+      const __m256d r2 = _mm256_loadu_pd(src + 2 * lda + i), r3 = _mm256_loadu_pd(src + 3 * lda + i);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      double *dst = ap + (ptrdiff_t)i * ldap + k0;
+      _mm256_storeu_pd(dst, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(dst + ldap, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(dst + 2 * ldap, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(dst + 3 * ldap, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    for (int i = m4; i < m; i++)
+      for (int k = 0; k < 4; k++) ap[(ptrdiff_t)i * ldap + k0 + k] = src[(ptrdiff_t)k * lda + i];
+  }
+  for (int k = K4; k < K; k++)
+    for (int i = 0; i < m; i++) ap[(ptrdiff_t)i * ldap + k] = at[(ptrdiff_t)k * lda + i];
+}
+
+/*
+ * Where panel p of np = ⌈w/48⌉ starts in a block of w columns: p·w/np rounded up to a multiple of 4 (w itself for
+ * p = np), so that no panel is wider than 48 columns.
+ */
+static int panel_start(int p, int np, int w) {
+  if (p >= np) return w;
+  return (int)(((int64_t)p * w + (int64_t)np * 4 - 1) / ((int64_t)np * 4)) * 4;
+}
+
+/*
+ * The packed AVX2 path (more than ROWS256 rows and more than SMALL256 multiply-adds). Loops, outside in: row chunks of
+ * MC256 rows (A^T packed row-major for the chunk), column blocks of whole panels (with several K blocks: as many as
+ * PT256 doubles of the chunk's partial tile allow, so it stays in L2), K blocks of KC256, panels of at most 48 columns
+ * (all of them as even as multiples of 4 go: no narrow, latency-bound last panel; each packed once per chunk, then
+ * L1-resident), the chunk's rows (in runs of rows with the same vector count: only the causal output
+ * bound changes it). The causal bounds are block_bounds' for each row; an empty k range gives s = +0.0 (written in
+ * the first K block).
+ */
+__attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
+  const int M = g->M, N = g->N, K = g->K;
+  if (M <= ROWS256 || (double)M * N * K <= SMALL256) {
+    gemm_avx2_direct(g);
+    return;
+  }
+  const int kc = KC256, W = WP256;
+  const int mc = imin(M, MC256);
+  /* ⌈N/48⌉ panels, as even as multiples of 4 columns go (N = 256: 44 + 44 + 40 + 44 + 44 + 40), none wider than 48. */
+  const int panels = (N + W - 1) / W;
+  /* Column blocks of whole panels: with one K block no partial tile, so one block; else the partial tile's budget. */
+  const int npMax = K > kc ? (PT256 / mc / W > 1 ? PT256 / mc / W : 1) : panels;
+  const int colBlocks = (panels + npMax - 1) / npMax;
+  const int npb = (panels + colBlocks - 1) / colBlocks;
+  const ptrdiff_t ldp = (ptrdiff_t)W * npb;
+  const int transA = (g->flags & F_TRANS_A) != 0;
+  const ptrdiff_t ldat = ((ptrdiff_t)K + 7) / 8 * 8 + 8; /* a line more than a multiple of lines: rows spread over L1's sets */
+  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)mc * ldp : 0, aSize = transA ? (size_t)mc * ldat : 0;
+  double *const Bp = scratch(panelSize + pSize + aSize);
+  if (Bp == NULL) {
+    gemm_avx2_direct(g);
+    return;
+  }
+  double *const P = Bp + panelSize;
+  double *const At = P + pSize;
+  for (int ic = 0; ic < M; ic += mc) {
+    const int icEnd = imin(M, ic + mc);
+    if (transA) pack_at256(g->a + ic, g->aks, K, icEnd - ic, At, ldat, ic, g->flags);
+    for (int p0 = 0; p0 < panels; p0 += npb) {
+      const int p1 = imin(panels, p0 + npb), jc = panel_start(p0, panels, N);
+      int kb = 0;
+      do { /* one pass at least: with K = 0 it writes the empty sums */
+        const int n = K - kb < kc ? K - kb : kc;
+        for (int p = p0; p < p1; p++) {
+          const int j0 = panel_start(p, panels, N), wp = panel_start(p + 1, panels, N) - j0;
+          /* The panel packed next: the block's next panel, else the next K block's first, else the next block's. */
+          int nkb = kb, np_ = p + 1;
+          if (np_ == p1) {
+            np_ = p0;
+            nkb = kb + n;
+            if (nkb >= K) np_ = p1, nkb = 0;
+          }
+          const int nj0 = np_ < panels ? panel_start(np_, panels, N) : 0, nn = imin(kc, K - nkb);
+          const double *next = np_ < panels && nn > 0 && (np_ != p || nkb != kb) ? g->b + (ptrdiff_t)nkb * g->ldb + nj0 : NULL;
+          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), transA ? At : NULL, ldat, P, ldp,
+                        next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0};
+          if (n > 0) pack_b256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp);
+          /* Runs of rows with the same vector count (all the chunk's rows but near a causal output bound). */
+          int i = ic;
+          while (i < icEnd) {
+            int jEnd, kBeg, kEnd;
+            block_bounds(g, i, 1, &jEnd, &kBeg, &kEnd);
+            if (j0 >= jEnd) {
+              i++;
+              continue;
+            }
+            const int nv = (imin(wp, jEnd - j0) + 3) / 4;
+            int i1 = i + 1;
+            if (g->flags & F_LOWER_OUT) {
+              while (i1 < icEnd && (imin(wp, imin(N, i1 + 1) - j0) + 3) / 4 == nv) i1++;
+            } else {
+              i1 = icEnd;
+            }
+            MKP256[nv - 1](g, &J, i, i1);
+            i = i1;
+          }
+        }
+        kb += n;
+      } while (kb < K);
     }
   }
 }

@@ -110,6 +110,31 @@ const PACKED: [number, number, number][] = [
   [136, 30, 140], [137, 52, 129],
 ];
 
+/**
+ * Dimensions on and around every edge of the packed AVX2 path (more than one row and 4096 multiply-adds): one row
+ * of A against panels of 48 columns of B, K blocks of 64 (running sums carried across them in a partial tile, never
+ * in C), row chunks of 256 (A^T packed per chunk under TRANS_A), column blocks of 2 panels at 256 rows and 4 at 128
+ * when K spans several blocks, a block's panels as even as multiples of 4 columns go and none wider than 48 (49 →
+ * 28 + 21, 97 → 36 + 32 + 29, 189 → 48 + 48 + 48 + 45, 256 → 44 + 44 + 40 + 44 + 44 + 40). The other paths must
+ * agree too.
+ */
+const AVX2_M = [2, 3, 12, 13, 47, 128, 129, 255, 256, 257] as const;
+const AVX2_N = [1, 4, 5, 16, 31, 32, 47, 48, 49, 52, 64, 79, 80, 95, 96, 97, 112, 142, 145, 189, 193, 200, 238] as const;
+const AVX2_K = [0, 1, 63, 64, 65, 127, 128, 129, 200] as const;
+const avx2Shapes = fc.record({
+  M: fc.oneof(fc.constantFrom(...AVX2_M), fc.integer({ min: 2, max: 300 })),
+  N: fc.oneof(fc.constantFrom(...AVX2_N), fc.integer({ min: 1, max: 250 })),
+  K: fc.oneof(fc.constantFrom(...AVX2_K), fc.integer({ min: 0, max: 300 })),
+  flags: fc.integer({ min: 0, max: 31 }),
+  pad: fc.integer({ min: 0, max: 3 }),
+  seed: fc.integer(),
+});
+
+/** Packed AVX2 shapes every flag combination runs on: several column blocks, row chunks and K blocks at once. */
+const AVX2_PACKED: [number, number, number][] = [
+  [256, 200, 130], [257, 97, 65], [129, 200, 129], [13, 52, 64], [40, 112, 200], [127, 189, 130], [2, 97, 200],
+];
+
 /** Random shapes with long K (several K blocks of the packed path). */
 const longShapes = fc.record({
   M: fc.integer({ min: 1, max: 72 }),
@@ -128,40 +153,46 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
       nativeAddon.gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, c.M, c.N, c.K, c.flags);
     };
 
-    it('equals the WebAssembly kernel bit for bit for random shapes, strides and every flag combination (A transposed too)', () => {
+    /** Generated cases: the first differing output of any is an error naming the case. */
+    const agrees = (cases: fc.Arbitrary<Case>, numRuns: number): void =>
       fc.assert(
-        fc.property(shapes, (c) => {
+        fc.property(cases, (c) => {
           const d = compare(c, run(c));
           if (d !== null) throw new Error(`${JSON.stringify(c)}: ${d}`);
         }),
-        { numRuns: 300 },
+        { numRuns },
       );
+    /** One shape under every flag combination, with each of the paddings. */
+    const agreesEveryFlag = (M: number, N: number, K: number, pads: readonly number[], seed: number): void => {
+      for (let flags = 0; flags < 32; flags++)
+        for (const pad of pads) {
+          const c = { M, N, K, flags, pad, seed: seed + flags };
+          expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
+        }
+    };
+
+    it('equals the WebAssembly kernel bit for bit for random shapes, strides and every flag combination (A transposed too)', () => {
+      agrees(shapes, 300);
     });
 
     it('equals the WebAssembly kernel bit for bit for random shapes with long K (several K blocks), every flag combination', () => {
-      fc.assert(
-        fc.property(longShapes, (c) => {
-          const d = compare(c, run(c));
-          if (d !== null) throw new Error(`${JSON.stringify(c)}: ${d}`);
-        }),
-        { numRuns: 60 },
-      );
+      agrees(longShapes, 60);
     });
 
     it.each(PACKED)('equals the WebAssembly kernel for the packed shape %i × %i × %i under every flag combination', (M, N, K) => {
-      for (let flags = 0; flags < 32; flags++)
-        for (const pad of [0, 3]) {
-          const c = { M, N, K, flags, pad, seed: M * 7919 + N * 31 + K };
-          expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
-        }
+      agreesEveryFlag(M, N, K, [0, 3], M * 7919 + N * 31 + K);
+    });
+
+    it('equals the WebAssembly kernel bit for bit on the edges of the packed AVX2 blocking (panels, K blocks, chunks, column blocks)', () => {
+      agrees(avx2Shapes, 40);
+    });
+
+    it.each(AVX2_PACKED)('equals the WebAssembly kernel for the packed AVX2 shape %i × %i × %i under every flag combination', (M, N, K) => {
+      agreesEveryFlag(M, N, K, [1], M * 7919 + N * 31 + K);
     });
 
     it.each(EDGES)('equals the WebAssembly kernel for %i × %i × %i under every flag combination', (M, N, K) => {
-      for (let flags = 0; flags < 32; flags++)
-        for (const pad of [0, 2]) {
-          const c = { M, N, K, flags, pad, seed: M * 1000 + N * 10 + K };
-          expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
-        }
+      agreesEveryFlag(M, N, K, [0, 2], M * 1000 + N * 10 + K);
     });
   });
 
