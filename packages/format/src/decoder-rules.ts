@@ -4,6 +4,7 @@
  */
 import { FormatError } from './errors.ts';
 import type { RawDecoderConfig } from './header.ts';
+import { blockTensorIndex } from './parameter-layout.ts';
 
 function modelError(reason: string, message: string, extra: { recordName?: string; recordIndex?: number; expected?: string; found?: string; field?: string } = {}): FormatError {
   return new FormatError('FORMAT_MODEL', message, { reason, ...extra });
@@ -189,7 +190,7 @@ export function validateModelShapes(c: RawDecoderConfig, records: readonly Model
   }
   const rotaryCache = new Map<number, string | undefined>();
   for (let l = 0; l < layers; l++) {
-    const base = 1 + 9 * l;
+    const base = blockTensorIndex(l, 0);
     const [an, q, k, v, o, fn, gate, up, down] = [0, 1, 2, 3, 4, 5, 6, 7, 8].map((j) => rec(base + j)) as [
       ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape, ModelRecordShape,
     ];

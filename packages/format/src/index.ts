@@ -6,7 +6,7 @@ export { encodeCheckpoint, checkpointByteSize } from './encode.ts';
 export { decodeCheckpoint } from './decode.ts';
 export type { DecodeOptions } from './decode.ts';
 export { f64ToBits, f64FromBits, f64BitsHex, f64Text, u64Hex, hexBytes, quotedBytes, f64Bytes } from './bits.ts';
-export { expectedParameterShapes, modelParameterName, parameterTensorCount, parameterNameProblem } from './parameter-layout.ts';
+export { blockTensorIndex, expectedParameterShapes, modelParameterName, parameterTensorCount, parameterNameProblem } from './parameter-layout.ts';
 export type { ParameterShape } from './parameter-layout.ts';
 export { decoderConfigProblem } from './decoder-rules.ts';
 export { adamwConfigProblem, decayProductProblem, groupsProblem } from './adamw-rules.ts';

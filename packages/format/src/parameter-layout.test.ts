@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectedParameterShapes, modelParameterName, parameterNameProblem, parameterTensorCount } from './parameter-layout.ts';
+import { blockTensorIndex, expectedParameterShapes, modelParameterName, parameterNameProblem, parameterTensorCount } from './parameter-layout.ts';
 
 const DEMO = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 2, ropeBase: 10000, rmsEpsilon: 1e-6 };
 
@@ -28,6 +28,9 @@ describe('expectedParameterShapes', () => {
     }
     expect(expectedParameterShapes({ ...DEMO, layers: 0 }).map((s) => s.name)).toEqual(['token_embedding.weight', 'final_norm.gain']);
     expect(() => modelParameterName(11, 1)).toThrow(RangeError);
+    // blockTensorIndex names the same index as the layout, for every tensor of every block.
+    for (let l = 0; l < 3; l++) for (let k = 0; k < 9; k++) expect(modelParameterName(blockTensorIndex(l, k), 3)).toBe(expectedParameterShapes({ ...DEMO, layers: 3 })[1 + 9 * l + k]?.name);
+    expect(modelParameterName(blockTensorIndex(3, 0), 3)).toBe('final_norm.gain');
   });
 });
 

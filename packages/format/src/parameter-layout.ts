@@ -28,6 +28,22 @@ const BLOCK_SUFFIXES = [
 const TENSORS_PER_LAYER = 9;
 
 /**
+ * Index in model order of tensor `tensor` of block `layer` (../SPEC.md §7): `1 + 9·layer + tensor`, where
+ * tensor 0 … 8 is the attention norm, query, key, value, output, the feed-forward norm, gate, up and down.
+ * The one home of that arithmetic for every package that walks the layout.
+ * @param layer - block index.
+ * @param tensor - the tensor within the block, 0 … 8.
+ * @returns the index.
+ * @example
+ * ```ts
+ * blockTensorIndex(1, 2); // 12: blocks.1.attention.key.weight
+ * ```
+ */
+export function blockTensorIndex(layer: number, tensor: number): number {
+  return 1 + TENSORS_PER_LAYER * layer + tensor;
+}
+
+/**
  * Number of model parameter tensors for `layers` blocks: 2 + 9L.
  * @param layers - decoder block count.
  * @returns the tensor count.
@@ -45,7 +61,7 @@ export function parameterTensorCount(layers: number): number {
  */
 export function modelParameterName(index: number, layers: number): string {
   if (index === 0) return 'token_embedding.weight';
-  if (index === 1 + TENSORS_PER_LAYER * layers) return 'final_norm.gain';
+  if (index === blockTensorIndex(layers, 0)) return 'final_norm.gain';
   const inner = index - 1;
   if (!Number.isInteger(index) || inner < 0 || inner >= TENSORS_PER_LAYER * layers) {
     throw new RangeError(`parameter index ${index} outside a ${layers}-layer layout of ${parameterTensorCount(layers)} tensors`);

@@ -47,7 +47,7 @@
  * too, and a threaded decoder's passes open their arenas on the shared
  * memories with them as well, for the help at the end of a wave.
  */
-import type { DecoderConfig } from '@llmcp/format';
+import { blockTensorIndex, type DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
 import { modelViews, parameterLayout, tensorAt, type ModelViews, type ParameterEntry, type ParameterLayout } from './layout.ts';
@@ -738,7 +738,7 @@ export class DecoderPass {
       embedding: view(params, place, 0),
       embeddingStride: place.strides[0] as number,
       blocks: this.layout.blocks.map((_, l) => {
-        const b = 1 + 9 * l;
+        const b = blockTensorIndex(l, 0);
         return {
           attentionNorm: view(params, place, b),
           query: linear(b + 1),

@@ -5,7 +5,7 @@
  * Model order is the canonical order of the optimizer loop, the gradient norm,
  * checkpoints and the golden vectors, so the flat array *is* that order.
  */
-import { expectedParameterShapes, type DecoderConfig } from '@llmcp/format';
+import { blockTensorIndex, expectedParameterShapes, type DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
 
 /** What a parameter tensor is, for code that treats kinds differently (initialization, kernels). */
@@ -81,7 +81,7 @@ export function parameterLayout(config: DecoderConfig): ParameterLayout {
   const at = (i: number): number => (entries[i] as ParameterEntry).offset;
   const blocks: BlockOffsets[] = [];
   for (let l = 0; l < config.layers; l++) {
-    const b = 1 + 9 * l;
+    const b = blockTensorIndex(l, 0);
     blocks.push(
       Object.freeze({
         attentionNorm: at(b),
@@ -144,8 +144,7 @@ export function modelViews(layout: ParameterLayout, flat: Float64Array, base = 0
   const view = (e: ParameterEntry): Float64Array => flat.subarray(base + e.offset, base + e.offset + e.length);
   const entries = layout.entries;
   const blocks: BlockViews[] = layout.blocks.map((_, l) => {
-    const b = 1 + 9 * l;
-    const at = (k: number): Float64Array => view(entries[b + k] as ParameterEntry);
+    const at = (k: number): Float64Array => view(entries[blockTensorIndex(l, k)] as ParameterEntry);
     return Object.freeze({ attentionNorm: at(0), query: at(1), key: at(2), value: at(3), output: at(4), ffnNorm: at(5), gate: at(6), up: at(7), down: at(8) });
   });
   return Object.freeze({ embedding: view(entries[0] as ParameterEntry), blocks: Object.freeze(blocks), finalNorm: view(entries[entries.length - 1] as ParameterEntry) });
