@@ -4,7 +4,8 @@
  * kernel (copies included) against the scalar JavaScript loop. Both give
  * identical bits (tested); this only measures. Run: `pnpm bench gemm`.
  */
-import { gemm, gemmScalar, GEMM_LOWER_K, GEMM_LOWER_OUT, setGemmBackend, usesSimdGemm } from '../src/kernels/gemm.ts';
+import { GEMM_LOWER_K, GEMM_LOWER_OUT } from '../src/kernels/gemm-flags.ts';
+import { gemm, gemmScalar, setGemmBackend, usesSimdGemm } from '../src/kernels/gemm.ts';
 
 const SHAPES: [string, number, number, number, number][] = [
   ['projection  T×D·D×D', 64, 64, 64, 0],

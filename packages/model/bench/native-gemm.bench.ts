@@ -21,7 +21,8 @@
 import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
-import { GEMM_LOWER_K, GEMM_LOWER_OUT, gemm, setGemmBackend } from '../src/kernels/gemm.ts';
+import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A as TRANS_A } from '../src/kernels/gemm-flags.ts';
+import { gemm, setGemmBackend } from '../src/kernels/gemm.ts';
 import { loadNativeKernels, type NativeAddon, type NativePath } from '../src/kernels/native.ts';
 import { createWasmGemm, ensureWasmCapacity } from '../src/kernels/wasm-gemm.ts';
 
@@ -39,9 +40,6 @@ const CONFIGS: Config[] = [
   { name: 'large', V: 2048, D: 128, H: 4, F: 512, T: 128 },
   { name: 'xl', V: 4096, D: 256, H: 8, F: 1024, T: 256 },
 ];
-
-/** The addon's flag for A stored transposed, [K, M] (gemm.ts `gemmTransA`: the weight gradients). */
-const TRANS_A = 16;
 
 type Shape = [label: string, M: number, N: number, K: number, flags: number];
 function shapes({ V, D, H, F, T }: Config): Shape[] {

@@ -15,10 +15,9 @@
  */
 import { loadavg } from 'node:os';
 import { Code, I32, V128, name, section, uleb, type WasmApi } from '../src/kernels/wasm-assembler.ts';
+import { GEMM_ADD as ADD, GEMM_TRANS_A as TRANS_A } from '../src/kernels/gemm-flags.ts';
 import { createWasmGemm, ensureWasmCapacity } from '../src/kernels/wasm-gemm.ts';
 
-const ADD = 1;
-const TRANS_A = 16;
 const ROUNDS = 9;
 const WORK_PER_ROUND = 4e7;
 const WARM_MS = 400;

@@ -1,8 +1,8 @@
 /*
  * The element-wise loops of the training step, in C: SwiGLU (src/kernels/swiglu.ts), the cross-entropy
  * (cross-entropy.ts), RMSNorm's row loops (rmsnorm.ts), RoPE (rope.ts) and attention's causal softmax
- * (attention.ts). Included by kernels.c after exp.c (it uses run_exp and the Node-API helpers). The TypeScript
- * functions call these when the addon has them (native.ts: optional members) and keep their own loops otherwise.
+ * (attention.ts). Included by kernels.c after exp.c (it uses run_exp and the Node-API helpers). Every one is a
+ * required member of the addon (native.ts refuses an addon lacking one).
  *
  * Every element runs exactly the IEEE operations of the TypeScript kernel, in the same order: the loops are
  * written element by element and compiled per path (AVX-512F, AVX2, plain C) with -O3 -ffp-contract=off, so the

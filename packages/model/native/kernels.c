@@ -29,12 +29,13 @@
 #include <immintrin.h>
 #endif
 
-/* Flag bits, identical to src/kernels/gemm.ts. */
+/* Flag bits: the values of src/kernels/gemm-flags.ts, reported as `gemmFlags` (native.ts refuses an addon whose
+   values differ). */
 #define F_ADD 1
 #define F_LOWER_OUT 2
 #define F_LOWER_K 4
 #define F_UPPER_K 8
-/* A is stored transposed, [K, M]: A[i, k] at a + k·lda + i (gemm.ts TRANS_A). */
+/* A is stored transposed, [K, M]: A[i, k] at a + k·lda + i (GEMM_TRANS_A). */
 #define F_TRANS_A 16
 
 enum { PATH_SCALAR = 0, PATH_AVX2 = 1, PATH_AVX512 = 2 };
@@ -1110,8 +1111,20 @@ static napi_value init(napi_env env, napi_value exports) {
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) != napi_ok) return NULL;
     if (napi_set_named_property(env, exports, fns[i].name, f) != napi_ok) return NULL;
   }
+  static const struct {
+    const char *name;
+    uint32_t value;
+  } flags[] = {{"add", F_ADD}, {"lowerOut", F_LOWER_OUT}, {"lowerK", F_LOWER_K}, {"upperK", F_UPPER_K}, {"transA", F_TRANS_A}};
+  napi_value flagObject;
+  if (napi_create_object(env, &flagObject) != napi_ok) return NULL;
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    napi_value v;
+    napi_create_uint32(env, flags[i].value, &v);
+    napi_set_named_property(env, flagObject, flags[i].name, v);
+  }
+  napi_set_named_property(env, exports, "gemmFlags", flagObject);
   napi_value version;
-  napi_create_uint32(env, 2, &version);
+  napi_create_uint32(env, 3, &version);
   napi_set_named_property(env, exports, "abiVersion", version);
   return exports;
 }

@@ -9,7 +9,8 @@
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { exp } from '../math/index.ts';
 import { expConstants, expInto } from './exp-batch.ts';
-import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmTransA, transpose } from './gemm.ts';
+import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K } from './gemm-flags.ts';
+import { gemm, gemmTransA, transpose } from './gemm.ts';
 import { activeNativeKernels } from './native.ts';
 import { wasmAttentionSoftmax } from './wasm-softmax.ts';
 
@@ -97,7 +98,7 @@ export function attentionForward(
     gemm(S, 0, T, qr, hd, D, kT, 0, T, T, T, d, trace === null ? GEMM_LOWER_OUT : 0);
     const pOff = h * TT;
     const native = trace === null ? activeNativeKernels() : null;
-    if (native?.attentionSoftmax !== undefined && native.attentionSoftmaxRows !== undefined) {
+    if (native !== null) {
       // The softmax loops in C (native/elementwise.c): scaled scores, maxima and exp(s − m), the undecided exps
       // finished here with exp(), then the tails and weights.
       if (rowScratch.length < TT) rowScratch = new Int32Array(TT);
@@ -222,7 +223,7 @@ export function attentionBackward(
     gemmTransA(dv, hd, D, prob, pOff, T, dmerged, hd, D, T, d, T, GEMM_UPPER_K);
     // Causal softmax rule, then the constant scale: draw = 0 + ds·scale (in C when the addon runs).
     const native = trace === null ? activeNativeKernels() : null;
-    const done = native?.attentionSoftmaxBackward !== undefined && native.attentionSoftmaxBackward(draw, dp, prob, pOff, T, scale) >= 0;
+    const done = native !== null && native.attentionSoftmaxBackward(draw, dp, prob, pOff, T, scale) >= 0;
     for (let i = 0; i < T && !done; i++) {
       const row = i * T;
       const pr = pOff + row;

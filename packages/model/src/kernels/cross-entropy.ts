@@ -45,19 +45,17 @@ export function crossEntropyForward(
     if (native !== null) {
       // The loops in C (native/elementwise.c): m and exp(z − m), the undecided exps finished here with exp(),
       // then the tails and probabilities.
-      if (native.crossEntropyShifts !== undefined && native.crossEntropyRows !== undefined) {
-        if (rowScratch.length < rows * V) rowScratch = new Int32Array(Math.max(rows * V, 2 * rowScratch.length));
-        const und = rowScratch;
-        const count = native.crossEntropyShifts(prob, logits, stats, rows, V, und, expConstants());
-        if (count >= 0) {
-          for (let k = 0; k < count; k++) {
-            const i = und[k] as number;
-            prob[i] = exp(prob[i] as number);
-          }
-          native.crossEntropyRows(prob, logits, stats, rows, V);
-          rowLosses(rowLoss, logits, stats, targets, tOff, rows, V);
-          return;
+      if (rowScratch.length < rows * V) rowScratch = new Int32Array(Math.max(rows * V, 2 * rowScratch.length));
+      const und = rowScratch;
+      const count = native.crossEntropyShifts(prob, logits, stats, rows, V, und, expConstants());
+      if (count >= 0) {
+        for (let k = 0; k < count; k++) {
+          const i = und[k] as number;
+          prob[i] = exp(prob[i] as number);
         }
+        native.crossEntropyRows(prob, logits, stats, rows, V);
+        rowLosses(rowLoss, logits, stats, targets, tOff, rows, V);
+        return;
       }
     } else if (disjointViews([prob, logits])) {
       // One WebAssembly SIMD kernel (wasm-cross-entropy.ts); its rows with an undecided exp are computed here.
@@ -161,7 +159,7 @@ export function crossEntropyBackward(
 ): void {
   if (ld === V && rows * V >= NATIVE_MIN && targets instanceof Int32Array) {
     const native = activeNativeKernels();
-    if (native?.crossEntropyBackward !== undefined && native.crossEntropyBackward(dlogits, prob, targets, tOff, rows, V, k) >= 0) return;
+    if (native !== null && native.crossEntropyBackward(dlogits, prob, targets, tOff, rows, V, k) >= 0) return;
   }
   for (let r = 0; r < rows; r++) {
     const o = r * V;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, gemmScalar, gemmTransA, pinGemmOperand, pinnedOffset, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
+import { gemm, gemmScalar, gemmTransA, pinGemmOperand, pinnedOffset, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
 import { kernelChoice, setKernels } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity } from './wasm-gemm.ts';
 
@@ -257,7 +258,6 @@ function viewsOfPinnedArray(): void {
 }
 
 describe('the WebAssembly kernel itself (wasm-gemm.ts)', () => {
-  const KERNEL_TRANS_A = 16;
   const kernel = createWasmGemm();
 
   /** Finite values of every kind: ±0, subnormals, tiny, ordinary and large magnitudes (no overflow over 70 terms). */
@@ -292,7 +292,7 @@ describe('the WebAssembly kernel itself (wasm-gemm.ts)', () => {
           offset: fc.integer({ min: 0, max: 3 }), seed: fc.integer(),
         }),
         ({ M, N, K, flags, padA, padB, padC, offset, seed }) => {
-          const transA = (flags & KERNEL_TRANS_A) !== 0;
+          const transA = (flags & GEMM_TRANS_A) !== 0;
           const logical = flags & 15;
           // A[i, k] row-major (lda = K + padA) or stored transposed At[k, i] (lda = M + padA)
           const lda = (transA ? M : K) + padA, ldb = N + padB, ldc = N + padC;

@@ -22,30 +22,10 @@
  * summation order instead of OpenMP reductions).
  */
 import { gemmCounters } from '../internal/gemm-counters.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A as TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
 import { openKernelArena, residentKernel, type KernelArena, type SharedArenaMemory } from './kernel-arena.ts';
 import { activeNativeKernels, type NativeAddon } from './native.ts';
 import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.ts';
-
-/** `C = C + A·B` (the contribution is summed from +0.0 first, then added): "previous + contribution" of the tape. */
-export const GEMM_ADD = 1;
-/**
- * Causal output: row i needs only columns j ≤ i. The entries above the
- * diagonal are left unspecified (whole column blocks are computed, and the
- * SIMD path copies its scratch back); callers must never read them.
- */
-export const GEMM_LOWER_OUT = 2;
-/**
- * Causal contraction from the start: row i contracts k ≤ i only. Rows are
- * processed in blocks, so a few terms with k > i are included; they must be
- * exactly +0.0 in A (masked probabilities), which leaves every sum unchanged
- * (an accumulator started at +0.0 is never −0.0, and x + ±0 = x).
- */
-export const GEMM_LOWER_K = 4;
-/**
- * Causal contraction to the end: row i contracts k ≥ i only; terms with k < i
- * inside a row block must be exactly +0.0 in A (see {@link GEMM_LOWER_K}).
- */
-export const GEMM_UPPER_K = 8;
 
 /**
  * Which implementation {@link gemm} uses: 'auto' — the SIMD kernel for
@@ -590,9 +570,6 @@ export function rowTimesMatrix(y: Float64Array, x: Float64Array, W: Float64Array
     y[o] = s;
   }
 }
-
-/** Kernel flag (internal, {@link gemmTransA} only): A is stored transposed, [K, M]. */
-const TRANS_A = 16;
 
 /** Scratch of {@link gemmTransA} when the operand must be transposed first. */
 let transposed = new Float64Array(0);

@@ -7,7 +7,8 @@ import { checkGradient, dot, randomValues } from '../../test/helpers/gradcheck.t
 import { exp, log1p } from '../math/index.ts';
 import { attentionBackward, attentionForward, attentionScratch } from './attention.ts';
 import { crossEntropyBackward, crossEntropyForward } from './cross-entropy.ts';
-import { GEMM_ADD, gemm } from './gemm.ts';
+import { GEMM_ADD } from './gemm-flags.ts';
+import { gemm } from './gemm.ts';
 import { rmsNormBackward, rmsNormForward } from './rmsnorm.ts';
 import { ropeBackward, ropeForward, ropeTables } from './rope.ts';
 import { swigluBackward, swigluForward } from './swiglu.ts';

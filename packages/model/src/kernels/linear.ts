@@ -18,7 +18,8 @@
  * Reference: llm.c `matmul_forward` / `matmul_backward` (here without bias and
  * with the weight gradient summed per sequence, then across the batch in order).
  */
-import { GEMM_ADD, gemm, gemmTransABeside } from './gemm.ts';
+import { GEMM_ADD } from './gemm-flags.ts';
+import { gemm, gemmTransABeside } from './gemm.ts';
 
 /** A linear layer's weight: W [inputs, outputs] and its transpose Wᵀ [outputs, inputs], both row-major views with row strides. */
 export interface LinearWeight {

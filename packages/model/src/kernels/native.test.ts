@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isModelError } from '../errors.ts';
-import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K, gemm, rowTimesMatrix, setGemmBackend } from './gemm.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A as TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
+import { gemm, rowTimesMatrix, setGemmBackend } from './gemm.ts';
 import { kernelInfo } from './kernel-info.ts';
-import { loadNativeKernels, setKernels, type NativeAddon, type NativePath } from './native.ts';
+import { loadNativeKernels, nativeAddonProblem, setKernels, type NativeAddon, type NativePath } from './native.ts';
 
 const load = loadNativeKernels();
 const addon = load.addon;
@@ -46,9 +47,6 @@ interface Case {
   readonly pad: number;
   readonly seed: number;
 }
-
-/** The addon's flag for A stored transposed, [K, M] (gemm.ts `gemmTransA`). */
-const TRANS_A = 16;
 
 /** Runs one case through `run` and the WebAssembly kernel (on A transposed back under TRANS_A); returns the first differing output or null. */
 function compare(c: Case, run: (C: Float64Array, cOff: number, ldc: number, A: Float64Array, aOff: number, lda: number, B: Float64Array, bOff: number, ldb: number) => void): string | null {
@@ -259,5 +257,20 @@ describe('setKernels / kernelInfo', () => {
 
   it('refuses an unknown choice', () => {
     expect(() => setKernels('gpu' as 'auto')).toThrow(RangeError);
+  });
+});
+
+describe('nativeAddonProblem', () => {
+  it.skipIf(addon === null)(`accepts the built addon: every function, this ABI version, the product flags of gemm-flags.ts${SKIPPED}`, () => {
+    expect(nativeAddonProblem(addon as NativeAddon, 'built')).toBeUndefined();
+  });
+
+  it.skipIf(addon === null)(`refuses an addon lacking a function, of another ABI version, or compiled with other product flags, whole${SKIPPED}`, () => {
+    const built = addon as NativeAddon;
+    const like = (change: Record<string, unknown>): NativeAddon => ({ ...built, ...change }) as NativeAddon;
+    expect(nativeAddonProblem(like({ rope: undefined }), 'old.node')).toMatch(/old\.node lacks rope/);
+    expect(nativeAddonProblem(like({ abiVersion: 2 }), 'old.node')).toMatch(/ABI version 2, expected 3/);
+    expect(nativeAddonProblem(like({ gemmFlags: { ...built.gemmFlags, transA: 32 } }), 'odd.node')).toMatch(/transA = 32 \(expected 16\)/);
+    expect(nativeAddonProblem(like({ gemmFlags: undefined }), 'odd.node')).toMatch(/product flags/);
   });
 });

@@ -15,6 +15,7 @@ import type * as NodeFs from 'node:fs';
 import type * as NodeModule from 'node:module';
 import type * as NodeUrl from 'node:url';
 import { ModelError } from '../errors.ts';
+import { GEMM_FLAGS } from './gemm-flags.ts';
 
 /** A vector path of the addon: chosen per thread from the CPU's features. */
 export type NativePath = 'avx512' | 'avx2' | 'scalar';
@@ -33,11 +34,11 @@ export interface NativeAddon {
   /**
    * swiglu.ts's forward on elements 0 … n−1 (native/elementwise.c), except the indices it writes ascending to
    * `undecided` (their exp was undecided: the caller computes those elements); returns their count, or −1 without
-   * writing when two arrays overlap. Absent from addons built before it (the TypeScript loop runs then).
+   * writing when two arrays overlap.
    */
-  swigluForward?(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number, undecided: Int32Array, constants: Float64Array): number;
-  /** swiglu.ts's backward on elements 0 … n−1; returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
-  swigluBackward?(
+  swigluForward(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number, undecided: Int32Array, constants: Float64Array): number;
+  /** swiglu.ts's backward on elements 0 … n−1; returns 0, or −1 without writing when two arrays overlap. */
+  swigluBackward(
     dgate: Float64Array,
     dup: Float64Array,
     dsilu: Float64Array,
@@ -51,17 +52,17 @@ export interface NativeAddon {
   /**
    * cross-entropy.ts's forward up to the exp: `stats[2r] = m`, prob = exp(z − m); the element indices whose exp
    * was undecided are written ascending to `undecided` (room for rows·V; their prob holds the shift: the caller
-   * finishes them with exp()). Returns their count, or −1 without writing when arrays overlap. Absent from older addons.
+   * finishes them with exp()). Returns their count, or −1 without writing when arrays overlap.
    */
-  crossEntropyShifts?(prob: Float64Array, logits: Float64Array, stats: Float64Array, rows: number, V: number, undecided: Int32Array, constants: Float64Array): number;
-  /** The rest of cross-entropy.ts's forward after {@link crossEntropyShifts}: `stats[2r+1] = tail`, prob scaled; returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
-  crossEntropyRows?(prob: Float64Array, logits: Float64Array, stats: Float64Array, rows: number, V: number): number;
-  /** rmsnorm.ts's first forward loop (`ms`, `st` per row); returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
-  rmsNormSums?(ms: Float64Array, st: Float64Array, x: Float64Array, rows: number, D: number, eps: number): number;
-  /** rmsnorm.ts's last forward loop (`normalized`, `out`); returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
-  rmsNormScale?(out: Float64Array, normalized: Float64Array, x: Float64Array, gain: Float64Array, inv: Float64Array, rows: number, D: number): number;
-  /** rmsnorm.ts's backward; returns 0, or −1 without writing when two arrays overlap. Absent from older addons. */
-  rmsNormBackward?(
+  crossEntropyShifts(prob: Float64Array, logits: Float64Array, stats: Float64Array, rows: number, V: number, undecided: Int32Array, constants: Float64Array): number;
+  /** The rest of cross-entropy.ts's forward after {@link crossEntropyShifts}: `stats[2r+1] = tail`, prob scaled; returns 0, or −1 without writing when arrays overlap. */
+  crossEntropyRows(prob: Float64Array, logits: Float64Array, stats: Float64Array, rows: number, V: number): number;
+  /** rmsnorm.ts's first forward loop (`ms`, `st` per row); returns 0, or −1 without writing when two arrays overlap. */
+  rmsNormSums(ms: Float64Array, st: Float64Array, x: Float64Array, rows: number, D: number, eps: number): number;
+  /** rmsnorm.ts's last forward loop (`normalized`, `out`); returns 0, or −1 without writing when two arrays overlap. */
+  rmsNormScale(out: Float64Array, normalized: Float64Array, x: Float64Array, gain: Float64Array, inv: Float64Array, rows: number, D: number): number;
+  /** rmsnorm.ts's backward; returns 0, or −1 without writing when two arrays overlap. */
+  rmsNormBackward(
     dx: Float64Array,
     gainTerms: Float64Array,
     normalized: Float64Array,
@@ -75,22 +76,22 @@ export interface NativeAddon {
     rows: number,
     D: number,
   ): number;
-  /** cross-entropy.ts's backward (targets at `tOff + r`); returns 0, or −1 without writing when arrays overlap or a target is outside [0, V). Absent from older addons. */
-  crossEntropyBackward?(dlogits: Float64Array, prob: Float64Array, targets: Int32Array, tOff: number, rows: number, V: number, k: number): number;
+  /** cross-entropy.ts's backward (targets at `tOff + r`); returns 0, or −1 without writing when arrays overlap or a target is outside [0, V). */
+  crossEntropyBackward(dlogits: Float64Array, prob: Float64Array, targets: Int32Array, tOff: number, rows: number, V: number, k: number): number;
   /**
    * attention.ts's forward softmax of one head up to the exp: S (T, T) scaled in place on and below the
    * diagonal, `rowMax[i]` its maximum, `prob[pOff + i·T + j] = exp(s − m)` (+0 beyond the diagonal); the indices
    * i·T + j whose exp was undecided are written ascending to `undecided` (room for T·T; their prob holds the
    * shift: the caller finishes them with exp()). Returns their count, or −1 without writing when arrays overlap.
-   * Absent from older addons.
+   *
    */
-  attentionSoftmax?(prob: Float64Array, pOff: number, S: Float64Array, T: number, scale: number, rowMax: Float64Array, undecided: Int32Array, constants: Float64Array): number;
-  /** The rest of the forward softmax after {@link attentionSoftmax} (tails, weights); returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
-  attentionSoftmaxRows?(prob: Float64Array, pOff: number, S: Float64Array, T: number, rowMax: Float64Array): number;
-  /** attention.ts's softmax rule and scale of one head (draw from dp and the weights at pOff); returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
-  attentionSoftmaxBackward?(draw: Float64Array, dp: Float64Array, prob: Float64Array, pOff: number, T: number, scale: number): number;
-  /** rope.ts's ropeForward (back 0) or ropeBackward (back 1) on rows 0 … T−1; returns 0, or −1 without writing when arrays overlap. Absent from older addons. */
-  rope?(dst: Float64Array, src: Float64Array, cosines: Float64Array, sines: Float64Array, T: number, D: number, headWidth: number, back: number): number;
+  attentionSoftmax(prob: Float64Array, pOff: number, S: Float64Array, T: number, scale: number, rowMax: Float64Array, undecided: Int32Array, constants: Float64Array): number;
+  /** The rest of the forward softmax after {@link attentionSoftmax} (tails, weights); returns 0, or −1 without writing when arrays overlap. */
+  attentionSoftmaxRows(prob: Float64Array, pOff: number, S: Float64Array, T: number, rowMax: Float64Array): number;
+  /** attention.ts's softmax rule and scale of one head (draw from dp and the weights at pOff); returns 0, or −1 without writing when arrays overlap. */
+  attentionSoftmaxBackward(draw: Float64Array, dp: Float64Array, prob: Float64Array, pOff: number, T: number, scale: number): number;
+  /** rope.ts's ropeForward (back 0) or ropeBackward (back 1) on rows 0 … T−1; returns 0, or −1 without writing when arrays overlap. */
+  rope(dst: Float64Array, src: Float64Array, cosines: Float64Array, sines: Float64Array, T: number, D: number, headWidth: number, back: number): number;
   /** The calling thread's path. */
   path(): NativePath;
   /** The best path this CPU runs. */
@@ -99,7 +100,51 @@ export interface NativeAddon {
   setPath(path: NativePath | 'best'): NativePath;
   /** Independent multiply-then-add chains on a path: the ceiling of that path. */
   peak(path: NativePath, iterations: number): { macs: number; seconds: number };
+  /** The values of the product flags the C code was compiled with (its `F_*`): they must be gemm-flags.ts's. */
+  readonly gemmFlags: Readonly<Record<keyof typeof GEMM_FLAGS, number>>;
   readonly abiVersion: number;
+}
+
+/** Every function of {@link NativeAddon}: an addon lacking one is refused whole. */
+const NATIVE_FUNCTIONS: readonly (keyof NativeAddon)[] = [
+  'gemm',
+  'exp',
+  'swigluForward',
+  'swigluBackward',
+  'crossEntropyShifts',
+  'crossEntropyRows',
+  'rmsNormSums',
+  'rmsNormScale',
+  'rmsNormBackward',
+  'crossEntropyBackward',
+  'attentionSoftmax',
+  'attentionSoftmaxRows',
+  'attentionSoftmaxBackward',
+  'rope',
+  'path',
+  'bestPath',
+  'setPath',
+  'peak',
+];
+
+/**
+ * Why a loaded addon cannot be used, or undefined: another ABI version, a
+ * function missing, or product flags whose values differ from gemm-flags.ts.
+ * The addon is used as a whole or not at all, so no kernel checks for a member.
+ *
+ * @param addon - what the file exported.
+ * @param file - the file, for the message.
+ * @returns the reason, or undefined.
+ */
+export function nativeAddonProblem(addon: Partial<NativeAddon>, file: string): string | undefined {
+  const rebuild = '(rebuild: node native/build.mjs)';
+  if (addon.abiVersion !== ABI_VERSION) return `${file} has ABI version ${String(addon.abiVersion)}, expected ${ABI_VERSION} ${rebuild}`;
+  const missing = NATIVE_FUNCTIONS.filter((f) => typeof addon[f] !== 'function');
+  if (missing.length > 0) return `${file} lacks ${missing.join(', ')} ${rebuild}`;
+  const flags = addon.gemmFlags as Partial<Record<string, number>> | undefined;
+  const wrong = Object.entries(GEMM_FLAGS).filter(([name, value]) => flags?.[name] !== value);
+  if (wrong.length > 0) return `${file} has product flags ${wrong.map(([name, value]) => `${name} = ${String(flags?.[name])} (expected ${value})`).join(', ')} ${rebuild}`;
+  return undefined;
 }
 
 /** What the caller asked for: `LLMCP_KERNELS` or {@link setKernels}. */
@@ -107,11 +152,8 @@ export type KernelChoice = 'auto' | 'native' | 'wasm';
 
 /** The addon file, relative to the package root. */
 export const NATIVE_ADDON_FILE = 'native/build/llmcp_kernels.node';
-/**
- * Bumped when an existing function changes. Functions added since are optional members of {@link NativeAddon},
- * detected one by one: an addon built before them still loads, and those kernels then run in TypeScript.
- */
-const ABI_VERSION = 2;
+/** Bumped whenever the addon's surface changes: an addon built for another version is refused whole. */
+const ABI_VERSION = 3;
 
 interface NodeProcess {
   readonly versions?: { readonly node?: string };
@@ -148,9 +190,10 @@ function tryLoad(): NativeLoad {
     for (const up of ['../', '../../']) {
       const file = fileURLToPath(new URL(up + NATIVE_ADDON_FILE, import.meta.url));
       if (!existsSync(file)) continue;
-      const addon = createRequire(import.meta.url)(file) as NativeAddon;
-      if (addon.abiVersion !== ABI_VERSION) return { addon: null, file, error: `${file} has ABI version ${String(addon.abiVersion)}, expected ${ABI_VERSION} (rebuild: node native/build.mjs)` };
-      return { addon, file, error: undefined };
+      const addon = createRequire(import.meta.url)(file) as Partial<NativeAddon>;
+      const problem = nativeAddonProblem(addon, file);
+      if (problem !== undefined) return { addon: null, file, error: problem };
+      return { addon: addon as NativeAddon, file, error: undefined };
     }
     return { addon: null, file: undefined, error: `${NATIVE_ADDON_FILE} was not built (no C compiler at install, or LLMCP_NATIVE_BUILD=0)` };
   } catch (e) {

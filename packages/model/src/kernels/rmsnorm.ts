@@ -48,7 +48,7 @@ export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: F
   const native = rows * D >= NATIVE_MIN ? activeNativeKernels() : null;
   // WebAssembly SIMD in place when the arrays are views of one kernel arena (wasm-rmsnorm.ts: the same operations in the same order).
   const wasm = activeNativeKernels() === null && disjointViews([out, normalized, inv, st, ms, x, gain]);
-  if (native === null || native.rmsNormSums === undefined || native.rmsNormSums(ms, st, x, rows, D, eps) < 0) {
+  if (native === null || native.rmsNormSums(ms, st, x, rows, D, eps) < 0) {
     if (wasm && wasmRmsNormSums(ms, x, rows, D)) for (let r = 0; r < rows; r++) st[r] = (ms[r] as number) + eps;
     else rowSums(ms, st, x, rows, D, eps);
   }
@@ -56,7 +56,7 @@ export function rmsNormForward(norm: NormForwardValues, x: Float64Array, gain: F
   lnInto(inv, 0, st, 0, rows);
   for (let r = 0; r < rows; r++) inv[r] = (inv[r] as number) * -0.5;
   expInto(inv, 0, inv, 0, rows);
-  if (native !== null && native.rmsNormScale !== undefined && native.rmsNormScale(out, normalized, x, gain, inv, rows, D) >= 0) return;
+  if (native !== null && native.rmsNormScale(out, normalized, x, gain, inv, rows, D) >= 0) return;
   if (wasm && wasmRmsNormScale(out, normalized, x, gain, inv, rows, D)) return;
   for (let r = 0; r < rows; r++) {
     const o = r * D;
@@ -111,7 +111,7 @@ export function rmsNormBackward(
 ): void {
   const { normalized, inv, st, dnormalized, rowAdjoints } = norm;
   const native = rows * D >= NATIVE_MIN ? activeNativeKernels() : null;
-  if (native !== null && native.rmsNormBackward !== undefined && native.rmsNormBackward(dx, gainTerms, normalized, inv, st, dnormalized, rowAdjoints, u, x, gain, rows, D) >= 0) return;
+  if (native !== null && native.rmsNormBackward(dx, gainTerms, normalized, inv, st, dnormalized, rowAdjoints, u, x, gain, rows, D) >= 0) return;
   // WebAssembly SIMD in place when every array but the gain terms is a view of one kernel arena (wasm-rmsnorm.ts: the same operations in the same order).
   if (
     activeNativeKernels() === null &&

@@ -82,7 +82,7 @@ export function ropeForward(dst: Float64Array, src: Float64Array, tables: RopeTa
   const half = headWidth / 2;
   const C = tables.cosines;
   const S = tables.sines;
-  if (T * D >= NATIVE_MIN && C.length >= T * half && activeNativeKernels()?.rope?.(dst, src, C, S, T, D, headWidth, 0) === 0) return;
+  if (T * D >= NATIVE_MIN && C.length >= T * half && activeNativeKernels()?.rope(dst, src, C, S, T, D, headWidth, 0) === 0) return;
   for (let t = 0; t < T; t++) {
     const row = t * D;
     const tab = t * half;
@@ -115,7 +115,7 @@ export function ropeBackward(dst: Float64Array, src: Float64Array, tables: RopeT
   const half = headWidth / 2;
   const C = tables.cosines;
   const S = tables.sines;
-  if (T * D >= NATIVE_MIN && C.length >= T * half && activeNativeKernels()?.rope?.(dst, src, C, S, T, D, headWidth, 1) === 0) return;
+  if (T * D >= NATIVE_MIN && C.length >= T * half && activeNativeKernels()?.rope(dst, src, C, S, T, D, headWidth, 1) === 0) return;
   for (let t = 0; t < T; t++) {
     const row = t * D;
     const tab = t * half;

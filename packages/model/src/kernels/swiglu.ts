@@ -28,7 +28,7 @@ let undecided = new Int32Array(1024);
  */
 export function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number): void {
   const native = activeNativeKernels();
-  if (native !== null && n >= NATIVE_MIN && native.swigluForward !== undefined) {
+  if (native !== null && n >= NATIVE_MIN) {
     // The same loops in C, in L1-sized blocks (native/elementwise.c); the elements whose exp it left undecided
     // are finished here, the TypeScript way (exp() itself).
     if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
@@ -108,7 +108,7 @@ export function swigluBackward(
   const native = activeNativeKernels();
   let done = 0;
   if (native !== null) {
-    if (n >= NATIVE_MIN && native.swigluBackward !== undefined && native.swigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n) >= 0) return;
+    if (n >= NATIVE_MIN && native.swigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n) >= 0) return;
   } else if (n >= WASM_MIN && disjointViews([dgate, dup, dsilu, dprod, gate, sigma, silu, up])) {
     // WebAssembly SIMD (wasm-swiglu.ts): all of them, or all but the last of an odd n in a kernel arena.
     done = Math.max(0, wasmSwigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n));

@@ -19,17 +19,11 @@
  * gradient's activation as it is), so no transpose is needed first.
  */
 
+import { GEMM_ADD as ADD, GEMM_LOWER_K as LOWER_K, GEMM_LOWER_OUT as LOWER_OUT, GEMM_TRANS_A as TRANS_A, GEMM_UPPER_K as UPPER_K } from './gemm-flags.ts';
 import { Code, F64, I32, V128, compileModule, memoryImportSection, name, perMemoryKind, section, uleb, type WasmApi, type WasmMemory } from './wasm-assembler.ts';
 
 // ── The kernel ─────────────────────────────────────────────────────────────
 
-/** Flag bits, identical to the scalar kernel's. */
-const ADD = 1;
-const LOWER_OUT = 2;
-const LOWER_K = 4;
-const UPPER_K = 8;
-/** A is stored transposed, [K, M]: A[i, k] at `a + k·lda + i` (gemm.ts GEMM_TRANS_A). */
-const TRANS_A = 16;
 /**
  * Rows of the tallest register tile (each tile row: two f64x2 accumulators,
  * four columns). Four rows use 15 xmm registers per k step (8 accumulators, 2

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
-import { GEMM_ADD, gemm, gemmArena, gemmScalar, gemmTransA, gemmTransABeside, setProductOffer, transpose, type ProductOffer } from '../kernels/gemm.ts';
+import { GEMM_ADD } from '../kernels/gemm-flags.ts';
+import { gemm, gemmArena, gemmScalar, gemmTransA, gemmTransABeside, setProductOffer, transpose, type ProductOffer } from '../kernels/gemm.ts';
 import { kernelArenaPages } from '../kernels/kernel-arena.ts';
 import { kernelChoice, loadNativeKernels, setKernels, type KernelChoice } from '../kernels/native.ts';
 import { fixedMemory } from '../kernels/wasm-assembler.ts';
