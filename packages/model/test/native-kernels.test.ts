@@ -6,6 +6,7 @@
  * `LLMCP_KERNELS` selects (`auto`: native when built), so
  * `LLMCP_KERNELS=native pnpm exec vitest run --project model` runs all of it natively.
  */
+import { readFileSync } from 'node:fs';
 import { SplitMix64 } from '@llmcp/format';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, generate, kernelInfo, setKernels, type KernelChoice, type TokenBatch } from '../src/index.ts';
@@ -72,5 +73,15 @@ describe.skipIf(!available)(`native kernels with worker threads${SKIPPED}`, () =
     expect(native.length).toBe(reference.length);
     const first = native.findIndex((b, i) => b !== reference![i]);
     expect(first, `first difference at ${first}: ${native[first]} ≠ ${reference[first]}`).toBe(-1);
+  });
+});
+
+describe('the published native sources', () => {
+  it('include every file kernels.c includes, so a registry install can build the addon', () => {
+    const root = new URL('../', import.meta.url);
+    const files = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { files: string[] }).files;
+    const included = [...readFileSync(new URL('native/kernels.c', root), 'utf8').matchAll(/^#include "([^"]+)"/gm)].map((m) => `native/${m[1] as string}`);
+    expect(included.length).toBeGreaterThan(0);
+    for (const source of ['native/kernels.c', ...included]) expect(files, source).toContain(source);
   });
 });
