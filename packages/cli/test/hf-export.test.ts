@@ -15,6 +15,7 @@ import { Decoder } from '@llmcp/model';
 import { BpeTokenizer, trainBpe, type AnyTokenizer, tokenizerFromState } from '@llmcp/tokenizer';
 import { parseCorpus, parseSplitManifest, partitionCorpus, type CorpusPartitions } from '@llmcp/data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeGguf } from '../src/gguf.ts';
 import { hfExportFiles, hfTensors, hfTokenizerJson, hfTokenizerConfig } from '../src/hf-export.ts';
 import { encodeSafetensors, encodeSafetensorsTensors } from '../src/safetensors.ts';
 import { GOLDEN, llmcp, PACKAGE_DIR, REPO_ROOT, tempDir } from './helpers.ts';
@@ -235,9 +236,6 @@ describe('safetensors exports', () => {
 
 describe('the foreign-file reader on the GGUF export', () => {
   it('reads the header and tensor table that the GGUF writer produced', async () => {
-    const gguf = path.join(REPO_ROOT, 'packages/cli/src/gguf.ts');
-    if (!existsSync(gguf)) return;
-    const { encodeGguf } = (await import('../src/gguf.ts')) as { encodeGguf: (s: DecodedCheckpoint) => Uint8Array };
     const h = readGgufHeader(encodeGguf(best));
     expect(h.metadata.find((m) => m.key === 'general.architecture')?.value).toBe('llama');
     expect(h.tensors.map((t) => t.name)).toContain('token_embd.weight');

@@ -7,6 +7,9 @@ import { kernelChoice, setKernels } from '../src/kernels/native.ts';
 import { modelViews, namedViews, tensorAt } from '../src/layout.ts';
 import { checkGradient, randomValues } from './helpers/gradcheck.ts';
 
+/** Why a WebAssembly-only test is skipped, in its name. */
+const NO_SIMD = usesSimdGemm() ? '' : ' — skipped: this runtime has no WebAssembly SIMD';
+
 const SMALL = { vocabularySize: 7, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 6, ropeBase: 10000, rmsEpsilon: 1e-6 };
 
 function randomBatch(seed: bigint, V: number, B: number, T: number): TokenBatch {
@@ -322,9 +325,8 @@ describe('layout views', () => {
     expect(model.parameter('blocks.0.attention.query.weight')[3]).toBe(0.25);
   });
 
-  it('keeps the per-tensor weight views pinned for the WebAssembly kernel after a training step', () => {
+  it.skipIf(!usesSimdGemm())(`keeps the per-tensor weight views pinned for the WebAssembly kernel after a training step${NO_SIMD}`, () => {
     setGemmBackend('auto');
-    if (!usesSimdGemm()) return;
     const previous = kernelChoice();
     setKernels('wasm');
     try {

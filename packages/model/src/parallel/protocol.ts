@@ -133,21 +133,28 @@ export const spinTuning: { microseconds: number } = { microseconds: 500 };
 
 /**
  * Watches `block[index]` while it holds `value`, for at most the control
- * block's {@link CTRL.SPIN_US} microseconds (0: not at all).
+ * block's {@link CTRL.SPIN_US} microseconds (0: not at all): 64 reads of the
+ * slot between two looks at the clock.
  *
  * @param block - the control block.
  * @param index - the slot to watch.
  * @param value - the value it held.
+ * @param now - the clock, in milliseconds (tests drive it).
  * @returns true when the slot changed, false when the time ran out first (then sleep on it).
  */
-export function spinWhile(block: Int32Array, index: number, value: number): boolean {
+export function spinWhile(block: Int32Array, index: number, value: number, now: () => number = monotonicMs): boolean {
   const us = Atomics.load(block, CTRL.SPIN_US);
   if (us <= 0) return false;
-  const end = performance.now() + us / 1000;
+  const end = now() + us / 1000;
   for (;;) {
     for (let i = 0; i < 64; i++) if (Atomics.load(block, index) !== value) return true;
-    if (performance.now() > end) return false;
+    if (now() > end) return false;
   }
+}
+
+/** @returns `performance.now()`: the default clock of {@link spinWhile}. */
+function monotonicMs(): number {
+  return performance.now();
 }
 
 /**
