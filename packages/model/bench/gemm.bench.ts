@@ -4,8 +4,11 @@
  * kernel (copies included) against the scalar JavaScript loop. Both give
  * identical bits (tested); this only measures. Run: `pnpm bench gemm`.
  */
+import { matrix, type Matrix } from '../src/reference/matrix.ts';
 import { GEMM_LOWER_K, GEMM_LOWER_OUT } from '../src/kernels/gemm-flags.ts';
-import { gemm, gemmScalar, setGemmBackend, usesSimdGemm } from '../src/kernels/gemm.ts';
+import { gemmJs } from '../src/kernels/gemm.ts';
+import { createWasmGemm } from '../src/kernels/wasm-gemm.ts';
+import { wasmProduct } from '../src/kernels/wasm-set.ts';
 
 const SHAPES: [string, number, number, number, number][] = [
   ['projection  T×D·D×D', 64, 64, 64, 0],
@@ -18,27 +21,28 @@ const SHAPES: [string, number, number, number, number][] = [
   ['value mix (causal)* ', 64, 16, 64, GEMM_LOWER_K],
 ];
 
-function measure(fn: typeof gemm, M: number, N: number, K: number, flags: number): number {
-  const A = Float64Array.from({ length: M * K }, (_, i) => Math.sin(i));
-  const B = Float64Array.from({ length: K * N }, (_, i) => Math.cos(i));
-  const C = new Float64Array(M * N);
+type Product = (c: Matrix, a: Matrix, b: Matrix, flags: number) => void;
+
+function measure(fn: Product, M: number, N: number, K: number, flags: number): number {
+  const A = matrix(Float64Array.from({ length: M * K }, (_, i) => Math.sin(i)), M, K);
+  const B = matrix(Float64Array.from({ length: K * N }, (_, i) => Math.cos(i)), K, N);
+  const C = matrix(new Float64Array(M * N), M, N);
   const reps = Math.max(20, Math.floor(3e7 / (M * N * K)));
-  for (let w = 0; w < reps; w++) fn(C, 0, N, A, 0, K, B, 0, N, M, N, K, flags);
+  for (let w = 0; w < reps; w++) fn(C, A, B, flags);
   let best = 0;
   for (let round = 0; round < 7; round++) {
     const t0 = performance.now();
-    for (let r = 0; r < reps; r++) fn(C, 0, N, A, 0, K, B, 0, N, M, N, K, flags);
+    for (let r = 0; r < reps; r++) fn(C, A, B, flags);
     best = Math.max(best, (M * N * K * reps) / (performance.now() - t0) / 1e6);
   }
   return best;
 }
 
-setGemmBackend('simd');
-process.stdout.write(`matrix products, GMAC/s (best of 7; SIMD available: ${usesSimdGemm()})\n`);
+const w = createWasmGemm();
+process.stdout.write(`matrix products, GMAC/s (best of 7; SIMD available: ${w !== null})\n`);
 for (const [label, M, N, K, flags] of SHAPES) {
-  const simd = measure(gemm, M, N, K, flags);
-  const scalar = measure(gemmScalar, M, N, K, flags);
+  const simd = w === null ? NaN : measure((c, a, b, f) => wasmProduct(w, c, a, b, f), M, N, K, flags);
+  const scalar = measure(gemmJs, M, N, K, flags);
   process.stdout.write(`  ${label} ${`${M}×${N}×${K}`.padEnd(12)} SIMD ${simd.toFixed(2).padStart(6)}   scalar ${scalar.toFixed(2).padStart(6)}   ×${(simd / scalar).toFixed(1)}\n`);
 }
-setGemmBackend('auto');
 process.stdout.write('  * causal products compute about half of the nominal M·N·K; the rate shown is nominal.\n');

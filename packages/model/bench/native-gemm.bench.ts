@@ -6,7 +6,7 @@
  * addon's `peak`: 12 chains of `vmulpd` + `vaddpd` on AVX-512 and AVX2, 8 scalar chains in plain C; a WebAssembly
  * `f64x2` loop for the WebAssembly kernel): the physical limit of a bit-exact product, whose every term is a
  * separate IEEE multiply and add. Native paths: every one this CPU runs (AVX-512, AVX2, scalar), `gemm` of the
- * addon on the arrays in place; WebAssembly: gemm() with its copies, and the WebAssembly kernel alone on hot
+ * addon on the arrays in place; WebAssembly: the kernel on copied operands (wasmProduct), and the WebAssembly kernel alone on hot
  * scratch memory. All paths give identical bits (tested); this only measures.
  *
  * Run: `pnpm bench native-gemm` (the native columns need the addon: `node packages/model/native/build.mjs`).
@@ -22,7 +22,8 @@ import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import { GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A as TRANS_A } from '../src/kernels/gemm-flags.ts';
-import { gemm, setGemmBackend } from '../src/kernels/gemm.ts';
+import { matrix } from '../src/reference/matrix.ts';
+import { wasmProduct } from '../src/kernels/wasm-set.ts';
 import { loadNativeKernels, type NativeAddon, type NativePath } from '../src/kernels/native.ts';
 import { createWasmGemm, ensureWasmCapacity } from '../src/kernels/wasm-gemm.ts';
 
@@ -95,15 +96,12 @@ function nativeRun(addon: NativeAddon, M: number, N: number, K: number, flags: n
   return () => addon.gemm(C, 0, N, A, 0, lda, B, 0, N, M, N, K, flags);
 }
 
-/** gemm() on the WebAssembly kernel, copies included (A as stored [M, K]: gemm() has no transposed variant of its own). */
+/** The WebAssembly kernel on operands copied into its memory (A as stored [M, K]). */
 function measureWasm(M: number, N: number, K: number, flags: number): number {
   const { A, B, C } = operands(M, N, K);
-  setGemmBackend('simd');
-  try {
-    return rate(() => gemm(C, 0, N, A, 0, K, B, 0, N, M, N, K, flags & ~TRANS_A), M * N * K);
-  } finally {
-    setGemmBackend('auto');
-  }
+  const w = createWasmGemm();
+  if (w === null) return NaN;
+  return rate(() => wasmProduct(w, matrix(C, M, N), matrix(A, M, K), matrix(B, K, N), flags & ~TRANS_A), M * N * K);
 }
 
 /** The WebAssembly kernel alone, operands already in its memory. */
@@ -235,7 +233,7 @@ if (withWasm) out(`  wasm kernel, hot scratch, 64×64×256 (no copies): ${f(meas
 for (const config of CONFIGS.filter((c) => wanted.includes(c.name))) {
   const { V, D, H, F, T } = config;
   out(`\n${config.name} V${V}/D${D}/H${H}/F${F} T${T}: GMAC/s (best of the rounds) and % of the path's ceiling`);
-  const header = [...paths.map((p) => `native ${p}`.padEnd(15)), ...(withWasm ? ['wasm gemm()'.padEnd(15), 'wasm kernel'.padEnd(15)] : []), ...(other !== null ? [`÷ --vs (${native!.bestPath()})`] : [])];
+  const header = [...paths.map((p) => `native ${p}`.padEnd(15)), ...(withWasm ? ['wasm copied'.padEnd(15), 'wasm kernel'.padEnd(15)] : []), ...(other !== null ? [`÷ --vs (${native!.bestPath()})`] : [])];
   out(`  ${'product'.padEnd(20)} ${'M×N×K'.padEnd(15)} ${header.join(' ')}`);
   for (const [label, M, N, K, flags] of shapes(config)) {
     const cells: string[] = [];

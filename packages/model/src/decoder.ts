@@ -6,9 +6,10 @@ import type { CheckpointState, DecoderConfig, NamedTensor, SplitMix64 } from '@l
 import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
 import { initializeParameters } from './init.ts';
-import { activeNativeKernels } from './kernels/native.ts';
+import { kernelChoice, openKernels, resolveKernels } from './kernels/kernel-choice.ts';
+import type { KernelChoice, Kernels } from './kernels/kernel-set.ts';
 import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuning, reduceWork } from './internal/batch-reduce.ts';
-import { DecoderPass } from './decoder-pass.ts';
+import { decoderForward, type DecoderState } from './reference/model.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
@@ -48,6 +49,12 @@ export interface DecoderOptions {
    * waves; the bits do not change.
    */
   readonly partialMemoryBytes?: number;
+  /**
+   * The kernel set the decoder and its worker threads run (default: the
+   * calling thread's choice, `LLMCP_KERNELS` or `setKernels`). Every set
+   * gives the same bits.
+   */
+  readonly kernels?: KernelChoice;
 }
 
 /** Counters of the worker threads (diagnostics). */
@@ -121,6 +128,14 @@ export interface DecoderThreads {
   readonly partialBudget: number;
 }
 
+/** How {@link Decoder.create} sets a decoder up (internal: `new Decoder(config)` takes the defaults). */
+export interface DecoderSetup {
+  /** The kernel set (default: the calling thread's choice). */
+  readonly kernels?: KernelChoice;
+  /** The worker threads it started, or none. */
+  readonly threaded?: DecoderThreads;
+}
+
 /** Which token ids a check covers: the first `count` of a (rows, columns) batch, named `what` in errors. */
 interface TokenSpan {
   readonly count: number;
@@ -165,7 +180,8 @@ export class Decoder {
   readonly parameters: Float64Array;
   /** Gradients, same layout; written by {@link trainStep}. */
   readonly gradients: Float64Array;
-  readonly #pass: DecoderPass;
+  /** The kernel set of the calling thread, with its workspace. */
+  readonly #kernels: Kernels;
   /** Clears the gradients with WebAssembly's memory.fill (threaded: kernels/wasm-clear.ts), or null (`fill`). */
   readonly #clearGradients: (() => void) | null;
   /** Whether worker threads take part (arrays on SharedArrayBuffers, partial slots, reduce phases). */
@@ -189,12 +205,14 @@ export class Decoder {
    * {@link Decoder.create}.
    *
    * @param config - a valid decoder configuration.
-   * @param threaded - internal: the worker threads {@link Decoder.create} started (omit it).
-   * @throws ModelError `MODEL_INVALID_CONFIG` for an invalid configuration.
+   * @param setup - internal: the kernel set and the worker threads {@link Decoder.create} chose (omit it).
+   * @throws ModelError `MODEL_INVALID_CONFIG` for an invalid configuration, `MODEL_KERNELS_UNAVAILABLE` when the native kernels are required but missing.
    */
-  constructor(config: DecoderConfig, threaded?: DecoderThreads) {
+  constructor(config: DecoderConfig, setup: DecoderSetup = {}) {
     validateDecoderConfig(config);
-    activeNativeKernels(); // LLMCP_KERNELS=native without the addon fails here (MODEL_KERNELS_UNAVAILABLE), not in a step
+    // LLMCP_KERNELS=native without the addon fails here (MODEL_KERNELS_UNAVAILABLE), not in a step.
+    const set = resolveKernels(setup.kernels);
+    const threaded = setup.threaded;
     const pool = threaded?.runner ?? null;
     const parameters = threaded?.parameters ?? null;
     const gradients = threaded?.gradients ?? null;
@@ -204,14 +222,14 @@ export class Decoder {
     this.layout = parameterLayout(this.config);
     this.parameters = parameters ?? new Float64Array(this.layout.size);
     this.gradients = gradients ?? new Float64Array(this.layout.size);
-    this.#pass = new DecoderPass(this.config);
+    this.#kernels = openKernels(this.config, set);
     this.#threaded = pool !== null;
     this.#runner = pool ?? new CallingThread();
     this.#partialBudget = partialBudget;
     const shared = this.#threaded;
     this.#ctx = {
       config: this.config,
-      pass: this.#pass,
+      kernels: this.#kernels,
       parameters: this.parameters,
       gradients: this.gradients,
       control: this.#runner.control,
@@ -250,15 +268,16 @@ export class Decoder {
       throw new ModelError('MODEL_INVALID_CONFIG', `partialMemoryBytes: expected a finite number ≥ 0, found ${String(budget)}`, { field: 'partialMemoryBytes' });
     }
     validateDecoderConfig(config);
-    activeNativeKernels(); // before the workers start (they follow this thread's choice)
-    if (threads === 1) return new Decoder(config);
+    const kernels = options.kernels ?? kernelChoice();
+    const set = resolveKernels(kernels); // before the workers start: they run the same set
+    if (threads === 1) return new Decoder(config, { kernels });
     const layout = parameterLayout(config);
     // The gradients in a shared WebAssembly memory of their own where one can be had: zero-grad is then a memory.fill.
     const clearable = clearableSharedF64(layout.size);
     const arrays = { parameters: allocateF64(layout.size, true), gradients: clearable?.array ?? allocateF64(layout.size, true) };
-    const pool = await ThreadPool.start(config, arrays, threads);
+    const pool = await ThreadPool.start(config, arrays, threads, set);
     try {
-      return new Decoder(config, { runner: pool, ...arrays, clearGradients: clearable?.clear ?? null, partialBudget: budget });
+      return new Decoder(config, { kernels: set, threaded: { runner: pool, ...arrays, clearGradients: clearable?.clear ?? null, partialBudget: budget } });
     } catch (e) {
       await pool.close();
       throw e;
@@ -399,7 +418,7 @@ export class Decoder {
     }
     // The calling thread's arena opens on its shared memory too, so that a worker with no sequence left can compute its products (help.ts);
     // and goes back onto it after a longer sequence (logits, generation) moved it to a memory of its own (else nothing is done).
-    if (ctx.arenas !== null) this.#pass.adoptArenaMemory({ memory: ctx.arenas.memories[0] as WasmMemory, front: 0 }, ctx.arenas.positions);
+    if (ctx.arenas !== null) this.#kernels.workspace.adoptArenaMemory({ memory: ctx.arenas.memories[0] as WasmMemory, front: 0 }, ctx.arenas.positions);
     for (let i = 0; i < n; i++) {
       ctx.inputs[i] = batch.inputs[i] as number;
       ctx.targets[i] = batch.targets[i] as number;
@@ -431,7 +450,7 @@ export class Decoder {
     const old = this.#ctx.arenas;
     if (old !== null && old.reserved >= reserved && old.positions >= T) return old;
     const want = { reserved: Math.max(reserved, old?.reserved ?? 0), positions: Math.max(T, old?.positions ?? 0) };
-    const elements = this.#pass.arenaElements(want.positions);
+    const elements = this.#kernels.workspace.arenaElements(want.positions);
     for (const adjoint of [this.layout.size, 0]) {
       try {
         const set = { id: this.#arenaSets + 1, memories: [] as WasmMemory[], help: helpBlock(this.threads), adjoint, ...want };
@@ -560,7 +579,8 @@ export class Decoder {
     return loss;
   }
 
-  #prefix(tokens: ArrayLike<number>): number {
+  /** @returns T, after checking a prefix of tokens. */
+  #checkPrefix(tokens: ArrayLike<number>): number {
     this.#checkOpen();
     const T = tokens?.length;
     if (!Number.isSafeInteger(T) || T < 1) throw new ModelError('MODEL_INVALID_BATCH', `tokens: expected at least one token, found ${String(T)}`);
@@ -568,9 +588,17 @@ export class Decoder {
       throw new ModelError('MODEL_CONTEXT_TOO_LONG', `tokens: expected at most maxPositions = ${this.config.maxPositions}, found ${T}`);
     }
     checkTokens(tokens, this.config.vocabularySize, { count: T, columns: T, what: 'input' });
-    this.#version = (this.#version + 1) | 0;
-    this.#pass.prepare(this.parameters, this.#version);
     return T;
+  }
+
+  /** The no-grad forward pass of a checked prefix of T tokens, logits of every row or of the last; returns the pass's state. */
+  #forward(tokens: ArrayLike<number>, T: number, rows: 'all' | 'last'): DecoderState {
+    this.#version = (this.#version + 1) | 0;
+    const ws = this.#kernels.workspace;
+    ws.prepare(this.parameters, this.#version);
+    const state = ws.state(T);
+    decoderForward(this.#kernels, state, { tokens, offset: 0, targets: null, logitsFrom: rows === 'all' ? 0 : T - 1 });
+    return state;
   }
 
   /**
@@ -581,9 +609,8 @@ export class Decoder {
    * @throws ModelError `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`.
    */
   logits(tokens: ArrayLike<number>): Float64Array {
-    const T = this.#prefix(tokens);
-    this.#pass.forward({ tokens, targets: null, offset: 0, positions: T });
-    return this.#pass.logits.slice(0, T * this.config.vocabularySize);
+    const { logits } = this.#forward(tokens, this.#checkPrefix(tokens), 'all').acts;
+    return logits.data.slice(0, logits.rows * logits.columns);
   }
 
   /**
@@ -595,10 +622,9 @@ export class Decoder {
    * @throws ModelError `MODEL_INVALID_BATCH`, `MODEL_TOKEN_OUT_OF_RANGE`, `MODEL_CONTEXT_TOO_LONG`.
    */
   nextTokenLogits(tokens: ArrayLike<number>): Float64Array {
-    const T = this.#prefix(tokens);
-    this.#pass.forward({ tokens, targets: null, offset: 0, positions: T }, T - 1);
-    const V = this.config.vocabularySize;
-    return this.#pass.logits.slice((T - 1) * V, T * V);
+    const { logits } = this.#forward(tokens, this.#checkPrefix(tokens), 'last').acts;
+    const V = logits.columns;
+    return logits.data.slice((logits.rows - 1) * V, logits.rows * V);
   }
 
   /**
@@ -629,26 +655,25 @@ export class Decoder {
     if (s.length !== 0) {
       throw new ModelError('MODEL_CACHE_STATE', `prefill: the cache already holds ${s.length} positions; reset it first or continue with decodeNext`, { field: 'cache' });
     }
-    const T = this.#prefix(tokens);
+    const T = this.#checkPrefix(tokens);
     checkRoom(s, T);
-    const pass = this.#pass;
-    pass.forward({ tokens, targets: null, offset: 0, positions: T }, T - 1);
+    const { acts } = this.#forward(tokens, T, 'last');
     const D = this.config.modelWidth;
     const V = this.config.vocabularySize;
     const n = T * D;
     for (let l = 0; l < this.config.layers; l++) {
-      const a = pass.blocks[l]!;
-      checkProjection(a.q, n, { what: 'query', layer: l });
-      checkProjection(a.k, n, { what: 'key', layer: l });
-      checkProjection(a.v, n, { what: 'value', layer: l });
+      const a = acts.blocks[l]!;
+      checkProjection(a.q.data, n, { what: 'query', layer: l });
+      checkProjection(a.k.data, n, { what: 'key', layer: l });
+      checkProjection(a.v.data, n, { what: 'value', layer: l });
     }
-    const logits = pass.logits.slice((T - 1) * V, T * V);
+    const logits = acts.logits.data.slice((T - 1) * V, T * V);
     checkProjection(logits, V, { what: 'logit', layer: -1 });
     ensureCacheRows(s, T);
     for (let l = 0; l < this.config.layers; l++) {
-      const a = pass.blocks[l]!;
-      s.keys[l]!.set(a.kr.subarray(0, n));
-      s.values[l]!.set(a.v.subarray(0, n));
+      const a = acts.blocks[l]!;
+      s.keys[l]!.set(a.kr.data.subarray(0, n));
+      s.values[l]!.set(a.v.data.subarray(0, n));
     }
     recordWork(s, T, true);
     return logits;
@@ -671,7 +696,7 @@ export class Decoder {
     if (s.length === 0) throw new ModelError('MODEL_CACHE_STATE', 'decodeNext: the cache is empty; prefill it with the prompt first', { field: 'cache' });
     checkRoom(s, 1);
     checkTokens([token], this.config.vocabularySize, { count: 1, columns: 1, what: 'input' });
-    return decodeRow(s, this.parameters, token);
+    return decodeRow(s, { kernels: this.#kernels, parameters: this.parameters }, token);
   }
 
   #locate(index: number): ParameterEntry {

@@ -14,9 +14,6 @@ export type { CachedLogitsSource, GenerateOptions, Generation, GenerationStep, L
 export { KvCache } from './kv-cache.ts';
 export type { KvCacheModel, KvCacheOptions, KvCacheWork } from './kv-cache.ts';
 export { MATH_VERSION, cos, exp, ln, log1p, pow, sin } from './math/index.ts';
-export { setGemmBackend, usesSimdGemm } from './kernels/gemm.ts';
-export type { GemmBackend } from './kernels/gemm.ts';
-export { kernelInfo } from './kernels/kernel-info.ts';
-export type { KernelInfo, KernelKind } from './kernels/kernel-info.ts';
-export { setKernels } from './kernels/native.ts';
-export type { KernelChoice } from './kernels/native.ts';
+export { kernelInfo, setKernels } from './kernels/kernel-choice.ts';
+export type { KernelInfo } from './kernels/kernel-choice.ts';
+export type { KernelChoice, KernelKind } from './kernels/kernel-set.ts';

@@ -8,13 +8,14 @@
 import type { DecoderConfig } from '@llmcp/format';
 import { validateDecoderConfig } from './config.ts';
 import { ModelError } from './errors.ts';
+import { blockTensorIndex } from '@llmcp/format';
 import { firstNonFinite } from './internal/batch-reduce.ts';
-import { attentionDecodeRow } from './kernels/attention.ts';
-import { rowTimesMatrix } from './kernels/gemm.ts';
-import { rmsNormForward } from './kernels/rmsnorm.ts';
-import { extendRopeTables, ropeForwardRow, ropeTables, type RopeTables } from './kernels/rope.ts';
-import { swigluForward } from './kernels/swiglu.ts';
-import { modelViews, parameterLayout, type ModelViews, type ParameterLayout } from './layout.ts';
+import type { Kernels } from './kernels/kernel-set.ts';
+import type { LinearWeight, NormActivations, RopeTables } from './reference/layers.ts';
+import { embeddingForward, extendRopeTables, ropeTables } from './reference/layers.ts';
+import { matrix, rowsOf, type Matrix } from './reference/matrix.ts';
+import { blockForward, type BlockActivations, type BlockWeights } from './reference/model.ts';
+import { parameterLayout, type ParameterEntry, type ParameterLayout } from './layout.ts';
 
 /** Options of a {@link KvCache}. */
 export interface KvCacheOptions {
@@ -65,31 +66,20 @@ function zeroWork(): MutableWork {
   };
 }
 
-/** Single-row scratch of a decode step (each buffer one row). */
-interface RowScratch {
-  /** (D) residual stream. */
-  readonly x: Float64Array;
-  /** RMSNorm outputs: (D) gained, (D) normalized, (1) inv, (1) st, (1) ms. */
-  readonly out: Float64Array;
-  readonly normalized: Float64Array;
-  readonly inv: Float64Array;
-  readonly st: Float64Array;
-  readonly ms: Float64Array;
-  /** (D) query, rotated query, key, value, merged heads, attention output, h1, ffn output. */
-  readonly q: Float64Array;
-  readonly qr: Float64Array;
-  readonly k: Float64Array;
-  readonly v: Float64Array;
-  readonly merged: Float64Array;
-  readonly attention: Float64Array;
-  readonly h1: Float64Array;
-  readonly ffn: Float64Array;
-  /** (F) gate, sigmoid, silu, up, product. */
-  readonly gate: Float64Array;
-  readonly sigma: Float64Array;
-  readonly silu: Float64Array;
-  readonly up: Float64Array;
-  readonly prod: Float64Array;
+/** The activations of one new row, shared by every layer: a block's buffers but for its keys and values, which are the cache's rows. */
+type RowActivations = Omit<BlockActivations, 'v' | 'kr' | 'att'> & {
+  /** (1, D) the residual stream. */
+  readonly x: Matrix;
+  /** The final norm. */
+  readonly finalNorm: NormActivations;
+};
+
+/** The weights a decode step reads: views of the parameters as they are (no transposes: it runs forward only). */
+interface RowWeights {
+  readonly of: Float64Array;
+  readonly embedding: Matrix;
+  readonly blocks: readonly BlockWeights[];
+  readonly finalNorm: Float64Array;
 }
 
 /** The state behind a {@link KvCache} (internal to the package). */
@@ -109,13 +99,12 @@ export interface KvCacheState {
   /** Per layer: (allocated, D) values. */
   values: Float64Array[];
   rope: RopeTables;
-  /** (allocated) attention weights of one head. */
+  /** (H · allocated) attention weights of the new row, head h from h·(length + 1). */
   weights: Float64Array;
-  readonly row: RowScratch;
+  readonly row: RowActivations;
   work: MutableWork;
-  /** Per-tensor views of the parameters last decoded with (live views: built once per parameter array). */
-  views: ModelViews | null;
-  viewsOf: Float64Array | null;
+  /** The views of the parameters last decoded with (live views: built once per parameter array). */
+  views: RowWeights | null;
 }
 
 const STATES = new WeakMap<KvCache, KvCacheState>();
@@ -152,10 +141,6 @@ export class KvCache {
     if (!Number.isSafeInteger(capacity) || capacity < 1 || capacity > config.maxPositions) {
       throw new ModelError('MODEL_INVALID_CONFIG', `cache capacity: expected an integer in [1, ${config.maxPositions}], found ${String(capacity)}`, { field: 'capacity' });
     }
-    const { modelWidth: D } = config;
-    // A 0-layer model has no feed-forward block: its (possibly huge) width needs no scratch.
-    const F = config.layers === 0 ? 0 : config.feedForwardWidth;
-    const f = (n: number): Float64Array => new Float64Array(n);
     STATES.set(this, {
       owner: model,
       config,
@@ -168,31 +153,10 @@ export class KvCache {
       keys: [],
       values: [],
       rope: ropeTables(0, headWidth, config.ropeBase),
-      weights: f(0),
-      row: {
-        x: f(D),
-        out: f(D),
-        normalized: f(D),
-        inv: f(1),
-        st: f(1),
-        ms: f(1),
-        q: f(D),
-        qr: f(D),
-        k: f(D),
-        v: f(D),
-        merged: f(D),
-        attention: f(D),
-        h1: f(D),
-        ffn: f(D),
-        gate: f(F),
-        sigma: f(F),
-        silu: f(F),
-        up: f(F),
-        prod: f(F),
-      },
+      weights: new Float64Array(0),
+      row: rowActivations(config),
       work: zeroWork(),
       views: null,
-      viewsOf: null,
     });
   }
 
@@ -343,7 +307,7 @@ export function ensureCacheRows(s: KvCacheState, positions: number): void {
       keys.push(k);
       values.push(v);
     }
-    const weights = new Float64Array(next);
+    const weights = new Float64Array(s.config.heads * next);
     const rope = extendRopeTables(s.rope, next);
     s.keys = keys;
     s.values = values;
@@ -420,69 +384,90 @@ export function recordWork(s: KvCacheState, n: number, prefill: boolean): void {
   s.length = after;
 }
 
+/** One row's buffers (a 0-layer model has no feed-forward block: its, possibly huge, width gets none). */
+function rowActivations(config: DecoderConfig): RowActivations {
+  const { modelWidth: D } = config;
+  const F = config.layers === 0 ? 0 : config.feedForwardWidth;
+  const row = (width = D): Matrix => matrix(new Float64Array(width), 1, width);
+  const norm = (): NormActivations => ({ out: row(), normalized: row(), inv: new Float64Array(1), st: new Float64Array(1), ms: new Float64Array(1), dnormalized: row(0), rowAdjoints: new Float64Array(0) });
+  return {
+    x: row(),
+    n1: norm(),
+    q: row(),
+    k: row(),
+    qr: row(),
+    merged: row(),
+    attention: row(),
+    h1: row(),
+    n2: norm(),
+    glu: { gate: row(F), up: row(F), sigma: row(F), silu: row(F), prod: row(F) },
+    ffn: row(),
+    finalNorm: norm(),
+  };
+}
+
+/** The decode views of `params` (cached per parameter array). */
+function rowWeights(s: KvCacheState, params: Float64Array): RowWeights {
+  if (s.views?.of === params) return s.views;
+  const entries = s.layout.entries;
+  const view = (k: number): Matrix => {
+    const e = entries[k] as ParameterEntry;
+    return matrix(params, e.shape[0] as number, e.shape[1] as number, e.shape[1] as number, e.offset);
+  };
+  const gain = (k: number): Float64Array => params.subarray((entries[k] as ParameterEntry).offset, (entries[k] as ParameterEntry).offset + (entries[k] as ParameterEntry).length);
+  const linear = (k: number): LinearWeight => ({ w: view(k), t: null });
+  s.views = {
+    of: params,
+    embedding: view(0),
+    blocks: s.layout.blocks.map((_, l) => {
+      const b = (k: number): number => blockTensorIndex(l, k);
+      return { attentionNorm: gain(b(0)), query: linear(b(1)), key: linear(b(2)), value: linear(b(3)), output: linear(b(4)), ffnNorm: gain(b(5)), gate: linear(b(6)), up: linear(b(7)), down: linear(b(8)) };
+    }),
+    finalNorm: gain(entries.length - 1),
+  };
+  return s.views;
+}
+
 /**
- * One decode step: runs `token` at position `length` through every block,
- * attending over the cached rows, and returns its logits. The new rows are
- * written past the cached length and committed only when every projection
- * and logit is finite, so a failure leaves the cache unchanged.
- *
- * Each operation is the row `length` of the full forward pass with the same
- * summation order (see the kernels), so the logits are the bits of
- * `nextTokenLogits(prefix + token)`.
+ * One decode step: runs `token` at position `length` through every block —
+ * the training pass's blockForward on one row, whose key and value rows are
+ * written into the cache past its length and whose attention reads the
+ * cached rows — and returns its logits. The new rows are committed only when
+ * every projection and logit is finite, so a failure leaves the cache
+ * unchanged. Every operation is the row `length` of the full forward pass
+ * with the same summation order (the full pass's masked terms are exact
+ * zeros), so the logits are the bits of `nextTokenLogits(prefix + token)`.
  *
  * @param s - the cache (checked by the caller: owner, not empty, room for one).
- * @param params - the decoder's flat parameters.
+ * @param model - the decoder's kernel set and its flat parameters.
  * @param token - a valid token id.
  * @returns (V) a fresh array.
  * @throws ModelError `MODEL_NON_FINITE`, `MODEL_CONTEXT_TOO_LONG` (storage).
  */
-export function decodeRow(s: KvCacheState, params: Float64Array, token: number): Float64Array {
+export function decodeRow(s: KvCacheState, model: { readonly kernels: Kernels; readonly parameters: Float64Array }, token: number): Float64Array {
+  const { kernels: k, parameters: params } = model;
   const t = s.length;
   ensureCacheRows(s, t + 1);
-  const { modelWidth: D, feedForwardWidth: F, vocabularySize: V, heads: H, rmsEpsilon: eps } = s.config;
+  const { modelWidth: D, vocabularySize: V, heads: H, rmsEpsilon: eps } = s.config;
   const r = s.row;
-  const x = r.x;
-  const src = token * D;
-  for (let c = 0; c < D; c++) x[c] = params[src + c] as number;
-  if (s.viewsOf !== params) {
-    s.views = modelViews(s.layout, params);
-    s.viewsOf = params;
-  }
-  const W = s.views!;
+  const W = rowWeights(s, params);
+  embeddingForward(r.x, W.embedding, [token], 0);
+  const c = { heads: H, scale: s.scale, eps, rope: s.rope, first: t };
   for (let l = 0; l < W.blocks.length; l++) {
-    const w = W.blocks[l]!;
-    rmsNormForward(r, x, w.attentionNorm, 1, D, eps);
-    rowTimesMatrix(r.q, r.out, w.query, 0, D, D);
-    rowTimesMatrix(r.k, r.out, w.key, 0, D, D);
-    rowTimesMatrix(r.v, r.out, w.value, 0, D, D);
-    checkProjection(r.q, D, { what: 'query', layer: l });
-    checkProjection(r.k, D, { what: 'key', layer: l });
-    checkProjection(r.v, D, { what: 'value', layer: l });
-    const keys = s.keys[l]!;
-    const values = s.values[l]!;
-    // Written past the cached length: not part of the cache until committed.
-    ropeForwardRow(r.qr, 0, r.q, s.rope, t, D, s.headWidth);
-    ropeForwardRow(keys, t * D, r.k, s.rope, t, D, s.headWidth);
-    values.set(r.v, t * D);
-    attentionDecodeRow(r.merged, r.qr, keys, values, t + 1, D, H, s.scale, s.weights);
-    rowTimesMatrix(r.attention, r.merged, w.output, 0, D, D);
-    for (let i = 0; i < D; i++) r.h1[i] = (x[i] as number) + (r.attention[i] as number);
-    rmsNormForward(r, r.h1, w.ffnNorm, 1, D, eps);
-    rowTimesMatrix(r.gate, r.out, w.gate, 0, F, D);
-    rowTimesMatrix(r.up, r.out, w.up, 0, F, D);
-    swigluForward(r.prod, r.silu, r.sigma, r.gate, r.up, F);
-    rowTimesMatrix(r.ffn, r.prod, w.down, 0, D, F);
-    for (let i = 0; i < D; i++) x[i] = (r.h1[i] as number) + (r.ffn[i] as number);
+    // The cache's rows 0 … t: row t is written past the cached length, not part of the cache until committed.
+    const keys = matrix(s.keys[l]!, t + 1, D);
+    const values = matrix(s.values[l]!, t + 1, D);
+    const [kr, v] = [rowsOf(keys, t, 1), rowsOf(values, t, 1)];
+    const a: BlockActivations = { ...r, kr, v, att: { q: r.qr, k: keys, v: values, prob: matrix(s.weights, H, t + 1), trace: null } };
+    blockForward(k, a, W.blocks[l]!, r.x, r.x, c);
+    checkProjection(r.q.data, D, { what: 'query', layer: l });
+    checkProjection(r.k.data, D, { what: 'key', layer: l });
+    checkProjection(v.data.subarray(t * D, t * D + D), D, { what: 'value', layer: l });
   }
-  rmsNormForward(r, x, W.finalNorm, 1, D, eps);
-  // Tied head: logits[v] = Σ_c nf[c]·E[v, c] over c ascending (the full forward's Eᵀ product).
+  k.rmsNormForward(r.finalNorm, r.x, W.finalNorm, eps);
+  // The tied head on one row: logits[v] = Σ_c E[v, c]·nf[c], c in order (the full forward's nf·Eᵀ), E read as it is.
   const logits = new Float64Array(V);
-  for (let v = 0; v < V; v++) {
-    const e = v * D;
-    let sum = 0;
-    for (let c = 0; c < D; c++) sum += (r.out[c] as number) * (params[e + c] as number);
-    logits[v] = sum;
-  }
+  k.product(matrix(logits, V, 1), W.embedding, matrix(r.finalNorm.out.data, D, 1), 0);
   const bad = firstNonFinite(logits, 0, V);
   if (bad >= 0) throw nonFinite({ what: 'logit', layer: -1 }, bad, logits[bad] as number);
   recordWork(s, 1, false);

@@ -7,40 +7,20 @@
  * 2 threads, for every generated batch.
  */
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
-import { afterEach, describe, expect, it } from 'vitest';
-import { DecoderPass } from '../src/decoder-pass.ts';
+import { describe, expect, it } from 'vitest';
+import { sequenceGradients, allocateBatchBuffers } from '../src/internal/batch-reduce.ts';
 import { Decoder } from '../src/index.ts';
-import { setGemmBackend, usesSimdGemm } from '../src/kernels/gemm.ts';
-import { kernelChoice, setKernels } from '../src/kernels/native.ts';
+import { openKernels } from '../src/kernels/kernel-choice.ts';
+import { decoderBackward, decoderForward } from '../src/reference/model.ts';
+import { KERNEL_SETS } from './helpers/kernel-sets.ts';
 
-const previousKernels = kernelChoice();
-afterEach(() => {
-  setKernels(previousKernels);
-  setGemmBackend('auto');
-});
+const WASM = KERNEL_SETS.find((k) => k.name === 'wasm')!;
 
 const bits = (a: ArrayLike<number>): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
 
 /** F = 1024 and V = 512 are padded; F = 40, V = 37 are not (both kinds in one pass). */
 const WIDE: DecoderConfig = { vocabularySize: 512, modelWidth: 8, heads: 2, feedForwardWidth: 1024, layers: 2, maxPositions: 6, ropeBase: 10000, rmsEpsilon: 1e-6 };
 const NARROW: DecoderConfig = { ...WIDE, vocabularySize: 37, feedForwardWidth: 40 };
-
-function slots(config: DecoderConfig, T: number) {
-  const P = new DecoderPass(config).layout.size;
-  const D = config.modelWidth;
-  return {
-    rowLoss: new Float64Array(T),
-    rowLossOff: 0,
-    partial: new Float64Array(P),
-    partialOff: 0,
-    accumulate: false,
-    gainTerms: new Float64Array((2 * config.layers + 1) * T * D),
-    gainStride: T * D,
-    gainOff: 0,
-    dx0: new Float64Array(T * D),
-    dx0Off: 0,
-  };
-}
 
 /** Indices of padding elements (columns width … ld−1 of every row) that are not `expected(t)`. */
 function badPadding(x: Float64Array, rows: number, ld: number, width: number, expected: (t: number) => number): number[] {
@@ -49,64 +29,66 @@ function badPadding(x: Float64Array, rows: number, ld: number, width: number, ex
   return out;
 }
 
-describe.skipIf(!usesSimdGemm())('activations in a kernel arena', () => {
+describe.skipIf(WASM.missing)(`activations in a kernel arena (the wasm kernel set)${WASM.skipped}`, () => {
   it('have rows 4 KiB + 64 bytes apart where F or V is a multiple of 512 values, and their padding stays +0', async () => {
-    setKernels('wasm');
     const model = await Decoder.create(WIDE);
     try {
       model.initialize(3n);
-      const { feedForwardWidth: F, vocabularySize: V } = WIDE;
-      const pass = new DecoderPass(WIDE);
-      pass.prepare(model.parameters, -1);
+      const { feedForwardWidth: F, vocabularySize: V, modelWidth: D } = WIDE;
+      const kernels = openKernels(WIDE, 'wasm');
+      const ws = kernels.workspace;
+      ws.prepare(model.parameters, -1);
       const rng = new SplitMix64(11n);
       let used = 0;
       for (const T of [6, 2, 5]) {
         used = Math.max(used, T);
         const tokens = Array.from({ length: T }, () => rng.nextBelow(V));
-        const targets = Array.from({ length: T }, () => rng.nextBelow(V));
-        const seq = { tokens, targets, offset: 0, positions: T };
-        pass.forward(seq);
-        pass.backward(seq, 1 / T, slots(WIDE, T));
-        pass.flushGradients();
-        expect(pass.kernelMemoryBytes).toBeGreaterThan(0);
-        expect(pass.strides).toEqual({ ffn: F + 8, dlogits: V + 8 });
-        const cap = pass.capacity;
+        const targets = Int32Array.from({ length: T }, () => rng.nextBelow(V));
+        const seq = { tokens, offset: 0, targets, logitsFrom: 0 };
+        const state = ws.state(T);
+        decoderForward(kernels, state, seq);
+        const buffers = allocateBatchBuffers(ws.layout, WIDE.layers, D, 1, T, 1, false);
+        decoderBackward(kernels, state, seq, sequenceGradients(ws.weightGradients(buffers.partials, 0, false), buffers, { row: 0, rows: T, add: false, scale: 1 / T }));
+        ws.flushGradients();
+        expect(ws.kernelMemoryBytes).toBeGreaterThan(0);
+        expect(ws.strides).toEqual({ ffn: F + 8, dlogits: V + 8 });
+        const cap = ws.capacity;
         for (let l = 0; l < WIDE.layers; l++) {
-          const a = pass.blocks[l]!;
-          const g = pass.blockAdjoints[l]!;
+          const a = state.acts.blocks[l]!.glu;
+          const g = state.adjoints.blocks[l]!.glu;
           const arrays = { gate: a.gate, up: a.up, silu: a.silu, prod: a.prod, dprod: g.prod, dsilu: g.silu, dup: g.up, dgate: g.gate };
           for (const [name, x] of Object.entries(arrays)) {
-            expect(x.length, name).toBe(cap * (F + 8));
-            expect(badPadding(x, cap, F + 8, F, () => 0), name).toEqual([]);
+            expect(x.stride, name).toBe(F + 8);
+            expect(x.data.length, name).toBe(cap * (F + 8));
+            expect(badPadding(x.data, cap, F + 8, F, () => 0), name).toEqual([]);
           }
           // SwiGLU runs over the padding of the rows it was given: σ(+0) = 0.5 there, +0 in rows never used.
-          expect(badPadding(a.sigma, cap, F + 8, F, (t) => (t < used ? 0.5 : 0)), 'sigma').toEqual([]);
+          expect(badPadding(a.sigma.data, cap, F + 8, F, (t) => (t < used ? 0.5 : 0)), 'sigma').toEqual([]);
         }
-        expect(pass.dlogits.length).toBe(cap * (V + 8));
-        expect(badPadding(pass.dlogits, cap, V + 8, V, () => 0)).toEqual([]);
+        const dlogits = state.adjoints.dlogits;
+        expect([dlogits.stride, dlogits.data.length]).toEqual([V + 8, cap * (V + 8)]);
+        expect(badPadding(dlogits.data, cap, V + 8, V, () => 0)).toEqual([]);
       }
     } finally {
       await model.close();
     }
   });
 
-  it('keep contiguous rows where the widths are not multiples of 512, and as ordinary arrays (scalar kernel)', async () => {
-    setKernels('wasm');
-    const narrow = new DecoderPass(NARROW);
+  it('keep contiguous rows where the widths are not multiples of 512, and as ordinary arrays (scalar kernels)', () => {
+    const narrow = openKernels(NARROW, 'wasm').workspace;
     narrow.ensureCapacity(4);
     expect(narrow.strides).toEqual({ ffn: NARROW.feedForwardWidth, dlogits: NARROW.vocabularySize });
-    setGemmBackend('scalar');
-    const wide = new DecoderPass(WIDE);
+    const wide = openKernels(WIDE, 'scalar').workspace;
+    wide.prepare(new Float64Array(wide.layout.size), -1);
     wide.ensureCapacity(4);
     expect(wide.kernelMemoryBytes).toBe(0);
     expect(wide.strides).toEqual({ ffn: WIDE.feedForwardWidth, dlogits: WIDE.vocabularySize });
-    expect(wide.blocks[0]!.prod.length).toBe(4 * WIDE.feedForwardWidth);
+    expect(wide.state(4).acts.blocks[0]!.glu.prod.data.length).toBe(4 * WIDE.feedForwardWidth);
   });
 
-  it('give a training step the bits of the scalar kernel on unpadded arrays, with 1 and 2 threads', async () => {
-    setKernels('wasm');
-    const run = async (threads: number): Promise<string[]> => {
-      const model = await Decoder.create(WIDE, { threads });
+  it('give a training step the bits of the scalar kernels on unpadded arrays, with 1 and 2 threads', async () => {
+    const run = async (kernels: 'scalar' | 'wasm', threads: number): Promise<string[]> => {
+      const model = await Decoder.create(WIDE, { threads, kernels });
       try {
         model.initialize(5n);
         const rng = new SplitMix64(17n);
@@ -124,11 +106,9 @@ describe.skipIf(!usesSimdGemm())('activations in a kernel arena', () => {
         await model.close();
       }
     };
-    setGemmBackend('scalar');
-    const reference = await run(1);
-    setGemmBackend('auto');
+    const reference = await run('scalar', 1);
     for (const threads of [1, 2]) {
-      const got = await run(threads);
+      const got = await run('wasm', threads);
       const first = got.findIndex((b, i) => b !== reference[i]);
       expect(first, `${threads} thread(s): first difference at ${first}`).toBe(-1);
       expect(got.length).toBe(reference.length);

@@ -1,14 +1,10 @@
 import { SplitMix64 } from '@llmcp/format';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Decoder, FIXTURE_DECODER_CONFIG, generate, isModelError, parameterLayout, setGemmBackend, type TokenBatch } from '../src/index.ts';
-import { DecoderPass } from '../src/decoder-pass.ts';
-import { pinnedOffset, usesSimdGemm } from '../src/kernels/gemm.ts';
-import { kernelChoice, setKernels } from '../src/kernels/native.ts';
+import { Decoder, FIXTURE_DECODER_CONFIG, generate, isModelError, parameterLayout, type TokenBatch } from '../src/index.ts';
+import { openKernels, resolveKernels } from '../src/kernels/kernel-choice.ts';
 import { modelViews, namedViews, tensorAt } from '../src/layout.ts';
+import { decoderForward } from '../src/reference/model.ts';
 import { checkGradient, randomValues } from './helpers/gradcheck.ts';
-
-/** Why a WebAssembly-only test is skipped, in its name. */
-const NO_SIMD = usesSimdGemm() ? '' : ' — skipped: this runtime has no WebAssembly SIMD';
 
 const SMALL = { vocabularySize: 7, modelWidth: 8, heads: 2, feedForwardWidth: 12, layers: 2, maxPositions: 6, ropeBase: 10000, rmsEpsilon: 1e-6 };
 
@@ -48,22 +44,6 @@ describe('Decoder.trainStep', () => {
     const analytic = model.gradients.slice();
     const indices = Array.from({ length: model.layout.size }, (_, i) => i).filter((i) => i % 7 === 0 || i < 12 || i >= model.layout.size - 8);
     expect(checkGradient('gradient', () => model.evaluateLoss(batch), model.parameters, analytic, indices)).toBeNull();
-  });
-
-  it('gives identical bits with the SIMD and the scalar matrix products at a realistic size', () => {
-    const config = { vocabularySize: 40, modelWidth: 32, heads: 4, feedForwardWidth: 64, layers: 2, maxPositions: 24, ropeBase: 10000, rmsEpsilon: 1e-6 };
-    const batch = randomBatch(21n, config.vocabularySize, 3, 24);
-    const run = (backend: 'simd' | 'scalar'): string[] => {
-      setGemmBackend(backend);
-      try {
-        const model = new Decoder(config);
-        model.initialize(8n);
-        return [...bitsOf(Float64Array.of(model.trainStep(batch))), ...bitsOf(model.gradients), ...bitsOf(model.logits(Array.from(batch.inputs).slice(0, 24)))];
-      } finally {
-        setGemmBackend('auto');
-      }
-    };
-    expect(run('simd')).toEqual(run('scalar'));
   });
 
   it('returns the same loss bits as evaluateLoss, and the last logits row equals nextTokenLogits', () => {
@@ -204,17 +184,18 @@ describe('Decoder maxPositions', () => {
   const HUGE = { ...SMALL, maxPositions: 2 ** 40 };
 
   it('builds RoPE tables only for the positions a forward pass uses', () => {
-    const engine = new DecoderPass(HUGE);
+    const engine = openKernels(HUGE, resolveKernels()).workspace;
     const half = engine.headWidth / 2;
     expect(engine.rope.cosines.length).toBe(0);
     const model = new Decoder(HUGE);
     model.initialize(5n);
     engine.prepare(model.parameters, -1);
-    engine.forward({ tokens: [1, 2, 3], targets: null, offset: 0, positions: 3 });
+    const forward = (tokens: number[]): void => decoderForward(openKernels(HUGE, 'scalar'), engine.state(tokens.length), { tokens, offset: 0, targets: null, logitsFrom: 0 });
+    forward([1, 2, 3]);
     expect(engine.rope.cosines.length).toBeGreaterThanOrEqual(3 * half);
     expect(engine.rope.cosines.length).toBeLessThanOrEqual(2 * 3 * half);
     expect(engine.rope.sines.length).toBe(engine.rope.cosines.length);
-    engine.forward({ tokens: [1, 2, 3, 4, 5, 6, 0, 1, 2], targets: null, offset: 0, positions: 9 });
+    forward([1, 2, 3, 4, 5, 6, 0, 1, 2]);
     expect(engine.rope.cosines.length).toBeLessThanOrEqual(2 * 9 * half);
   });
 
@@ -323,18 +304,5 @@ describe('layout views', () => {
     expect(views.finalNorm).toEqual(model.parameter('final_norm.gain'));
     views.blocks[0]!.query[3] = 0.25;
     expect(model.parameter('blocks.0.attention.query.weight')[3]).toBe(0.25);
-  });
-
-  it.skipIf(!usesSimdGemm())(`keeps the per-tensor weight views pinned for the WebAssembly kernel after a training step${NO_SIMD}`, () => {
-    setGemmBackend('auto');
-    const previous = kernelChoice();
-    setKernels('wasm');
-    try {
-      const model = small();
-      model.trainStep(randomBatch(3n, SMALL.vocabularySize, 2, 5));
-      for (const name of ['blocks.0.attention.query.weight', 'blocks.1.ffn.down.weight']) expect(pinnedOffset(model.parameter(name)), name).toBeGreaterThanOrEqual(0);
-    } finally {
-      setKernels(previous);
-    }
   });
 });

@@ -5,11 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { decodeCheckpoint, SplitMix64, type DecoderConfig } from '@llmcp/format';
-import { afterEach, describe, expect, it } from 'vitest';
-import { attentionDecodeRow, attentionForward, attentionScratch } from '../src/kernels/attention.ts';
-import { rowTimesMatrix } from '../src/kernels/gemm.ts';
-import { ropeForward, ropeForwardRow, ropeTables } from '../src/kernels/rope.ts';
-import { Decoder, FIXTURE_DECODER_CONFIG, generate, isModelError, KvCache, setGemmBackend, type GemmBackend, type SamplingMode } from '../src/index.ts';
+import { describe, expect, it } from 'vitest';
+import { Decoder, FIXTURE_DECODER_CONFIG, generate, isModelError, KvCache, type SamplingMode } from '../src/index.ts';
+import { attentionForward, linearForward, ropeForward, ropeTables } from '../src/reference/layers.ts';
+import { matrix, rowsOf } from '../src/reference/matrix.ts';
+import { KERNEL_SETS } from './helpers/kernel-sets.ts';
 
 const GOLDEN = new URL('../../conformance/fixtures/golden-6330.llmcp', import.meta.url);
 
@@ -98,8 +98,6 @@ function trainedModel(): Decoder {
   return model;
 }
 
-afterEach(() => setGemmBackend('auto'));
-
 describe('Decoder.prefill / Decoder.decodeNext (bit identity)', () => {
   it('gives the complete-prefix bits for every sequence and split of the ch33 fixture model (golden-6330)', () => {
     const { model } = goldenModel();
@@ -135,10 +133,9 @@ describe('Decoder.prefill / Decoder.decodeNext (bit identity)', () => {
     expect(rows).toBeGreaterThan(200);
   });
 
-  for (const backend of ['auto', 'scalar', 'simd'] as GemmBackend[]) {
-    it(`gives the complete-prefix bits for the medium config at context 64 (gemm backend ${backend})`, () => {
-      setGemmBackend(backend);
-      const model = new Decoder(MEDIUM);
+  for (const { name, missing, skipped } of KERNEL_SETS) {
+    it.skipIf(missing)(`gives the complete-prefix bits for the medium config at context 64 (${name} kernels)${skipped}`, () => {
+      const model = new Decoder(MEDIUM, { kernels: name });
       model.initialize(64n);
       const cache = model.createKvCache();
       const rng = new SplitMix64(5n);
@@ -279,50 +276,44 @@ describe('KvCache.reset', () => {
   });
 });
 
-describe('attentionDecodeRow (ch37 incremental attention)', () => {
+describe('attention of one new row over cached keys and values (ch37 incremental attention)', () => {
   it('reproduces ch37 step outputs and equals the full-prefix attention bits', () => {
     // ch37's layer: D4, H2, RoPE base 100, identity query/key/value, block-swap output.
     const D = 4;
     const input = [1.0, 0.0, 1.0, 0.0, 0.5403023058681398, -0.8414709848078965, 0.0, 1.0, -0.4161468365471424, -0.9092974268256817, 1.0, 1.0];
-    const swap = Float64Array.from([0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0]);
-    const identity = Float64Array.from([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+    const swap = { w: matrix(Float64Array.from([0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0]), D, D), t: null };
+    const identity = { w: matrix(Float64Array.from([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]), D, D), t: null };
     const rope = ropeTables(4, 2, 100);
     const scale = 1.0 / Math.sqrt(2);
-    const keys = new Float64Array(4 * D);
-    const values = new Float64Array(4 * D);
+    const keys = matrix(new Float64Array(4 * D), 4, D);
+    const values = matrix(new Float64Array(4 * D), 4, D);
     const expected = [
       ['1.000000000', '0.000000000', '1.000000000', '0.000000000'],
       ['0.213809009', '0.786190991', '0.770151153', '-0.420735492'],
       ['0.629044078', '0.945303958', '0.374718490', '-0.583589471'],
     ];
+    const row = (): ReturnType<typeof matrix> => matrix(new Float64Array(D), 1, D);
     for (let t = 0; t < 3; t++) {
-      const x = Float64Array.from(input.slice(t * D, t * D + D));
-      const q = new Float64Array(D);
-      const k = new Float64Array(D);
-      const v = new Float64Array(D);
-      rowTimesMatrix(q, x, identity, 0, D, D);
-      rowTimesMatrix(k, x, identity, 0, D, D);
-      rowTimesMatrix(v, x, identity, 0, D, D);
-      const qr = new Float64Array(D);
-      ropeForwardRow(qr, 0, q, rope, t, D, 2);
-      ropeForwardRow(keys, t * D, k, rope, t, D, 2);
-      values.set(v, t * D);
-      const merged = new Float64Array(D);
-      attentionDecodeRow(merged, qr, keys, values, t + 1, D, 2, scale, new Float64Array(4));
-      const out = new Float64Array(D);
-      rowTimesMatrix(out, merged, swap, 0, D, D);
-      expect(Array.from(out, (z) => z.toFixed(9))).toEqual(expected[t]);
+      // The new row at position t: its query, its key and value appended to the cache, attention over rows 0 … t.
+      const x = matrix(Float64Array.from(input.slice(t * D, t * D + D)), 1, D);
+      const [q, k, qr, merged, out] = [row(), row(), row(), row(), row()];
+      linearForward(q, x, identity);
+      linearForward(k, x, identity);
+      linearForward(rowsOf(values, t, 1), x, identity);
+      ropeForward(qr, q, rope, t);
+      ropeForward(rowsOf(keys, t, 1), k, rope, t);
+      attentionForward(merged, { q: qr, k: rowsOf(keys, 0, t + 1), v: rowsOf(values, 0, t + 1), prob: matrix(new Float64Array(2 * (t + 1)), 2, t + 1), trace: null }, 2, scale);
+      linearForward(out, merged, swap);
+      expect(Array.from(out.data, (z) => z.toFixed(9))).toEqual(expected[t]);
       // The full-prefix computation of the same rows.
       const T = t + 1;
-      const X = Float64Array.from(input.slice(0, T * D));
-      const Qr = new Float64Array(T * D);
-      const Kr = new Float64Array(T * D);
-      ropeForward(Qr, X, rope, T, D, 2);
-      ropeForward(Kr, X, rope, T, D, 2);
-      const full = new Float64Array(T * D);
-      attentionForward(full, new Float64Array(2 * T * T), Qr, Kr, X, T, D, 2, scale, attentionScratch(T, 2), null);
-      expect(firstBitMismatch(`merged row ${t}`, merged, full.subarray(t * D, T * D))).toBeNull();
-      expect(firstBitMismatch(`keys ${t}`, keys.subarray(0, T * D), Kr)).toBeNull();
+      const X = matrix(Float64Array.from(input.slice(0, T * D)), T, D);
+      const [Qr, Kr, full] = [matrix(new Float64Array(T * D), T, D), matrix(new Float64Array(T * D), T, D), matrix(new Float64Array(T * D), T, D)];
+      ropeForward(Qr, X, rope, 0);
+      ropeForward(Kr, X, rope, 0);
+      attentionForward(full, { q: Qr, k: Kr, v: X, prob: matrix(new Float64Array(2 * T * T), 2 * T, T), trace: null }, 2, scale);
+      expect(firstBitMismatch(`merged row ${t}`, merged.data, full.data.subarray(t * D, T * D))).toBeNull();
+      expect(firstBitMismatch(`keys ${t}`, keys.data.subarray(0, T * D), Kr.data)).toBeNull();
     }
   });
 });

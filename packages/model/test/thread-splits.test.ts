@@ -17,7 +17,9 @@ import { Worker } from 'node:worker_threads';
 import { SplitMix64 } from '@llmcp/format';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type TokenBatch } from '../src/index.ts';
-import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
+import { kernelChoice, setKernels } from '../src/kernels/kernel-choice.ts';
+import type { KernelChoice } from '../src/kernels/kernel-set.ts';
+import { AVAILABLE_SETS } from './helpers/kernel-sets.ts';
 import { claimPlan } from '../src/parallel/batch-pass.ts';
 import { helpTuning } from '../src/parallel/help.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
@@ -28,7 +30,10 @@ const STEPS = Math.max(8, Math.round(400 * SIZE));
 const CONFIG = { vocabularySize: 512, modelWidth: 64, heads: 4, feedForwardWidth: 256, layers: 2, maxPositions: 64, ropeBase: 10000, rmsEpsilon: 1e-6 };
 const B = 8;
 const T = 64;
-const kinds: KernelChoice[] = loadNativeKernels().addon === null ? ['wasm'] : ['native', 'wasm'];
+/** The calling thread's kernel choice when the file started (restored after each test). */
+const initialKernels = kernelChoice();
+/** The sets that open arenas (the scalar set's products are never split). */
+const kinds: KernelChoice[] = AVAILABLE_SETS.filter((k) => k !== 'scalar');
 
 /** A thread that spins in bursts of 0–8 ms with pauses of 0–8 ms (its own generator) until told to stop. */
 function startBurster(seed: number): { stop: () => Promise<void> } {
@@ -57,7 +62,7 @@ describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps pe
   afterEach(() => {
     claimPlan.frontShare = null;
     helpTuning.force = false;
-    setKernels('auto');
+    setKernels(initialKernels);
   });
 
   for (const kind of kinds) {

@@ -14,11 +14,16 @@ import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, r
 import { gemmCounters } from '../src/internal/gemm-counters.ts';
 import { fixedMemory } from '../src/kernels/wasm-assembler.ts';
 import { createWasmFold } from '../src/kernels/wasm-fold.ts';
-import { loadNativeKernels, setKernels, type KernelChoice } from '../src/kernels/native.ts';
+import { kernelChoice, setKernels } from '../src/kernels/kernel-choice.ts';
+import type { KernelChoice } from '../src/kernels/kernel-set.ts';
+import { AVAILABLE_SETS } from './helpers/kernel-sets.ts';
 import { claimPlan, reduceFault } from '../src/parallel/batch-pass.ts';
 import { helpTuning } from '../src/parallel/help.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 import { refuseSharedMemories } from './helpers/shared-memory.ts';
+
+/** The calling thread's kernel choice when the file started (restored after each test). */
+const initialKernels = kernelChoice();
 
 const bitsOf = (a: Float64Array): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
 
@@ -246,7 +251,7 @@ describe('threaded training', () => {
     claimPlan.frontShare = null;
     helpTuning.force = false;
     reduceFault.slice = -1;
-    setKernels('auto');
+    setKernels(initialKernels);
   });
   afterAll(async () => {
     await Promise.all(opened.map((m) => m.close()));
@@ -339,7 +344,8 @@ describe('threaded training', () => {
   });
 
   // Which thread runs which sequence is timing otherwise (on these shapes the calling thread often runs all before a worker wakes).
-  const kinds: KernelChoice[] = loadNativeKernels().addon === null ? ['wasm'] : ['wasm', 'native'];
+  // The sets that open arenas (the scalar set's products are never split).
+  const kinds: KernelChoice[] = AVAILABLE_SETS.filter((k) => k !== 'scalar');
   it.each(kinds)('gives the bits of one thread for every split of every wave between the calling thread and the workers (%s kernels)', async (kind) => {
     setKernels(kind);
     const rng = new SplitMix64(kind === 'wasm' ? 45n : 46n);

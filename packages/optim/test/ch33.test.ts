@@ -1,4 +1,4 @@
-import { setGemmBackend } from '@llmcp/model';
+import { kernelInfo, setKernels, type KernelChoice } from '@llmcp/model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bits, f64, firstMismatch, fixture } from './helpers/bits.ts';
 import { runFixture, type EvaluationRecord, type FixtureRun } from './helpers/fixture-run.ts';
@@ -95,21 +95,42 @@ function evaluation(label: string, run: EvaluationRecord, expected: TraceEval): 
   return firstMismatch(`${label} mean`, [run.mean], [expected.mean_loss.bits]);
 }
 
-describe.each(['auto', 'scalar', 'simd'] as const)('ch33 training fixture (training.md, ch33-trace.json), %s matrix products', (backend) => {
+/** Why a kernel set cannot run here, or null (the choice is restored either way). */
+function unavailable(kernels: KernelChoice): string | null {
+  const saved = kernelInfo().requested;
+  try {
+    setKernels(kernels);
+    return null;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  } finally {
+    setKernels(saved);
+  }
+}
+
+const SETS = (['scalar', 'wasm', 'native'] as const).map((kernels) => {
+  const missing = unavailable(kernels);
+  return { kernels, missing, note: missing === null ? '' : ` — skipped: ${missing}` };
+});
+
+describe.each(SETS)('ch33 training fixture (training.md, ch33-trace.json), $kernels kernels$note', ({ kernels, missing }) => {
+  const check = it.skipIf(missing !== null);
   let run: FixtureRun;
   beforeAll(async () => {
-    setGemmBackend(backend);
+    if (missing !== null) return;
+    const saved = kernelInfo().requested;
+    setKernels(kernels);
     try {
       run = await runFixture(1);
     } finally {
-      setGemmBackend('auto');
+      setKernels(saved);
     }
   });
   afterAll(async () => {
-    await run.model.close();
+    await run?.model.close();
   });
 
-  it('builds the windows, the Fisher–Yates shuffle and the ten update batches of the trace', () => {
+  check('builds the windows, the Fisher–Yates shuffle and the ten update batches of the trace', () => {
     expect(run.sequential).toEqual(trace.shuffle.sequential_windows);
     expect(run.shuffleSelections).toEqual(trace.shuffle.fisher_yates_steps.map((s) => s.selected));
     expect(run.shuffled).toEqual(trace.shuffle.shuffled_windows);
@@ -119,11 +140,11 @@ describe.each(['auto', 'scalar', 'simd'] as const)('ch33 training fixture (train
     );
   });
 
-  it('initializes all 144 parameters from seed 33 bit for bit', () => {
+  check('initializes all 144 parameters from seed 33 bit for bit', () => {
     expect(tensors('initial', run.initialParameters, trace.initial_parameters)).toBeNull();
   });
 
-  it.each([1, 2, 3, 4, 5, 6, 7, 8])('update %i: batch, rate, loss, norm and clip, gradients, parameters and AdamW state bit for bit', (k) => {
+  check.each([1, 2, 3, 4, 5, 6, 7, 8])('update %i: batch, rate, loss, norm and clip, gradients, parameters and AdamW state bit for bit', (k) => {
     const s = run.steps[k - 1]!;
     const t = trace.steps[k - 1]!;
     expect(s.batch.windows).toEqual(t.batch.windows);
@@ -146,12 +167,12 @@ describe.each(['auto', 'scalar', 'simd'] as const)('ch33 training fixture (train
     expect(moments(`step ${k} AdamW`, s.optimizer, t.optimizer_after)).toBeNull();
   });
 
-  it('ends with the AdamW state of step 8 (b1pow 0.43046721000000016 by repeated multiplication)', () => {
+  check('ends with the AdamW state of step 8 (b1pow 0.43046721000000016 by repeated multiplication)', () => {
     expect(moments('final AdamW', run.steps[7]!.optimizer, trace.optimizer_after_step_8)).toBeNull();
     expect(bits(run.optimizer.beta1Power)).toBe('3fdb8cc6573cd2c7');
   });
 
-  it('evaluates the five checkpoints (token-weighted means of batch means) bit for bit', () => {
+  check('evaluates the five checkpoints (token-weighted means of batch means) bit for bit', () => {
     expect(run.checkpoints.map((c) => c.step)).toEqual(trace.checkpoints.map((c) => c.step));
     for (const [i, c] of trace.checkpoints.entries()) {
       expect(evaluation(`step ${c.step} training evaluation`, run.checkpoints[i]!.train, c.train_evaluation)).toBeNull();
@@ -159,7 +180,7 @@ describe.each(['auto', 'scalar', 'simd'] as const)('ch33 training fixture (train
     }
   });
 
-  it('selects step 8 by strictly smaller validation loss', () => {
+  check('selects step 8 by strictly smaller validation loss', () => {
     expect(run.selectedStep).toBe(trace.selection.selected_step);
     expect(bits(run.selectedValidation)).toBe(trace.selection.validation_loss.bits);
     expect(trace.checkpoints.filter((c) => c.selected).map((c) => c.step)).toEqual([run.selectedStep]);

@@ -9,7 +9,10 @@
  * - loss: the row losses summed in row-major order, divided by N.
  */
 import type { WasmFold } from '../kernels/wasm-fold.ts';
+import type { WeightGradients } from '../kernels/workspace.ts';
 import type { ParameterEntry, ParameterKind, ParameterLayout } from '../layout.ts';
+import { matrix, type Matrix } from '../reference/matrix.ts';
+import type { Gradients } from '../reference/model.ts';
 
 /** Shared (or thread-local) buffers of one batch. */
 export interface BatchBuffers {
@@ -41,6 +44,39 @@ export interface BatchBuffers {
   readonly adjoint: Float64Array;
   /** (V·D) scratch for the embedding lookup gradient. */
   readonly lookup: Float64Array;
+}
+
+/** The {@link sequenceGradients} built for each batch buffers' rows, with the weight views they were built on (reused while those stay). */
+const built = new WeakMap<BatchBuffers, Map<number, Gradients>>();
+
+/**
+ * Where one sequence's backward pass writes: its weight gradient S_b into
+ * `weights`, its gain terms and its input's adjoint into its rows of the
+ * batch buffers (built once per buffers, row, views and flag: reused).
+ *
+ * @param weights - the weight-gradient views (the sequence's slot, or a workspace's accumulator).
+ * @param buffers - the batch buffers.
+ * @param s - the sequence's first row in the batch, its rows (T), whether S_b is added, and 1/N.
+ * @returns the gradients.
+ */
+export function sequenceGradients(weights: WeightGradients, buffers: BatchBuffers, s: { readonly row: number; readonly rows: number; readonly add: boolean; readonly scale: number }): Gradients {
+  let rows = built.get(buffers);
+  if (rows === undefined) built.set(buffers, (rows = new Map()));
+  const old = rows.get(s.row);
+  if (old !== undefined && old.embedding === weights.embedding && old.add === s.add && old.scale === s.scale && old.dx0.rows === s.rows) return old;
+  const n = buffers.rows * buffers.columns;
+  const D = buffers.dx0.length / n;
+  const gain = (g: number): Matrix => matrix(buffers.gainTerms, s.rows, D, D, (g * n + s.row) * D);
+  const g: Gradients = {
+    embedding: weights.embedding,
+    blocks: weights.blocks.map((w, l) => ({ ...w, attentionNorm: gain(2 * l), ffnNorm: gain(2 * l + 1) })),
+    finalNorm: gain(2 * weights.blocks.length),
+    dx0: matrix(buffers.dx0, s.rows, D, D, s.row * D),
+    add: s.add,
+    scale: s.scale,
+  };
+  rows.set(s.row, g);
+  return g;
 }
 
 /** Allocates a Float64Array, on a SharedArrayBuffer when `shared`. */

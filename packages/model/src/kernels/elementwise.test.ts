@@ -1,27 +1,30 @@
 /**
- * Bit identity of the element-wise kernels of the training step (swiglu.ts, cross-entropy.ts, rmsnorm.ts,
- * rope.ts, and attention.ts's softmax) with their straightforward one-element-at-a-time definitions (written out
- * here, exp() per element; attention against its batched TypeScript loops), on every kernel path: the native
- * addon (each vector path), the WebAssembly kernels and the plain JavaScript fallback (no WebAssembly). Sizes are generated: 0, 1, odd, and beyond the native block (512) and the WebAssembly chunk
- * (4096); values include ±0, subnormals, huge, NaN and ±Infinity.
+ * Bit identity of every kernel set's element-wise layers (SwiGLU, the
+ * cross-entropy, RMSNorm, RoPE, attention) with the reference layers
+ * (../reference/layers.ts), on every path a set takes: the native addon on
+ * each vector path, the WebAssembly kernels in place on an arena's views and
+ * on ordinary arrays (their copies and fallbacks). Sizes are generated: 0, 1,
+ * odd, and beyond the native block (512) and the WebAssembly chunk (4096);
+ * values include ±0, subnormals, huge, NaN and ±Infinity.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { exp } from '../math/exp.ts';
-import { ln } from '../math/index.ts';
-import { loadNativeKernels, setKernels, type NativePath } from './native.ts';
-import * as attention from './attention.ts';
-import * as crossEntropy from './cross-entropy.ts';
-import * as rmsnorm from './rmsnorm.ts';
-import * as rope from './rope.ts';
-import * as swiglu from './swiglu.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { REFERENCE_LAYERS, ropeTables, type AttentionActivations, type KernelSet, type NormActivations, type SwigluActivations, type SwigluAdjoints } from '../reference/layers.ts';
+import { matrix, type Matrix } from '../reference/matrix.ts';
+import { openKernelArena } from './kernel-arena.ts';
+import { openKernels } from './kernel-choice.ts';
+import type { Kernels, KernelSetName } from './kernel-set.ts';
+import { loadNativeKernels, type NativePath } from './native.ts';
 import { wasmCrossEntropyRows } from './wasm-cross-entropy.ts';
-import { referenceCrossEntropy } from '../../test/helpers/reference-kernels.ts';
 import { wasmSwigluBackward, wasmSwigluForward } from './wasm-swiglu.ts';
-
-type Kernels = { swiglu: typeof swiglu; crossEntropy: typeof crossEntropy; rmsnorm: typeof rmsnorm; attention: typeof attention; rope: typeof rope };
+import { KERNEL_SETS } from '../../test/helpers/kernel-sets.ts';
 
 const addon = loadNativeKernels().addon;
 const NATIVE_PATHS: NativePath[] = addon === null ? [] : (['scalar', 'avx2', 'avx512'] as const).filter((p) => p === 'scalar' || p === 'avx2' || addon.bestPath() === 'avx512');
+const CONFIG = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 80, ropeBase: 10000, rmsEpsilon: 1e-6 };
+
+afterEach(() => {
+  addon?.setPath('best');
+});
 
 /** A deterministic generator of doubles in [0, 1). */
 function uniform(seed: number): () => number {
@@ -45,69 +48,90 @@ function values(next: () => number, n: number, s: number, specials: boolean): Fl
  * The first element whose bits differ; any NaN equals any NaN (the sign and payload of a NaN are not part of the
  * kernels' contract: JavaScript engines themselves differ there between interpreted and compiled code).
  */
-function firstDifference(name: string, got: Float64Array, want: Float64Array, n: number): string | null {
-  const a = new BigUint64Array(got.buffer, got.byteOffset, n);
-  const e = new BigUint64Array(want.buffer, want.byteOffset, n);
-  for (let i = 0; i < n; i++) {
+function firstDifference(name: string, got: Float64Array, want: Float64Array): string | null {
+  if (got.length !== want.length) return `${name}: length ${got.length} ≠ ${want.length}`;
+  const a = new BigUint64Array(got.buffer, got.byteOffset, got.length);
+  const e = new BigUint64Array(want.buffer, want.byteOffset, want.length);
+  for (let i = 0; i < got.length; i++) {
     if (a[i] === e[i] || (Number.isNaN(got[i]) && Number.isNaN(want[i]))) continue;
     return `${name}[${i}]: ${a[i]!.toString(16)} ≠ ${e[i]!.toString(16)}`;
   }
   return null;
 }
 
-const SIZES = [0, 1, 2, 3, 7, 63, 64, 65, 511, 512, 513, 1000, 1537, 4097, 9001];
-
-function swigluReference(gate: Float64Array, up: Float64Array, n: number): { prod: Float64Array; silu: Float64Array; sigma: Float64Array } {
-  const prod = new Float64Array(n), silu = new Float64Array(n), sigma = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const x = gate[i]!;
-    const e = exp(x >= 0 ? -x : x);
-    const s = (x >= 0 ? 1.0 : e) / (1.0 + e);
-    sigma[i] = s;
-    silu[i] = x * s;
-    prod[i] = x * s * up[i]!;
-  }
-  return { prod, silu, sigma };
+/** Where a check's arrays come from: ordinary arrays, or views of one kernel arena (the WebAssembly kernels' in-place path), reused from its start by each comparison. */
+type Alloc = ((n: number) => Float64Array) & { reset?: () => void };
+const ordinary: Alloc = (n) => new Float64Array(n);
+function arena(): Alloc {
+  const whole = openKernelArena(1 << 21)!.take(1 << 21);
+  let used = 0;
+  const alloc: Alloc = (n) => {
+    const view = new Float64Array(whole.buffer, whole.byteOffset + used * 8, n).fill(0);
+    used += n;
+    return view;
+  };
+  alloc.reset = () => {
+    used = 0;
+  };
+  return alloc;
 }
 
-function checkSwiglu(k: Kernels, seed: number): void {
+/** A copy of `v` from `alloc`. */
+function copyOf(alloc: Alloc, v: Float64Array): Float64Array {
+  const y = alloc(v.length);
+  y.set(v);
+  return y;
+}
+
+/**
+ * Runs `op` on the set's layers and on the reference's, each on its own copy of the arrays `make` fills; compares
+ * every array, tails included, but the elements `padding` names (a row's padding, which a set may run over).
+ */
+function compare(name: string, k: KernelSet, alloc: Alloc, make: (alloc: Alloc) => Float64Array[], op: (k: KernelSet, arrays: Float64Array[]) => void, padding: (i: number) => boolean = () => false): void {
+  alloc.reset?.();
+  const mine = make(alloc);
+  const theirs = mine.map((a) => a.slice());
+  op(k, mine);
+  op(REFERENCE_LAYERS, theirs);
+  mine.forEach((a, i) => {
+    const [x, y] = [a.slice(), theirs[i]!];
+    for (let e = 0; e < x.length; e++) if (padding(e)) x[e] = y[e] as number;
+    expect(firstDifference(`${name} array ${i}`, x, y)).toBeNull();
+  });
+}
+
+const SIZES = [0, 1, 2, 3, 7, 63, 64, 65, 511, 512, 513, 1000, 1537, 4097, 9001];
+
+function checkSwiglu(k: KernelSet, alloc: Alloc, seed: number): void {
   const next = uniform(seed);
   for (const n of SIZES) {
     for (const specials of [false, true]) {
-      // Buffers longer than n (the workspace's capacity), their tails must stay untouched.
-      const cap = n + 3;
-      const gate = values(next, cap, 16, specials), up = values(next, cap, 4, specials);
-      const prod = new Float64Array(cap).fill(7), silu = new Float64Array(cap).fill(7), sigma = new Float64Array(cap).fill(7);
-      k.swiglu.swigluForward(prod, silu, sigma, gate, up, n);
-      const r = swigluReference(gate, up, n);
-      const tag = `forward n=${n}${specials ? ' specials' : ''}`;
-      expect(firstDifference(`${tag} prod`, prod, r.prod, n)).toBeNull();
-      expect(firstDifference(`${tag} silu`, silu, r.silu, n)).toBeNull();
-      expect(firstDifference(`${tag} sigma`, sigma, r.sigma, n)).toBeNull();
-      expect([prod[n], silu[n], sigma[n]]).toEqual([7, 7, 7]);
-
-      const dprod = values(next, cap, 2, specials);
-      const dgate = new Float64Array(cap).fill(7), dup = new Float64Array(cap).fill(7), dsilu = new Float64Array(cap).fill(7);
-      k.swiglu.swigluBackward(dgate, dup, dsilu, dprod, gate, sigma, silu, up, n);
-      const eg = new Float64Array(n), eu = new Float64Array(n), es = new Float64Array(n);
-      for (let i = 0; i < n; i++) {
-        const u = dprod[i]!;
-        const ds = 0 + u * up[i]!;
-        es[i] = ds;
-        eu[i] = 0 + u * silu[i]!;
-        const s = sigma[i]!;
-        eg[i] = 0 + ds * (s * (1.0 + gate[i]! * (1.0 - s)));
+      // One row of n (a workspace's capacity leaves a tail: it must stay untouched), and rows with padded strides.
+      for (const [rows, width, stride] of [[1, n, n + 3], [3, Math.ceil(n / 3), Math.ceil(n / 3) + 2]] as const) {
+        const cap = rows * stride + 3;
+        const view = (x: Float64Array): Matrix => matrix(x, rows, width, stride);
+        const [gate, up, dprod] = [values(next, cap, 16, specials), values(next, cap, 4, specials), values(next, cap, 2, specials)];
+        const make = (a: Alloc): Float64Array[] => {
+          const outputs = (): Float64Array[] => Array.from({ length: 3 }, () => a(cap).fill(7));
+          return [copyOf(a, gate), copyOf(a, up), ...outputs(), copyOf(a, dprod), ...outputs()];
+        };
+        // Padding of the inputs is +0, as in a workspace.
+        const pad = (xs: Float64Array[]): Float64Array[] => {
+          for (const x of [xs[0]!, xs[1]!, xs[5]!]) for (let r = 0; r < rows; r++) x.fill(0, r * stride + width, (r + 1) * stride);
+          return xs;
+        };
+        compare(`swiglu ${rows}×${width}/${stride}${specials ? ' specials' : ''}`, k, alloc, (a) => pad(make(a)), (set, [gate, up, sigma, silu, prod, dprod, dgate, dup, dsilu]) => {
+          const act: SwigluActivations = { gate: view(gate!), up: view(up!), sigma: view(sigma!), silu: view(silu!), prod: view(prod!) };
+          const adj: SwigluAdjoints = { gate: view(dgate!), up: view(dup!), silu: view(dsilu!), prod: view(dprod!) };
+          set.swigluForward(act);
+          set.swigluBackward(adj, act);
+        }, (e) => e < rows * stride && e % stride >= width);
       }
-      const btag = `backward n=${n}${specials ? ' specials' : ''}`;
-      expect(firstDifference(`${btag} dgate`, dgate, eg, n)).toBeNull();
-      expect(firstDifference(`${btag} dup`, dup, eu, n)).toBeNull();
-      expect(firstDifference(`${btag} dsilu`, dsilu, es, n)).toBeNull();
-      expect([dgate[n], dup[n], dsilu[n]]).toEqual([7, 7, 7]);
     }
   }
 }
 
-function checkCrossEntropy(k: Kernels, seed: number): void {
+function checkCrossEntropy(k: KernelSet, alloc: Alloc, seed: number): void {
   const next = uniform(seed);
   const shapes: [number, number][] = [[0, 5], [1, 1], [3, 1], [1, 2], [2, 63], [5, 67], [3, 512], [4, 513], [2, 1500], [9, 31], [2, 4100]];
   for (const [rows, V] of shapes) {
@@ -126,192 +150,110 @@ function checkCrossEntropy(k: Kernels, seed: number): void {
           if (r === rows - 1 && rows > 2) logits.fill(-Infinity, o, o + V);
         }
       }
-      const targets = [9, ...Array.from({ length: rows }, () => Math.floor(next() * V))];
-      const rowLoss = new Float64Array(rows + 1).fill(7), prob = new Float64Array(rows * V + 2).fill(7);
-      k.crossEntropy.crossEntropyForward(rowLoss, prob, logits, targets, 1, rows, V);
-      const { rowLoss: eLoss, prob: eProb } = referenceCrossEntropy(logits, targets, 1, rows, V);
-      const tag = `${rows}×${V} ${kind}`;
-      expect(firstDifference(`${tag} prob`, prob, eProb, rows * V)).toBeNull();
-      expect(firstDifference(`${tag} rowLoss`, rowLoss, eLoss, rows)).toBeNull();
-      expect([rowLoss[rows], prob[rows * V]]).toEqual([7, 7]);
+      const targets = Int32Array.from({ length: rows }, () => Math.floor(next() * V));
+      const make = (a: Alloc): Float64Array[] => [copyOf(a, logits), a(rows * V + 2).fill(7), new Float64Array(rows + 1).fill(7), a(rows * V + 2).fill(7)];
+      compare(`cross-entropy ${rows}×${V} ${kind}`, k, alloc, make, (set, [z, prob, rowLoss, dlogits]) => {
+        set.crossEntropyForward(rowLoss!, matrix(prob!, rows, V), matrix(z!, rows, V), targets);
+        set.crossEntropyBackward(matrix(dlogits!, rows, V), matrix(prob!, rows, V), targets, 1 / 4096);
+      });
     }
   }
 }
 
-function checkRmsNorm(k: Kernels, seed: number): void {
+function checkRmsNorm(k: KernelSet, alloc: Alloc, seed: number): void {
   const next = uniform(seed);
   const shapes: [number, number][] = [[0, 4], [1, 1], [1, 64], [3, 7], [64, 64], [5, 129], [17, 128], [2, 600]];
   for (const [rows, D] of shapes) {
     for (const specials of [false, true]) {
       const RD = rows * D;
-      const x = values(next, RD + 1, 6, specials), gain = values(next, D + 1, 3, specials);
-      if (specials && rows > 1) x.fill(0, 0, D); // a zero row: ms = 0, st = eps
-      const f = (n: number): Float64Array => new Float64Array(n + 1).fill(7);
-      const norm = { out: f(RD), normalized: f(RD), inv: f(rows), st: f(rows), ms: f(rows), dnormalized: f(RD), rowAdjoints: f(5 * rows) };
-      k.rmsnorm.rmsNormForward(norm, x, gain, rows, D, 1e-6);
-      const eOut = new Float64Array(RD), eNorm = new Float64Array(RD), eInv = new Float64Array(rows), eSt = new Float64Array(rows), eMs = new Float64Array(rows);
-      for (let r = 0; r < rows; r++) {
-        let s = 0;
-        for (let c = 0; c < D; c++) s += x[r * D + c]! * x[r * D + c]!;
-        eMs[r] = s / D;
-        eSt[r] = s / D + 1e-6;
-        const iv = exp(ln(eSt[r]!) * -0.5);
-        eInv[r] = iv;
-        for (let c = 0; c < D; c++) {
-          eNorm[r * D + c] = x[r * D + c]! * iv;
-          eOut[r * D + c] = x[r * D + c]! * iv * gain[c]!;
-        }
-      }
-      const tag = `rmsnorm ${rows}×${D}${specials ? ' specials' : ''}`;
-      expect(firstDifference(`${tag} out`, norm.out, eOut, RD)).toBeNull();
-      expect(firstDifference(`${tag} normalized`, norm.normalized, eNorm, RD)).toBeNull();
-      expect(firstDifference(`${tag} inv`, norm.inv, eInv, rows)).toBeNull();
-      expect(firstDifference(`${tag} st`, norm.st, eSt, rows)).toBeNull();
-      expect(firstDifference(`${tag} ms`, norm.ms, eMs, rows)).toBeNull();
-      expect([norm.out[RD], norm.normalized[RD], norm.inv[rows], norm.ms[rows]]).toEqual([7, 7, 7, 7]);
-
-      const u = values(next, RD, 2, specials), dx0 = values(next, RD + 1, 2, specials);
-      const dx = dx0.slice(), gainTerms = f(RD);
-      k.rmsnorm.rmsNormBackward(dx, gainTerms, norm, u, x, gain, rows, D);
-      const eDx = dx0.slice(), eGt = new Float64Array(RD), eDn = new Float64Array(RD), eRa = new Float64Array(5 * rows);
-      for (let r = 0; r < rows; r++) {
-        const o = r * D, iv = eInv[r]!;
-        let di = 0;
-        for (let c = 0; c < D; c++) {
-          eGt[o + c] = u[o + c]! * eNorm[o + c]!;
-          eDn[o + c] = 0 + u[o + c]! * gain[c]!;
-          di += eDn[o + c]! * x[o + c]!;
-        }
-        const dsl = 0 + di * iv, dlg = 0 + dsl * -0.5, dst = 0 + dlg / eSt[r]!, d2 = 0 + dst / D;
-        eRa.set([di, dsl, dlg, dst, d2], 5 * r);
-        for (let c = 0; c < D; c++) {
-          const sq = d2 * x[o + c]!;
-          eDx[o + c] = eDx[o + c]! + eDn[o + c]! * iv + sq + sq;
-        }
-      }
-      expect(firstDifference(`${tag} dx`, dx, eDx, RD + 1)).toBeNull();
-      expect(firstDifference(`${tag} gainTerms`, gainTerms, eGt, RD)).toBeNull();
-      expect(firstDifference(`${tag} dnormalized`, norm.dnormalized, eDn, RD)).toBeNull();
-      expect(firstDifference(`${tag} rowAdjoints`, norm.rowAdjoints, eRa, 5 * rows)).toBeNull();
-      expect([gainTerms[RD], norm.dnormalized[RD], norm.rowAdjoints[5 * rows]]).toEqual([7, 7, 7]);
-    }
-  }
-}
-
-function checkCrossEntropyBackward(k: Kernels, seed: number): void {
-  const next = uniform(seed);
-  for (const [rows, V] of [[0, 3], [1, 1], [3, 7], [64, 512], [5, 1001]] as [number, number][]) {
-    for (const specials of [false, true]) {
-      const prob = values(next, rows * V, 1, specials);
-      const t = Array.from({ length: rows + 2 }, () => Math.floor(next() * V));
-      if (specials && rows > 1) t[3] = V + 5; // outside the row: no element gets the −1
-      for (const targets of [Int32Array.from(t), t]) {
-        const dl = new Float64Array(rows * V + 1).fill(7);
-        k.crossEntropy.crossEntropyBackward(dl, prob, targets, 2, rows, V, 1 / 4096);
-        const e = new Float64Array(rows * V);
-        for (let r = 0; r < rows; r++)
-          for (let c = 0; c < V; c++) e[r * V + c] = (c === t[2 + r] ? prob[r * V + c]! - 1.0 : prob[r * V + c]!) * (1 / 4096) + 0;
-        expect(firstDifference(`ce backward ${rows}×${V}`, dl, e, rows * V)).toBeNull();
-        expect(dl[rows * V]).toBe(7);
-      }
-    }
-  }
-}
-
-/** attentionForward / attentionBackward of `k` against those of `ref` (the batched TypeScript loops), bit for bit. */
-function checkAttention(k: Kernels, ref: () => void, mine: () => void, seed: number): void {
-  const next = uniform(seed);
-  for (const [T, D, H] of [[1, 4, 1], [2, 4, 2], [7, 12, 3], [33, 16, 2], [64, 64, 4]] as [number, number, number][]) {
-    for (const spread of [1, 40]) {
-      // spread 40: scores of thousands, shifts below −745 (exp undecided: those rows take exp() itself)
-      const r = (): Float64Array => values(next, T * D, 4 * spread, false);
-      const q = r(), kk = r(), v = r(), dm = r();
-      const run = (set: () => void, cap: number): Float64Array[] => {
-        set();
-        const merged = new Float64Array(T * D), prob = new Float64Array(H * T * T).fill(7);
-        const scratch = k.attention.attentionScratch(cap, D / H);
-        k.attention.attentionForward(merged, prob, q, kk, v, T, D, H, 0.25, scratch, null);
-        const dq = new Float64Array(T * D), dk = new Float64Array(T * D), dv = new Float64Array(T * D);
-        k.attention.attentionBackward(dq, dk, dv, dm, prob, q, kk, v, T, D, H, 0.25, scratch, null);
-        return [merged, prob, dq, dk, dv];
+      const x0 = values(next, RD + 1, 6, specials);
+      if (specials && rows > 1) x0.fill(0, 0, D); // a zero row: ms = 0, st = eps
+      const [gain0, u0, dx0] = [values(next, D + 1, 3, specials), values(next, RD, 2, specials), values(next, RD + 1, 2, specials)];
+      const make = (a: Alloc): Float64Array[] => {
+        const f = (n: number): Float64Array => a(n + 1).fill(7);
+        return [copyOf(a, x0), copyOf(a, gain0), copyOf(a, u0), copyOf(a, dx0), f(RD), f(RD), f(rows), f(rows), f(rows), f(RD), f(5 * rows), new Float64Array(RD + 1).fill(7)];
       };
-      const want = run(ref, T);
-      for (const cap of [T, T + 5]) {
-        const got = run(mine, cap);
-        for (let t = 0; t < want.length; t++) expect(firstDifference(`attention T=${T} D=${D} H=${H} spread=${spread} cap=${cap} output ${t}`, got[t]!, want[t]!, want[t]!.length)).toBeNull();
-      }
+      compare(`rmsnorm ${rows}×${D}${specials ? ' specials' : ''}`, k, alloc, make, (set, [x, gain, u, dx, out, normalized, inv, st, ms, dnormalized, rowAdjoints, gainTerms]) => {
+        const m = (v: Float64Array): Matrix => matrix(v, rows, D);
+        const n: NormActivations = { out: m(out!), normalized: m(normalized!), inv: inv!, st: st!, ms: ms!, dnormalized: m(dnormalized!), rowAdjoints: rowAdjoints! };
+        set.rmsNormForward(n, m(x!), gain!, 1e-6);
+        set.rmsNormBackward(m(dx!), m(gainTerms!), n, m(u!), m(x!), gain!);
+      });
     }
   }
 }
 
-function checkRope(k: Kernels, seed: number): void {
+function checkRope(k: KernelSet, alloc: Alloc, seed: number): void {
   const next = uniform(seed);
   for (const [T, D, d] of [[0, 4, 2], [1, 2, 2], [3, 6, 2], [64, 64, 16], [17, 96, 32], [40, 12, 12]] as [number, number, number][]) {
     for (const specials of [false, true]) {
-      const tables = k.rope.ropeTables(T + 2, d, 10000);
+      const tables = ropeTables(T + 9, d, 10000);
       const src = values(next, T * D, 8, specials);
-      const half = d / 2;
-      for (const back of [false, true]) {
-        const dst = new Float64Array(T * D + 1).fill(7);
-        (back ? k.rope.ropeBackward : k.rope.ropeForward)(dst, src, tables, T, D, d);
-        const e = new Float64Array(T * D);
-        for (let t = 0; t < T; t++)
-          for (let h0 = 0; h0 < D; h0 += d)
-            for (let i = 0; i < half; i++) {
-              const c = tables.cosines[t * half + i]!, s = tables.sines[t * half + i]!, o = t * D + h0 + 2 * i;
-              const l = src[o]!, r = src[o + 1]!;
-              e[o] = back ? l * c + r * s + 0 : l * c - r * s + 0;
-              e[o + 1] = back ? -l * s + r * c + 0 : l * s + r * c + 0;
-            }
-        expect(firstDifference(`rope ${back ? 'backward' : 'forward'} T=${T} D=${D} d=${d}`, dst, e, T * D)).toBeNull();
-        expect(dst[T * D]).toBe(7);
+      for (const first of [0, 7]) {
+        const make = (a: Alloc): Float64Array[] => [copyOf(a, src), a(T * D + 1).fill(7), a(T * D + 1).fill(7)];
+        compare(`rope T=${T} D=${D} d=${d} from ${first}`, k, alloc, make, (set, [s, f, b]) => {
+          set.ropeForward(matrix(f!, T, D), matrix(s!, T, D), tables, first);
+          set.ropeBackward(matrix(b!, T, D), matrix(s!, T, D), tables, first);
+        });
       }
     }
   }
 }
 
-const here: Kernels = { swiglu, crossEntropy, rmsnorm, attention, rope };
+/** Attention forward and backward of a training pass (a set of the shape's width and heads: its workspace holds the scratch, for T + 5 positions). */
+function checkAttention(name: KernelSetName, alloc: Alloc, seed: number): void {
+  const next = uniform(seed);
+  for (const [T, D, H] of [[1, 4, 1], [2, 4, 2], [7, 12, 3], [33, 16, 2], [64, 64, 4]] as [number, number, number][]) {
+    const k = openKernels({ ...CONFIG, modelWidth: D, heads: H, maxPositions: T + 5 }, name);
+    k.workspace.ensureCapacity(T + 5);
+    for (const spread of [1, 40]) {
+      // spread 40: scores of thousands, shifts below −745 (exp undecided: those rows take exp() itself)
+      const inputs = Array.from({ length: 4 }, () => values(next, T * D, 4 * spread, false));
+      const make = (a: Alloc): Float64Array[] => [...inputs.map((v) => copyOf(a, v)), ...[T * D, H * T * T, T * D, T * D, T * D].map((n) => a(n).fill(7))];
+      compare(`attention T=${T} D=${D} H=${H} spread=${spread}`, k, alloc, make, (set, [q, kk, v, dm, merged, prob, dq, dk, dv]) => {
+        const m = (x: Float64Array): Matrix => matrix(x, T, D);
+        const att: AttentionActivations = { q: m(q!), k: m(kk!), v: m(v!), prob: matrix(prob!, H * T, T), trace: null };
+        set.attentionForward(m(merged!), att, H, 0.25);
+        set.attentionBackward({ q: m(dq!), k: m(dk!), v: m(dv!) }, m(dm!), att, H, 0.25);
+      });
+    }
+  }
+}
 
-afterEach(() => {
-  setKernels('auto');
-  addon?.setPath('best');
+/** Every check, on one kernel set and one kind of arrays. */
+function checkAll(name: KernelSetName, alloc: Alloc, seed: number): void {
+  const k = set(name);
+  checkSwiglu(k, alloc, seed);
+  checkCrossEntropy(k, alloc, seed + 1);
+  checkRmsNorm(k, alloc, seed + 2);
+  checkRope(k, alloc, seed + 3);
+  checkAttention(name, alloc, seed + 4);
+}
+
+const set = (name: KernelSetName): Kernels => openKernels(CONFIG, name);
+const NATIVE = KERNEL_SETS.find((k) => k.name === 'native')!;
+const WASM = KERNEL_SETS.find((k) => k.name === 'wasm')!;
+
+describe.each(NATIVE_PATHS)('the native set on the %s path', (path) => {
+  it('gives the reference layers\' bits on ordinary arrays and on an arena\'s views', () => {
+    addon!.setPath(path);
+    checkAll('native', ordinary, 1);
+    if (!WASM.missing) checkAll('native', arena(), 30);
+  });
 });
 
-describe.each(NATIVE_PATHS)('element-wise kernels, native addon on the %s path', (path) => {
-  it('swigluForward / swigluBackward equal the per-element definition bit for bit', () => {
-    setKernels('native');
-    addon!.setPath(path);
-    checkSwiglu(here, 1);
+describe.skipIf(NATIVE.missing)(`the native set${NATIVE.skipped}`, () => {
+  it('runs every element-wise layer in C', () => {
+    const spies = (['swigluForward', 'swigluBackward', 'crossEntropyShifts', 'crossEntropyRows', 'rmsNormSums', 'rmsNormScale', 'rmsNormBackward', 'crossEntropyBackward', 'attentionSoftmax', 'attentionSoftmaxRows', 'attentionSoftmaxBackward', 'rope'] as const).map((f) => vi.spyOn(addon!, f));
+    try {
+      checkAll('native', ordinary, 11);
+      for (const spy of spies) expect(spy).toHaveBeenCalled();
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
   });
-  it('crossEntropyForward equals the per-element definition bit for bit', () => {
-    setKernels('native');
-    addon!.setPath(path);
-    checkCrossEntropy(here, 2);
-  });
-  it('rmsNormForward / rmsNormBackward equal the per-element definition bit for bit', () => {
-    setKernels('native');
-    addon!.setPath(path);
-    checkRmsNorm(here, 8);
-  });
-  it('crossEntropyBackward equals the per-element definition bit for bit', () => {
-    setKernels('native');
-    addon!.setPath(path);
-    checkCrossEntropyBackward(here, 14);
-  });
-  it('ropeForward / ropeBackward equal the per-element definition bit for bit', () => {
-    setKernels('native');
-    addon!.setPath(path);
-    checkRope(here, 20);
-  });
-  it('attentionForward / attentionBackward equal the WebAssembly kernels bit for bit (undecided rows included)', () => {
-    checkAttention(here, () => setKernels('wasm'), () => {
-      setKernels('native');
-      addon!.setPath(path);
-    }, 15);
-  });
-  it('falls back to the TypeScript loops when the arrays overlap (same results)', () => {
-    setKernels('native');
-    addon!.setPath(path);
+
+  it('runs the reference loops when arrays overlap (the C functions decline them: same results)', () => {
     const n = 700;
     const next = uniform(3);
     const buf = new Float64Array(5 * n);
@@ -319,35 +261,26 @@ describe.each(NATIVE_PATHS)('element-wise kernels, native addon on the %s path',
     // prod and silu share elements (an aliasing the kernels do not support natively): the native call declines.
     const prod = buf.subarray(0, n), silu = buf.subarray(n / 2, n / 2 + n), sigma = buf.subarray(2 * n, 3 * n);
     const gate = buf.subarray(3 * n, 4 * n), up = buf.subarray(4 * n, 5 * n);
-    expect(addon!.swigluForward!(prod, silu, sigma, gate, up, n, new Int32Array(n), new Float64Array(516))).toBe(-1);
-    swiglu.swigluForward(prod, silu, sigma, gate, up, n);
-    const r = swigluReference(gate, up, n);
-    expect(firstDifference('sigma', sigma, r.sigma, n)).toBeNull();
-    expect(firstDifference('prod', prod, r.prod, n)).toBeNull(); // written after silu, element by element
+    expect(addon!.swigluForward(prod, silu, sigma, gate, up, n, new Int32Array(n), new Float64Array(516))).toBe(-1);
+    const view = (x: Float64Array): Matrix => matrix(x, 1, n);
+    const copy = buf.slice();
+    const at = (x: Float64Array): Float64Array => copy.subarray(x.byteOffset / 8, x.byteOffset / 8 + n);
+    set('native').swigluForward({ gate: view(gate), up: view(up), sigma: view(sigma), silu: view(silu), prod: view(prod) });
+    REFERENCE_LAYERS.swigluForward({ gate: view(at(gate)), up: view(at(up)), sigma: view(at(sigma)), silu: view(at(silu)), prod: view(at(prod)) });
+    expect(firstDifference('overlapping swiglu', buf, copy)).toBeNull();
   });
 });
 
-describe.runIf(addon !== null)('element-wise kernels, native addon', () => {
-  it('runs the element-wise kernels in C under setKernels("native")', () => {
-    setKernels('native');
-    const a = addon!;
-    const spies = (['swigluForward', 'swigluBackward', 'crossEntropyShifts', 'crossEntropyRows', 'rmsNormSums', 'rmsNormScale', 'rmsNormBackward', 'crossEntropyBackward', 'attentionSoftmax', 'attentionSoftmaxRows', 'attentionSoftmaxBackward', 'rope'] as const).map((f) => vi.spyOn(a, f));
-    try {
-      checkSwiglu(here, 11);
-      checkCrossEntropy(here, 12);
-      checkRmsNorm(here, 13);
-      checkCrossEntropyBackward(here, 18);
-      checkRope(here, 22);
-      checkAttention(here, () => setKernels('native'), () => setKernels('native'), 19);
-      for (const spy of spies) expect(spy).toHaveBeenCalled();
-    } finally {
-      for (const spy of spies) spy.mockRestore();
-    }
+describe.skipIf(WASM.missing)(`the wasm set${WASM.skipped}`, () => {
+  it('gives the reference layers\' bits in place on an arena\'s views', () => {
+    checkAll('wasm', arena(), 4);
   });
-});
 
-describe('element-wise kernels, WebAssembly', () => {
-  it('the SwiGLU and cross-entropy kernels run and report exactly the lanes and rows whose exp is undecided', () => {
+  it('gives the reference layers\' bits on ordinary arrays (copies and fallbacks)', () => {
+    checkAll('wasm', ordinary, 9);
+  });
+
+  it('has SwiGLU and cross-entropy kernels that report exactly the lanes and rows whose exp is undecided', () => {
     const n = 9;
     const gate = Float64Array.from([1, -2, NaN, 3, -800, 0.5, Infinity, -Infinity, 2]);
     const up = new Float64Array(n).fill(1);
@@ -363,53 +296,5 @@ describe('element-wise kernels, WebAssembly', () => {
     expect(und[0]).toBe(1);
     expect([stats[0], stats[4]]).toEqual([2, 1]);
     expect(wasmCrossEntropyRows(prob, new Float64Array(4000), stats, 1, 4000, und)).toBe(-1); // longer than a call holds
-  });
-  it('swigluForward / swigluBackward equal the per-element definition bit for bit', () => {
-    setKernels('wasm');
-    checkSwiglu(here, 4);
-  });
-  it('crossEntropyForward equals the per-element definition bit for bit', () => {
-    setKernels('wasm');
-    checkCrossEntropy(here, 5);
-  });
-  it('rmsNormForward / rmsNormBackward equal the per-element definition bit for bit', () => {
-    setKernels('wasm');
-    checkRmsNorm(here, 9);
-  });
-  it('crossEntropyBackward equals the per-element definition bit for bit', () => {
-    setKernels('wasm');
-    checkCrossEntropyBackward(here, 16);
-  });
-  it('ropeForward / ropeBackward equal the per-element definition bit for bit', () => {
-    setKernels('wasm');
-    checkRope(here, 21);
-  });
-});
-
-describe('element-wise kernels, plain JavaScript (no WebAssembly)', () => {
-  let js: Kernels;
-  let jsNative: typeof import('./native.ts');
-  beforeAll(async () => {
-    vi.stubGlobal('WebAssembly', undefined);
-    vi.resetModules();
-    js = { swiglu: await import('./swiglu.ts'), crossEntropy: await import('./cross-entropy.ts'), rmsnorm: await import('./rmsnorm.ts'), attention: await import('./attention.ts'), rope: await import('./rope.ts') };
-    jsNative = await import('./native.ts');
-    jsNative.setKernels('wasm');
-  });
-  afterAll(() => {
-    vi.unstubAllGlobals();
-  });
-  it('swigluForward / swigluBackward equal the per-element definition bit for bit', async () => {
-    expect((await import('./wasm-exp.ts')).wasmExpAvailable()).toBe(false);
-    checkSwiglu(js, 6);
-  });
-  it('crossEntropyForward equals the per-element definition bit for bit', () => {
-    checkCrossEntropy(js, 7);
-  });
-  it('rmsNormForward / rmsNormBackward equal the per-element definition bit for bit', () => {
-    checkRmsNorm(js, 10);
-  });
-  it('crossEntropyBackward equals the per-element definition bit for bit', () => {
-    checkCrossEntropyBackward(js, 17);
   });
 });

@@ -1,13 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { exp, expSlowPathCount } from '../math/exp.ts';
-import { attentionForward, attentionScratch } from './attention.ts';
-import { crossEntropyForward } from './cross-entropy.ts';
-import { expConstants, expInto, lnInto } from './exp-batch.ts';
+import { batchExp, batchLn, expConstants, nativeExpKernel } from './exp-batch.ts';
 import { ln } from '../math/ln.ts';
 import { SplitMix64 } from '@llmcp/format';
-import { loadNativeKernels, setKernels, type NativeAddon, type NativePath } from './native.ts';
-import { swigluForward } from './swiglu.ts';
+import { matrix } from '../reference/matrix.ts';
+import { openKernels } from './kernel-choice.ts';
+import { loadNativeKernels, type NativeAddon, type NativePath } from './native.ts';
+import { wasmExpAvailable, wasmExpInto } from './wasm-exp.ts';
 import { referenceCrossEntropy } from '../../test/helpers/reference-kernels.ts';
+import { KERNEL_SETS } from '../../test/helpers/kernel-sets.ts';
 
 const load = loadNativeKernels();
 const addon = load.addon;
@@ -16,7 +17,6 @@ const PATHS: NativePath[] = addon === null ? [] : (['scalar', 'avx2', 'avx512'] 
 const SKIPPED = addon === null ? ` — skipped: ${load.error ?? 'addon not built'}` : '';
 
 afterEach(() => {
-  setKernels('auto');
   addon?.setPath('best');
 });
 
@@ -171,14 +171,14 @@ describe.skipIf(addon === null)(`native exp (addon)${SKIPPED}`, () => {
     });
   });
 
-  it('expInto runs the native kernel (undecided lanes finished by exp()) with the bits of exp()', () => {
-    setKernels('native');
+  it('batchExp runs the native kernel (undecided lanes finished by exp()) with the bits of exp()', () => {
+    const kernel = nativeExpKernel(a);
     const expected = reference(ARGS, 0, ARGS.length);
     const out = new Float64Array(ARGS.length + 4);
-    expInto(out, 4, ARGS, 0, ARGS.length);
+    batchExp(kernel, out, 4, ARGS, 0, ARGS.length);
     expect(firstDifference(out, 4, expected)).toBeNull();
     const y = ARGS.slice();
-    expInto(y, 0, y, 0, y.length);
+    batchExp(kernel, y, 0, y, 0, y.length);
     expect(firstDifference(y, 0, expected)).toBeNull();
   });
 
@@ -202,22 +202,24 @@ describe.skipIf(addon === null)(`native exp (addon)${SKIPPED}`, () => {
   });
 });
 
-describe('expInto without the native addon (WebAssembly kernel)', () => {
-  it('equals exp() bit for bit under setKernels("wasm"), at offsets, separate and in place, for every length 0 … 70', () => {
-    setKernels('wasm');
+describe.each([
+  ['the WebAssembly kernel', wasmExpAvailable() ? wasmExpInto : null],
+  ['no kernel (a loop over exp())', null],
+] as const)('batchExp with %s', (_name, kernel) => {
+  it('equals exp() bit for bit, at offsets, separate and in place, for every length 0 … 70', () => {
     const expected = reference(ARGS, 0, ARGS.length);
     const out = new Float64Array(ARGS.length + 2);
-    expInto(out, 2, ARGS, 0, ARGS.length);
+    batchExp(kernel, out, 2, ARGS, 0, ARGS.length);
     expect(firstDifference(out, 2, expected)).toBeNull();
     for (let n = 0; n <= 70; n++) {
       const y = ARGS.slice(100, 100 + n + 3);
-      expInto(y, 3, y, 3, n);
+      batchExp(kernel, y, 3, y, 3, n);
       expect(firstDifference(y, 3, reference(ARGS, 103, n))).toBeNull();
     }
   });
 });
 
-describe('lnInto', () => {
+describe('batchLn', () => {
   it('equals ln() bit for bit (positive, subnormal, ±0, negative, NaN, ±Infinity), at offsets, separate and in place, for every length 0 … 40', () => {
     const rng = new SplitMix64(11n);
     const xs = new Float64Array(4000);
@@ -227,20 +229,21 @@ describe('lnInto', () => {
     }
     xs.set([0, -0, NaN, Infinity, -Infinity, 5e-324, 1, 2.2250738585072014e-308], 0);
     const out = new Float64Array(xs.length + 3);
-    lnInto(out, 3, xs, 0, xs.length);
+    batchLn(out, 3, xs, 0, xs.length);
     for (let i = 0; i < xs.length; i++) expect(Object.is(out[3 + i], ln(xs[i] as number)), `ln(${xs[i]})`).toBe(true);
     for (let n = 0; n <= 40; n++) {
       const y = xs.slice(0, n + 2);
-      lnInto(y, 2, y, 2, n);
+      batchLn(y, 2, y, 2, n);
       for (let i = 0; i < n; i++) expect(Object.is(y[2 + i], ln(xs[2 + i] as number))).toBe(true);
     }
   });
 });
 
-/** The kernels that batch their exp calls, against their one-call-per-element definitions (written out here). */
-describe.each(addon === null ? (['wasm'] as const) : (['wasm', 'native'] as const))('batched exp call sites (%s kernels)', (kernels) => {
-  it('crossEntropyForward: probabilities and losses of the per-element definition, the exactly-zero shift skipped (not an exp of 1)', () => {
-    setKernels(kernels);
+/** Every kernel set's layers that batch their exp calls, against their one-call-per-element definitions (written out here). */
+describe.each(KERNEL_SETS)('batched exp call sites ($name kernels)$skipped', ({ name, missing }) => {
+  const config = { vocabularySize: 5, modelWidth: 12, heads: 3, feedForwardWidth: 4, layers: 1, maxPositions: 32, ropeBase: 10000, rmsEpsilon: 1e-6 };
+
+  it.skipIf(missing)('crossEntropyForward: probabilities and losses of the per-element definition, the exactly-zero shift skipped (not an exp of 1)', () => {
     const rows = 5, V = 67;
     const next = words(99);
     const logits = Float64Array.from({ length: rows * V }, () => ((next() / 2 ** 32) - 0.5) * 30);
@@ -252,21 +255,21 @@ describe.each(addon === null ? (['wasm'] as const) : (['wasm', 'native'] as cons
     logits[3] = -38;
     const targets = [0, 5, 66, 3, 1];
     const rowLoss = new Float64Array(rows), prob = new Float64Array(rows * V);
-    crossEntropyForward(rowLoss, prob, logits, targets, 0, rows, V);
+    openKernels(config, name).crossEntropyForward(rowLoss, matrix(prob, rows, V), matrix(logits, rows, V), Int32Array.from(targets));
     const { rowLoss: eRowLoss, prob: eProb } = referenceCrossEntropy(logits, targets, 0, rows, V);
     expect(firstDifference(prob, 0, eProb)).toBeNull();
     expect(firstDifference(rowLoss, 0, eRowLoss)).toBeNull();
   });
 
-  it('swigluForward: the branch-wise sigmoid of the per-element definition (NaN, ±0 and large gates included)', () => {
-    setKernels(kernels);
+  it.skipIf(missing)('swigluForward: the branch-wise sigmoid of the per-element definition (NaN, ±0 and large gates included)', () => {
     const n = 203;
     const next = words(5);
     const gate = Float64Array.from({ length: n }, () => ((next() / 2 ** 32) - 0.5) * 60);
     gate.set([NaN, 0, -0, 800, -800, Infinity, -Infinity, 1e-300, -1e-300], 0);
     const up = Float64Array.from({ length: n }, () => (next() / 2 ** 32) - 0.5);
     const prod = new Float64Array(n), silu = new Float64Array(n), sigma = new Float64Array(n);
-    swigluForward(prod, silu, sigma, gate, up, n);
+    const m = (x: Float64Array): ReturnType<typeof matrix> => matrix(x, 1, n);
+    openKernels(config, name).swigluForward({ prod: m(prod), silu: m(silu), sigma: m(sigma), gate: m(gate), up: m(up) });
     const eProd = new Float64Array(n), eSilu = new Float64Array(n), eSigma = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       const x = gate[i]!;
@@ -285,20 +288,21 @@ describe.each(addon === null ? (['wasm'] as const) : (['wasm', 'native'] as cons
     expect(firstDifference(prod, 0, eProd)).toBeNull();
   });
 
-  it('attentionForward: the same probabilities under both kernels and in a scratch sized for a longer sequence', () => {
+  it.skipIf(missing)('attentionForward: the reference\'s probabilities, also with a scratch sized for a longer sequence', () => {
     const T = 23, D = 12, H = 3;
     const next = words(11);
     const r = (): Float64Array => Float64Array.from({ length: T * D }, () => ((next() / 2 ** 32) - 0.5) * 8);
-    const q = r(), k = r(), v = r();
-    const run = (c: 'wasm' | 'native', cap: number): Float64Array => {
-      setKernels(c);
+    const q = matrix(r(), T, D), k = matrix(r(), T, D), v = matrix(r(), T, D);
+    const run = (set: 'scalar' | typeof name, cap: number): Float64Array => {
+      const kernels = openKernels(config, set);
+      kernels.workspace.ensureCapacity(cap);
       const prob = new Float64Array(H * T * T);
-      attentionForward(new Float64Array(T * D), prob, q, k, v, T, D, H, 0.5, attentionScratch(cap, D / H), null);
+      kernels.attentionForward(matrix(new Float64Array(T * D), T, D), { q, k, v, prob: matrix(prob, H * T, T), trace: null }, H, 0.5);
       return prob;
     };
-    const base = run('wasm', T);
-    expect(firstDifference(run(kernels, T), 0, base)).toBeNull();
-    expect(firstDifference(run(kernels, T + 9), 0, base)).toBeNull();
+    const base = run('scalar', T);
+    expect(firstDifference(run(name, T), 0, base)).toBeNull();
+    expect(firstDifference(run(name, T + 9), 0, base)).toBeNull();
     // Row 0 is a single key: probability exactly 1.
     expect(base[0]).toBe(1);
   });

@@ -1,23 +1,21 @@
 /**
- * Batched e^x: `out[outOff + i] = exp(x[xOff + i])` for i < n, bit for bit the
- * exp() of ../math/exp.ts (correctly rounded), for the softmax and sigmoid
- * loops of the forward pass; and batched ln ({@link lnInto}) for RMSNorm's
- * reciprocal roots.
+ * Batched e^x and ln x for the kernel sets: `out[outOff + i] = exp(x[xOff + i])`
+ * for i < n, bit for bit the exp() of ../math/exp.ts (correctly rounded), for
+ * the softmax and sigmoid loops of the forward pass; and batched ln
+ * ({@link batchLn}) for RMSNorm's reciprocal roots.
  *
- * With the native addon (native.ts) the fast path of exp.ts runs in C on 8, 4
- * or 1 lanes (native/exp.c) — the same IEEE operations in the same order, no
- * fused multiply-add, with exp.ts's own constants and table
- * ({@link expConstants}). Lanes the fast path cannot finish (out of range, NaN,
- * ±Infinity, an inconclusive rounding test, subnormal results, E = 1024) come
- * back as undecided indices and are computed here by exp() itself. Without the
- * addon the WebAssembly SIMD kernel (wasm-exp.ts: the same fast path in f64x2
- * lanes) does the same, and without WebAssembly SIMD it is a plain loop over
- * exp().
+ * A batch kernel (native/exp.c through the addon, or the WebAssembly SIMD
+ * kernel of wasm-exp.ts) runs the fast path of exp.ts on several lanes — the
+ * same IEEE operations in the same order, no fused multiply-add, with
+ * exp.ts's own constants and table ({@link expConstants}). Lanes it cannot
+ * finish (out of range, NaN, ±Infinity, an inconclusive rounding test,
+ * subnormal results, E = 1024) come back as undecided indices and are
+ * computed here by exp() itself. Which kernel runs is the kernel set's
+ * choice; without one it is a plain loop over exp().
  */
 import { exp, expFastPathConstants } from '../math/exp.ts';
 import { ln } from '../math/ln.ts';
-import { activeNativeKernels } from './native.ts';
-import { wasmExpAvailable, wasmExpInto } from './wasm-exp.ts';
+import type { NativeAddon } from './native.ts';
 import { wasmLnAvailable, wasmLnInto } from './wasm-ln.ts';
 
 /**
@@ -28,10 +26,8 @@ import { wasmLnAvailable, wasmLnInto } from './wasm-ln.ts';
  */
 export type ExpBatchKernel = (out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number, undecided: Int32Array) => number;
 
-/** Below this many elements one native call (~0.3 µs) costs more than the exp() loop saves (~20 ns an element). */
-const NATIVE_MIN = 32;
-/** The WebAssembly kernel is a plain call: it pays from a few elements on (about 1.7× the loop at 4, 2× from 16). */
-const WASM_MIN = 4;
+/** Below this many elements the WebAssembly ln kernel is not called. */
+const WASM_LN_MIN = 4;
 
 /** ln2/128 in three parts and 128/ln2, then the 512-entry table (see {@link expConstants}). */
 let constants: Float64Array | undefined;
@@ -39,29 +35,31 @@ let constants: Float64Array | undefined;
 let undecided = new Int32Array(1024);
 
 /**
- * `out[outOff + i] = exp(x[xOff + i])` for `0 ≤ i < n`, bit for bit. `out` and
- * `x` may be the same elements (in place); other overlaps are not allowed.
+ * A reusable buffer of at least `n` undecided indices (this thread's; its contents last until the next call).
+ * @param n - indices needed.
+ * @returns the buffer.
+ */
+export function undecidedIndices(n: number): Int32Array {
+  if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
+  return undecided;
+}
+
+/**
+ * `out[outOff + i] = exp(x[xOff + i])` for `0 ≤ i < n`, bit for bit: through
+ * `kernel`, its undecided lanes by exp(); or, with no kernel, a loop over
+ * exp(). `out` and `x` may be the same elements (in place); other overlaps
+ * are not allowed.
  *
+ * @param kernel - a batch kernel, or null.
  * @param out - results.
  * @param outOff - offset of the first result.
  * @param x - arguments.
  * @param xOff - offset of the first argument.
  * @param n - number of elements.
- * @throws RangeError (native path) when a view is out of bounds or out and x overlap partially.
+ * @throws RangeError (native kernel) when a view is out of bounds or out and x overlap partially.
  */
-export function expInto(out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number): void {
-  const kernel = batchKernel(n);
-  if (kernel === null) {
-    for (let i = 0; i < n; i++) out[outOff + i] = exp(x[xOff + i] as number);
-    return;
-  }
-  if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
-  const und = undecided;
-  const count = kernel(out, outOff, x, xOff, n, und);
-  for (let k = 0; k < count; k++) {
-    const i = und[k] as number;
-    out[outOff + i] = exp(x[xOff + i] as number);
-  }
+export function batchExp(kernel: ExpBatchKernel | null, out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number): void {
+  batched(kernel, exp, out, outOff, x, xOff, n);
 }
 
 /**
@@ -69,7 +67,7 @@ export function expInto(out: Float64Array, outOff: number, x: Float64Array, xOff
  * ../math/ln.ts: the WebAssembly SIMD kernel (wasm-ln.ts) where it runs, the
  * lanes it leaves undecided (x ≤ 0, subnormal, NaN, ±Infinity, an
  * inconclusive rounding test) by ln() itself; else a loop over ln(). Same
- * aliasing rule as {@link expInto}.
+ * aliasing rule as {@link batchExp}.
  *
  * @param out - results.
  * @param outOff - offset of the first result.
@@ -77,40 +75,32 @@ export function expInto(out: Float64Array, outOff: number, x: Float64Array, xOff
  * @param xOff - offset of the first argument.
  * @param n - number of elements.
  */
-export function lnInto(out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number): void {
-  if (n < WASM_MIN || !wasmLnAvailable()) {
-    for (let i = 0; i < n; i++) out[outOff + i] = ln(x[xOff + i] as number);
+export function batchLn(out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number): void {
+  batched(n >= WASM_LN_MIN && wasmLnAvailable() ? wasmLnInto : null, ln, out, outOff, x, xOff, n);
+}
+
+/** `out[outOff + i] = f(x[xOff + i])` through a batch kernel of f (its undecided lanes by f itself), or a loop over f. */
+function batched(kernel: ExpBatchKernel | null, f: (v: number) => number, out: Float64Array, outOff: number, x: Float64Array, xOff: number, n: number): void {
+  if (kernel === null) {
+    for (let i = 0; i < n; i++) out[outOff + i] = f(x[xOff + i] as number);
     return;
   }
-  if (undecided.length < n) undecided = new Int32Array(Math.max(n, 2 * undecided.length));
-  const und = undecided;
-  const count = wasmLnInto(out, outOff, x, xOff, n, und);
+  const und = undecidedIndices(n);
+  const count = kernel(out, outOff, x, xOff, n, und);
   for (let k = 0; k < count; k++) {
     const i = und[k] as number;
-    out[outOff + i] = ln(x[xOff + i] as number);
+    out[outOff + i] = f(x[xOff + i] as number);
   }
 }
 
-let nativeKernel: ExpBatchKernel | undefined;
-let nativeKernelOf: unknown;
-
 /**
- * The batch kernel of this thread for a batch of n, or null for the exp() loop.
- * @param n - batch size (small batches are cheaper in the loop).
- * @returns the kernel or null.
+ * The addon's exp as a batch kernel (with exp.ts's constants).
+ * @param native - the addon.
+ * @returns the kernel.
  */
-function batchKernel(n: number): ExpBatchKernel | null {
-  const native = activeNativeKernels();
-  if (native !== null) {
-    if (n < NATIVE_MIN) return null;
-    if (nativeKernelOf !== native || nativeKernel === undefined) {
-      const C = expConstants();
-      nativeKernel = (out, outOff, x, xOff, n, und) => native.exp(out, outOff, x, xOff, n, und, C);
-      nativeKernelOf = native;
-    }
-    return nativeKernel;
-  }
-  return n >= WASM_MIN && wasmExpAvailable() ? wasmExpInto : null;
+export function nativeExpKernel(native: NativeAddon): ExpBatchKernel {
+  const C = expConstants();
+  return (out, outOff, x, xOff, n, und) => native.exp(out, outOff, x, xOff, n, und, C);
 }
 
 /**

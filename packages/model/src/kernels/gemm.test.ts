@@ -1,28 +1,23 @@
+/**
+ * The matrix products of the kernel sets — gemm.ts's JavaScript loops, the
+ * WebAssembly kernel on operands copied into its memory or in an arena, the
+ * native kernels — against the in-order dot products, bit for bit, for any
+ * shape, flag, offset and row stride; the transposition; and the WebAssembly
+ * kernel itself at its element offsets.
+ */
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { matrix, type Matrix } from '../reference/matrix.ts';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
-import { gemm, gemmScalar, gemmTransA, pinGemmOperand, pinnedOffset, rowTimesMatrix, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
-import { kernelChoice, setKernels } from './native.ts';
+import { gemmJs, transpose } from './gemm.ts';
+import { openKernels } from './kernel-choice.ts';
 import { createWasmGemm, ensureWasmCapacity } from './wasm-gemm.ts';
-
-/** The specification: every C[i, j] an in-order dot product from +0.0. */
-function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
-  const C = new Float64Array(M * N);
-  for (let i = 0; i < M; i++)
-    for (let j = 0; j < N; j++) {
-      let s = 0;
-      for (let k = 0; k < K; k++) s += A[i * K + k]! * B[k * N + j]!;
-      C[i * N + j] = s;
-    }
-  return C;
-}
+import { wasmProduct } from './wasm-set.ts';
+import { KERNEL_SETS } from '../../test/helpers/kernel-sets.ts';
 
 function sameBits(a: Float64Array, b: Float64Array): boolean {
   return a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 }
-
-/** Why a WebAssembly-only test is skipped, in its name. */
-const NO_SIMD = usesSimdGemm() ? '' : ' — skipped: this runtime has no WebAssembly SIMD';
 
 // Large enough to reach the SIMD kernel (M·N·K ≥ 2048) and to exercise every remainder path.
 const dims = fc.record({ M: fc.integer({ min: 1, max: 23 }), N: fc.integer({ min: 1, max: 23 }), K: fc.integer({ min: 1, max: 29 }), seed: fc.integer() });
@@ -35,57 +30,62 @@ function random(n: number, seed: number): Float64Array {
   });
 }
 
-const implementations = [
-  ['gemm (SIMD when available)', gemm],
-  ['gemmScalar', gemmScalar],
-] as const;
+/** The naive in-order dot products of row-major A [M, K] and B [K, N]. */
+function naive(A: Float64Array, B: Float64Array, M: number, N: number, K: number): Float64Array {
+  const C = new Float64Array(M * N);
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += A[i * K + k]! * B[k * N + j]!;
+      C[i * N + j] = s;
+    }
+  return C;
+}
 
-afterEach(() => setGemmBackend('auto'));
+const config = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 };
+const SIMD = KERNEL_SETS.find((k) => k.name === 'wasm')!;
+type Product = (c: Matrix, a: Matrix, b: Matrix, flags: number) => void;
 
-describe.each(implementations)('%s', (_name, impl) => {
-  it('equals the in-order dot products bit for bit for any shape', () => {
-    fc.assert(
-      fc.property(dims, ({ M, N, K, seed }) => {
-        const A = random(M * K, seed);
-        const B = random(K * N, seed + 1);
-        const C = new Float64Array(M * N);
-        impl(C, 0, N, A, 0, K, B, 0, N, M, N, K, 0);
-        return sameBits(C, naive(A, B, M, N, K));
-      }),
-    );
-  });
+/** Every product, with whether it runs here: the sets' own, and the WebAssembly kernel on copied operands whatever their size. */
+const products: readonly (readonly [string, boolean, string, () => Product])[] = [
+  ...KERNEL_SETS.map(({ name, missing, skipped }) => [`${name} set`, missing, skipped, () => {
+    const k = openKernels(config, name);
+    return (c: Matrix, a: Matrix, b: Matrix, flags: number) => k.product(c, a, b, flags);
+  }] as const),
+  ['WebAssembly kernel on copied operands', SIMD.missing, SIMD.skipped, () => {
+    const w = createWasmGemm()!;
+    return (c: Matrix, a: Matrix, b: Matrix, flags: number) => wasmProduct(w, c, a, b, flags);
+  }],
+];
 
-  it('adds the finished dot product to C with GEMM_ADD ("previous + contribution")', () => {
+describe.each(products)('the product of the %s', (_name, missing, skipped, make) => {
+  it.skipIf(missing)(`equals the in-order dot products bit for bit for any shape, written or added (GEMM_ADD: "previous + contribution")${skipped}`, () => {
+    const product = make();
     fc.assert(
       fc.property(dims, ({ M, N, K, seed }) => {
         const A = random(M * K, seed);
         const B = random(K * N, seed + 1);
         const prev = random(M * N, seed + 2);
-        const C = prev.slice();
-        impl(C, 0, N, A, 0, K, B, 0, N, M, N, K, GEMM_ADD);
+        const C = new Float64Array(M * N);
+        product(matrix(C, M, N), matrix(A, M, K), matrix(B, K, N), 0);
+        const added = prev.slice();
+        product(matrix(added, M, N), matrix(A, M, K), matrix(B, K, N), GEMM_ADD);
         const dot = naive(A, B, M, N, K);
-        return sameBits(C, prev.map((p, i) => p + dot[i]!));
+        return sameBits(C, dot) && sameBits(added, prev.map((p, i) => p + dot[i]!));
       }),
     );
   });
 
-  it('computes the causal part j ≤ i with GEMM_LOWER_OUT', () => {
+  it.skipIf(missing)(`computes the causal part j ≤ i with GEMM_LOWER_OUT, and restricts the contraction with GEMM_LOWER_K / GEMM_UPPER_K when the masked terms of A are +0${skipped}`, () => {
+    const product = make();
     fc.assert(
       fc.property(dims, ({ M, N, K, seed }) => {
         const A = random(M * K, seed);
         const B = random(K * N, seed + 1);
         const C = new Float64Array(M * N).fill(NaN);
-        impl(C, 0, N, A, 0, K, B, 0, N, M, N, K, GEMM_LOWER_OUT);
+        product(matrix(C, M, N), matrix(A, M, K), matrix(B, K, N), GEMM_LOWER_OUT);
         const full = naive(A, B, M, N, K);
         for (let i = 0; i < M; i++) for (let j = 0; j <= Math.min(i, N - 1); j++) if (!Object.is(C[i * N + j], full[i * N + j])) return false;
-        return true;
-      }),
-    );
-  });
-
-  it('restricts the contraction causally with GEMM_LOWER_K / GEMM_UPPER_K when the masked terms of A are +0', () => {
-    fc.assert(
-      fc.property(dims, ({ M, N, K, seed }) => {
         const lower = random(M * K, seed);
         const upper = random(M * K, seed + 3);
         for (let i = 0; i < M; i++)
@@ -93,23 +93,44 @@ describe.each(implementations)('%s', (_name, impl) => {
             if (k > i) lower[i * K + k] = 0;
             if (k < i) upper[i * K + k] = 0;
           }
-        const B = random(K * N, seed + 1);
         const C1 = new Float64Array(M * N);
         const C2 = new Float64Array(M * N);
-        impl(C1, 0, N, lower, 0, K, B, 0, N, M, N, K, GEMM_LOWER_K);
-        impl(C2, 0, N, upper, 0, K, B, 0, N, M, N, K, GEMM_UPPER_K);
+        product(matrix(C1, M, N), matrix(lower, M, K), matrix(B, K, N), GEMM_LOWER_K);
+        product(matrix(C2, M, N), matrix(upper, M, K), matrix(B, K, N), GEMM_UPPER_K);
         return sameBits(C1, naive(lower, B, M, N, K)) && sameBits(C2, naive(upper, B, M, N, K));
       }),
     );
   });
 
-  it('honours offsets and row strides (head slices)', () => {
+  it.skipIf(missing)(`reads A stored transposed with GEMM_TRANS_A, with row strides, the same bits as on A itself${skipped}`, () => {
+    const product = make();
+    fc.assert(
+      fc.property(dims, fc.integer({ min: 0, max: 3 }), ({ M, N, K, seed }, pad) => {
+        const At = random(K * (M + pad), seed); // stored [K, M] with row stride M + pad
+        const A = new Float64Array(M * K);
+        transpose(matrix(A, M, K), matrix(At, K, M, M + pad));
+        const B = random(K * N, seed + 1);
+        const prev = random(M * N, seed + 2);
+        for (const flags of [0, GEMM_ADD]) {
+          const want = prev.slice();
+          gemmJs(matrix(want, M, N), matrix(A, M, K), matrix(B, K, N), flags);
+          const got = prev.slice();
+          product(matrix(got, M, N), matrix(At, K, M, M + pad), matrix(B, K, N), flags | GEMM_TRANS_A);
+          if (!sameBits(got, want)) return false;
+        }
+        return true;
+      }),
+    );
+  });
+
+  it.skipIf(missing)(`honours offsets and row strides (head slices)${skipped}`, () => {
+    const product = make();
     const M = 9, N = 10, K = 24;
     const A = random(M * 30, 1);
     const B = random(K * 13, 2);
     const C = new Float64Array(3 + M * 12).fill(7);
     // A rows of width K from column 4 (lda 30), B rows of width N from column 2 (ldb 13), C at offset 3 with ldc 12.
-    impl(C, 3, 12, A, 4, 30, B, 2, 13, M, N, K, 0);
+    product(matrix(C, M, N, 12, 3), matrix(A, M, K, 30, 4), matrix(B, K, N, 13, 2), 0);
     for (let i = 0; i < M; i++)
       for (let j = 0; j < N; j++) {
         let s = 0;
@@ -121,34 +142,11 @@ describe.each(implementations)('%s', (_name, impl) => {
   });
 });
 
-describe('setGemmBackend', () => {
-  it('switches between the SIMD and the scalar kernel', () => {
-    setGemmBackend('scalar');
-    expect(usesSimdGemm()).toBe(false);
-    setGemmBackend('auto');
-    expect(usesSimdGemm()).toBe(typeof (globalThis as { WebAssembly?: unknown }).WebAssembly === 'object');
-  });
-});
-
-describe('rowTimesMatrix', () => {
-  it('equals one row of the in-order dot products bit for bit (any width, with an offset)', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 1, max: 13 }), fc.integer({ min: 1, max: 13 }), fc.integer({ min: 0, max: 3 }), fc.integer(), (N, K, off, seed) => {
-        const x = Float64Array.from({ length: K }, (_, i) => Math.sin(seed + i) * 1e3);
-        const W = Float64Array.from({ length: off + K * N }, (_, i) => Math.cos(seed * 3 + i) / 7);
-        const y = new Float64Array(N);
-        rowTimesMatrix(y, x, W, off, N, K);
-        return sameBits(y, naive(x, W.subarray(off), 1, N, K));
-      }),
-    );
-  });
-});
-
 describe('transpose', () => {
   it('moves src[r, s] to dst[s, r] with strides', () => {
     const src = Float64Array.from({ length: 12 }, (_, i) => i);
     const dst = new Float64Array(12);
-    transpose(dst, 0, 3, src, 0, 4, 3, 4);
+    transpose(matrix(dst, 4, 3), matrix(src, 3, 4));
     expect(Array.from(dst)).toEqual([0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
   });
 
@@ -161,7 +159,7 @@ describe('transpose', () => {
           const ldd = R + padD;
           const src = Float64Array.from({ length: sOff + R * lds + 3 }, (_, i) => i + 0.5);
           const dst = new Float64Array(dOff + S * ldd + 3).fill(-1);
-          transpose(dst, dOff, ldd, src, sOff, lds, R, S);
+          transpose(matrix(dst, S, R, ldd, dOff), matrix(src, R, S, lds, sOff));
           for (let i = 0; i < dst.length; i++) {
             const k = i - dOff;
             const s = Math.floor(k / ldd);
@@ -175,89 +173,6 @@ describe('transpose', () => {
     );
   });
 });
-
-describe('gemmTransA', () => {
-  it.each(['simd', 'scalar', 'auto'] as const)('equals gemm on the transposed operand bit for bit, with and without GEMM_ADD and row strides (%s)', (b) => {
-    setGemmBackend(b);
-    fc.assert(
-      fc.property(dims, fc.integer({ min: 0, max: 3 }), ({ M, N, K, seed }, pad) => {
-        const lda = M + pad;
-        const At = random(K * lda, seed); // stored [K, M] with row stride lda
-        const A = new Float64Array(M * K);
-        transpose(A, 0, K, At, 0, lda, K, M);
-        const B = random(K * N, seed + 1);
-        const prev = random(M * N, seed + 2);
-        for (const flags of [0, GEMM_ADD]) {
-          const want = prev.slice();
-          gemmScalar(want, 0, N, A, 0, K, B, 0, N, M, N, K, flags);
-          const got = prev.slice();
-          gemmTransA(got, 0, N, At, 0, lda, B, 0, N, M, N, K, flags);
-          if (!sameBits(got, want)) return false;
-        }
-        return true;
-      }),
-    );
-  });
-});
-
-describe('pinGemmOperand', () => {
-  it('reads a pinned operand in place (as A or B) with the same bits, and follows a re-pin after a change', () => {
-    setGemmBackend('simd');
-    const M = 9, N = 13, K = 17;
-    const W = random(3 + K * N, 5); // B from offset 3
-    const X = random(M * K, 6);
-    pinGemmOperand(W);
-    pinGemmOperand(X);
-    const got = new Float64Array(M * N);
-    gemm(got, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
-    const want = new Float64Array(M * N);
-    gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
-    expect(sameBits(got, want)).toBe(true);
-    W.set(random(W.length, 7));
-    pinGemmOperand(W);
-    gemm(got, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
-    gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
-    expect(sameBits(got, want)).toBe(true);
-    // A pinned array that a product writes is dropped (its copy would go stale), then read from the array itself.
-    gemm(W, 3, N, X, 0, K, random(K * N, 8), 0, N, M, N, K, 0);
-    const after = new Float64Array(M * N);
-    gemm(after, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
-    gemmScalar(want, 0, N, X, 0, K, W, 3, N, M, N, K, 0);
-    expect(sameBits(after, want)).toBe(true);
-  });
-
-  it.skipIf(!usesSimdGemm())(`reads views (subarrays) of a pinned array in place too, and drops the pin when a view of it is written${NO_SIMD}`, () => {
-    setGemmBackend('simd');
-    const previous = kernelChoice();
-    setKernels('wasm'); // pins are for the WebAssembly kernel (the native one reads the arrays in place)
-    try {
-      viewsOfPinnedArray();
-    } finally {
-      setKernels(previous);
-    }
-  });
-});
-
-function viewsOfPinnedArray(): void {
-  const M = 5, N = 7, K = 6;
-  const W = random(11 + K * N + 4, 9);
-  const X = random(M * K, 10);
-  pinGemmOperand(W);
-  const base = pinnedOffset(W);
-  expect(base).toBeGreaterThanOrEqual(0);
-  const view = W.subarray(11, 11 + K * N);
-  expect(pinnedOffset(view)).toBe(base + 11);
-  expect(pinnedOffset(X)).toBe(-1);
-  const got = new Float64Array(M * N);
-  gemm(got, 0, N, X, 0, K, view, 0, N, M, N, K, 0);
-  const want = new Float64Array(M * N);
-  gemmScalar(want, 0, N, X, 0, K, W, 11, N, M, N, K, 0);
-  expect(sameBits(got, want)).toBe(true);
-  // Writing through a view makes the whole pinned copy stale: the pin is dropped.
-  gemm(W.subarray(0, M * N), 0, N, X, 0, K, random(K * N, 11), 0, N, M, N, K, 0);
-  expect(pinnedOffset(W)).toBe(-1);
-  expect(pinnedOffset(view)).toBe(-1);
-}
 
 describe('the WebAssembly kernel itself (wasm-gemm.ts)', () => {
   const kernel = createWasmGemm();
@@ -307,7 +222,7 @@ describe('the WebAssembly kernel itself (wasm-gemm.ts)', () => {
           const Arow = new Float64Array(M * K);
           for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) Arow[i * K + k] = A[at(i, k)]!;
           const want = C0.slice();
-          gemmScalar(want, 0, ldc, Arow, 0, K, B, 0, ldb, M, N, K, logical);
+          gemmJs(matrix(want, M, N, ldc), matrix(Arow, M, K), matrix(B, K, N, ldb), logical);
           // the kernel, operands at odd element offsets in its memory
           const a = offset, b = a + aLen + offset, c = b + bLen + offset;
           ensureWasmCapacity(w, c + cLen + 1);

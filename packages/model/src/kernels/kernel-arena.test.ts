@@ -6,15 +6,19 @@
  * 1, 2 and 3 threads.
  */
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
-import { DecoderPass } from '../decoder-pass.ts';
+import { describe, expect, it } from 'vitest';
 import { Decoder, type TokenBatch } from '../index.ts';
+import { allocateBatchBuffers, sequenceGradients } from '../internal/batch-reduce.ts';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
-import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_UPPER_K } from './gemm-flags.ts';
-import { gemm, gemmArena, gemmScalar, gemmTransA, pinnedOffset, setGemmBackend, transpose, usesSimdGemm } from './gemm.ts';
+import { matrix } from '../reference/matrix.ts';
+import { decoderBackward, decoderForward } from '../reference/model.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
+import { gemmJs } from './gemm.ts';
 import { KERNEL_ARENA_DATA_BYTES, arenaFront, kernelArenaPages, openKernelArena } from './kernel-arena.ts';
+import { openKernels } from './kernel-choice.ts';
+import type { Kernels } from './kernel-set.ts';
 import type { WasmApi, WasmMemory } from './wasm-assembler.ts';
-import { kernelChoice, setKernels } from './native.ts';
+import { createWasmGemm } from './wasm-gemm.ts';
 
 const bits = (a: ArrayLike<number>): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
 
@@ -26,13 +30,8 @@ function random(n: number, seed: number): Float64Array {
   });
 }
 
-const simd = usesSimdGemm();
-const previousKernels = kernelChoice();
-
-afterEach(() => {
-  setGemmBackend('auto');
-  setKernels(previousKernels);
-});
+const simd = createWasmGemm() !== null;
+const TINY = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 };
 
 /** The flag combinations the decoder uses, the causal ones with masked (+0) entries in A. */
 const FLAGS = [0, GEMM_ADD, GEMM_LOWER_OUT, GEMM_LOWER_K, GEMM_UPPER_K, GEMM_ADD | GEMM_LOWER_K];
@@ -59,7 +58,7 @@ describe.skipIf(!simd)('resident operands', () => {
   });
 
   it('give the bits of ordinary arrays for any shape, stride, flag and mix of resident operands, and copy only the others', () => {
-    setKernels('wasm');
+    const wasm = openKernels(TINY, 'wasm');
     const arena = openKernelArena(3 * 30 * 30)!;
     expect(arena).not.toBeNull();
     fc.assert(
@@ -74,13 +73,7 @@ describe.skipIf(!simd)('resident operands', () => {
         const C0 = random(pad + M * ldc, seed + 2);
         // Reference: the scalar kernel on ordinary arrays.
         const ref = C0.slice();
-        if (transA) {
-          const At = new Float64Array(M * K);
-          transpose(At, 0, K, A, pad, lda, K, M);
-          gemmScalar(ref, pad, ldc, At, 0, K, B, pad, ldb, M, N, K, flags);
-        } else {
-          gemmScalar(ref, pad, ldc, A, pad, lda, B, pad, ldb, M, N, K, flags);
-        }
+        gemmJs(matrix(ref, M, N, ldc, pad), matrix(A, rowsA, colsA, lda, pad), matrix(B, K, N, ldb, pad), flags | (transA ? GEMM_TRANS_A : 0));
         // Operands: resident (a fresh region of the arena) or ordinary, by the bits of `resident`.
         const fresh = new (class {
           used = 0;
@@ -95,8 +88,7 @@ describe.skipIf(!simd)('resident operands', () => {
         const b = (resident & 2) !== 0 ? fresh.take(B) : B;
         const c = (resident & 4) !== 0 ? fresh.take(C0) : C0.slice();
         resetGemmCounters();
-        if (transA) gemmTransA(c, pad, ldc, a, pad, lda, b, pad, ldb, M, N, K, flags);
-        else gemm(c, pad, ldc, a, pad, lda, b, pad, ldb, M, N, K, flags);
+        wasm.product(matrix(c, M, N, ldc, pad), matrix(a, rowsA, colsA, lda, pad), matrix(b, K, N, ldb, pad), flags | (transA ? GEMM_TRANS_A : 0));
         const lowerOut = (flags & GEMM_LOWER_OUT) !== 0;
         for (let i = 0; i < M; i++)
           for (let j = 0; j < (lowerOut ? Math.min(N, i + 1) : N); j++) {
@@ -111,7 +103,7 @@ describe.skipIf(!simd)('resident operands', () => {
   });
 
   it('never grow: taking beyond the capacity throws, and a product whose copies do not fit runs on the scalar kernel (same bits)', () => {
-    setKernels('wasm');
+    const wasm = openKernels(TINY, 'wasm');
     const capacity = 8192 - KERNEL_ARENA_DATA_BYTES / 8;
     const arena = openKernelArena(capacity)!; // exactly one 64 KiB page: reserved data and views, no scratch after them
     expect(arena.bytes).toBe(65536);
@@ -124,21 +116,22 @@ describe.skipIf(!simd)('resident operands', () => {
     const A = random(M * K, 5);
     const B = random(K * N, 6);
     resetGemmCounters();
-    gemm(c, 0, N, A, 0, K, B, 0, N, M, N, K, 0);
+    wasm.product(matrix(c, M, N), matrix(A, M, K), matrix(B, K, N), 0);
     expect(gemmCounters.scalarFallbacks).toBe(1);
     const ref = new Float64Array(M * N);
-    gemmScalar(ref, 0, N, A, 0, K, B, 0, N, M, N, K, 0);
+    gemmJs(matrix(ref, M, N), matrix(A, M, K), matrix(B, K, N), 0);
     expect(bits(c)).toEqual(bits(ref));
     expect(arena.kernel.memory.buffer).toBe(before);
     expect(c.length).toBe(M * N); // the view was never detached
   });
 
-  it('are not made for the scalar kernel', () => {
-    setKernels('wasm');
-    setGemmBackend('scalar');
-    expect(gemmArena(16)).toBeNull();
-    setGemmBackend('auto');
-    expect(gemmArena(16)).not.toBeNull();
+  it('are opened by the wasm set\'s workspaces, never by the scalar set\'s, and by the native set\'s only on a shared memory', () => {
+    const opened = (k: Kernels): number => {
+      k.workspace.ensureCapacity(3);
+      return k.workspace.kernelMemoryBytes;
+    };
+    expect(opened(openKernels(TINY, 'wasm'))).toBeGreaterThan(0);
+    expect(opened(openKernels(TINY, 'scalar'))).toBe(0);
   });
 });
 
@@ -154,8 +147,8 @@ function batch(step: number, B: number, T: number, config: typeof CONFIG = CONFI
 }
 
 /** Loss and gradient bits of three steps (parameters nudged between them), and the counters of the last step. */
-async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ bits: string[]; counters: typeof gemmCounters; weights: number }> {
-  const model = await Decoder.create(config, { threads });
+async function run(kernels: 'scalar' | 'wasm', threads: number, config: typeof CONFIG = CONFIG): Promise<{ bits: string[]; counters: typeof gemmCounters; weights: number }> {
+  const model = await Decoder.create(config, { threads, kernels });
   try {
     model.initialize(23n);
     const out: string[] = [];
@@ -166,8 +159,6 @@ async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ b
     }
     out.push(...bits(model.logits([1, 2, 3, 5, 8])));
     const weights = model.layout.entries.filter((e) => e.kind !== 'gain').reduce((n, e) => n + e.length, 0);
-    // The parameter views read by the products are the resident snapshot's.
-    if (threads === 1 && usesSimdGemm()) expect(pinnedOffset(model.parameter('blocks.1.ffn.down.weight'))).toBeGreaterThanOrEqual(0);
     return { bits: out, counters: { ...gemmCounters }, weights };
   } finally {
     await model.close();
@@ -176,8 +167,7 @@ async function run(threads: number, config: typeof CONFIG = CONFIG): Promise<{ b
 
 describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
   it('copies nothing around its products, SwiGLU, cross-entropy and attention softmax kernels, nor to transpose the weights; one thread writes the weight gradients once per batch', async () => {
-    setKernels('wasm');
-    const { counters, weights } = await run(1);
+    const { counters, weights } = await run('wasm', 1);
     expect(counters.operandsIn).toBe(0);
     expect(counters.resultsOut).toBe(0);
     expect(counters.scalarFallbacks).toBe(0);
@@ -190,25 +180,19 @@ describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
     expect(counters.gradientValues).toBe(weights);
   });
 
-  it('gives the bits of the scalar kernel on ordinary arrays with 1, 2 and 3 threads', async () => {
-    setKernels('wasm');
-    setGemmBackend('scalar');
-    const reference = (await run(1)).bits;
-    setGemmBackend('auto');
+  it('gives the bits of the scalar kernels on ordinary arrays with 1, 2 and 3 threads', async () => {
+    const reference = (await run('scalar', 1)).bits;
     for (const threads of [1, 2, 3]) {
-      const got = (await run(threads)).bits;
+      const got = (await run('wasm', threads)).bits;
       const first = got.findIndex((b, i) => b !== reference[i]);
       expect(first, `${threads} thread(s): first difference at ${first}`).toBe(-1);
       expect(got.length).toBe(reference.length);
     }
   });
-  it('gives the bits of the scalar kernel with padded weight rows (V = F = 512), with 1 and 2 threads', async () => {
-    setKernels('wasm');
-    setGemmBackend('scalar');
-    const reference = (await run(1, PADDED)).bits;
-    setGemmBackend('auto');
+  it('gives the bits of the scalar kernels with padded weight rows (V = F = 512), with 1 and 2 threads', async () => {
+    const reference = (await run('scalar', 1, PADDED)).bits;
     for (const threads of [1, 2]) {
-      const { bits: got, counters } = await run(threads, PADDED);
+      const { bits: got, counters } = await run('wasm', threads, PADDED);
       const first = got.findIndex((b, i) => b !== reference[i]);
       expect(first, `${threads} thread(s): first difference at ${first}`).toBe(-1);
       expect(got.length).toBe(reference.length);
@@ -217,117 +201,102 @@ describe.skipIf(!simd)('a training step on the WebAssembly path', () => {
   });
 });
 
-describe.skipIf(!simd)('the weights a decoder pass keeps in its kernel arena', () => {
+describe.skipIf(!simd)('the weights a wasm workspace keeps in its kernel arena', () => {
   const { vocabularySize: V, modelWidth: D, feedForwardWidth: F } = PADDED;
 
-  async function prepared(): Promise<{ pass: DecoderPass; params: Float64Array; model: Decoder }> {
+  async function prepared(kernels: 'wasm' | 'scalar'): Promise<{ k: Kernels; params: Float64Array; model: Decoder }> {
     const model = await Decoder.create(PADDED);
     model.initialize(7n);
-    const pass = new DecoderPass(PADDED);
-    pass.prepare(model.parameters, -1);
-    pass.forward({ tokens: [1, 2, 3], targets: null, offset: 0, positions: 3 }); // opens the arena
-    return { pass, params: model.parameters, model };
+    const k = openKernels(PADDED, kernels);
+    k.workspace.prepare(model.parameters, -1);
+    k.workspace.ensureCapacity(3); // opens the arena
+    return { k, params: model.parameters, model };
   }
 
   it('have rows 4 KiB + 64 bytes apart where the width is a multiple of 512 values, and hold the parameters', async () => {
-    setKernels('wasm');
-    const { pass, params, model } = await prepared();
+    const { k, params, model } = await prepared('wasm');
     try {
-      expect(pass.kernelMemoryBytes).toBeGreaterThan(0);
-      const W = pass.weights;
-      // The tied head W = Eᵀ [D, V]: rows V + 8 apart, resident (read in place), holding E transposed.
-      expect(W.head.ldw).toBe(V + 8);
-      expect(pinnedOffset(W.head.w)).toBe(W.head.w.byteOffset / 8);
-      expect(W.head.ldwT).toBe(D);
-      expect(W.embeddingStride).toBe(D);
-      for (let c = 0; c < D; c++) for (let v = 0; v < V; v++) expect(W.head.w[c * W.head.ldw + v]).toBe(params[v * D + c]);
+      const ws = k.workspace;
+      expect(ws.kernelMemoryBytes).toBeGreaterThan(0);
+      const W = ws.weights;
+      const inArena = (m: { data: Float64Array }): boolean => m.data.buffer === ws.arenaMemory?.kernel.memory.buffer;
+      // The tied head W = Eᵀ [D, V]: rows V + 8 apart, in the arena (read in place), holding E transposed.
+      expect([W.head.w.stride, W.head.t!.stride, W.embedding.stride]).toEqual([V + 8, D, D]);
+      expect(inArena(W.head.w) && inArena(W.head.t!) && inArena(W.embedding)).toBe(true);
+      for (let c = 0; c < D; c++) for (let v = 0; v < V; v++) expect(W.head.w.data[W.head.w.offset + c * W.head.w.stride + v]).toBe(params[v * D + c]);
       for (let l = 0; l < PADDED.layers; l++) {
         const b = W.blocks[l]!;
         for (const [name, w] of [['gate', b.gate], ['up', b.up]] as const) {
-          expect(w.ldw, name).toBe(F + 8);
-          expect(w.ldwT, name).toBe(D);
+          expect([w.w.stride, w.t!.stride], name).toEqual([F + 8, D]);
           const source = model.parameter(`blocks.${l}.ffn.${name}.weight`);
-          for (let i = 0; i < D; i++) for (let o = 0; o < F; o++) expect(w.w[i * w.ldw + o]).toBe(source[i * F + o]);
-          // The diagnostic locates a parameter tensor in the padded snapshot.
-          expect(pinnedOffset(source)).toBe(w.w.byteOffset / 8);
+          for (let i = 0; i < D; i++) for (let o = 0; o < F; o++) expect(w.w.data[w.w.offset + i * w.w.stride + o]).toBe(source[i * F + o]);
         }
-        expect(b.down.ldw).toBe(D);
-        expect(b.down.ldwT).toBe(F + 8);
-        for (const w of [b.query, b.key, b.value, b.output]) expect([w.ldw, w.ldwT]).toEqual([D, D]);
+        expect([b.down.w.stride, b.down.t!.stride]).toEqual([D, F + 8]);
+        for (const w of [b.query, b.key, b.value, b.output]) expect([w.w.stride, w.t!.stride]).toEqual([D, D]);
       }
     } finally {
       await model.close();
     }
   });
 
-  it('keep contiguous rows as ordinary arrays (scalar kernel)', async () => {
-    setKernels('wasm');
-    setGemmBackend('scalar');
-    const { pass, model } = await prepared();
+  it('keep contiguous rows as ordinary arrays (scalar kernels)', async () => {
+    const { k, model } = await prepared('scalar');
     try {
-      expect(pass.kernelMemoryBytes).toBe(0);
-      const W = pass.weights;
-      expect([W.head.ldw, W.head.ldwT, W.blocks[0]!.gate.ldw, W.blocks[0]!.down.ldwT]).toEqual([V, D, F, F]);
+      expect(k.workspace.kernelMemoryBytes).toBe(0);
+      const W = k.workspace.weights;
+      expect([W.head.w.stride, W.head.t!.stride, W.blocks[0]!.gate.w.stride, W.blocks[0]!.down.t!.stride]).toEqual([V, D, F, F]);
     } finally {
       await model.close();
     }
   });
 });
 
-describe.skipIf(!simd)("a decoder pass on a worker's shared arena memory", () => {
+describe.skipIf(!simd)("a wasm workspace on a worker's shared arena memory", () => {
   const T = CONFIG.maxPositions;
   const api = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
   const sharedMemory = (pages: number): WasmMemory => new api.Memory({ initial: pages, maximum: pages, shared: true });
 
   /** One sequence's forward and backward, its weight gradients written to slot `slot` of `partial` (P each). */
-  function sequence(pass: DecoderPass, params: Float64Array, partial: Float64Array, slot: number): void {
-    const n = T;
+  function sequence(k: Kernels, params: Float64Array, partial: Float64Array, slot: number): void {
+    const ws = k.workspace;
     const { inputs, targets } = batch(1, 1, T);
-    const seq = { tokens: inputs, targets, offset: 0, positions: T };
-    pass.prepare(params, -1);
-    pass.forward(seq);
-    pass.backward(seq, 1 / n, {
-      rowLoss: new Float64Array(n),
-      rowLossOff: 0,
-      partial,
-      partialOff: slot * pass.layout.size,
-      accumulate: false,
-      gainTerms: new Float64Array((2 * CONFIG.layers + 1) * n * CONFIG.modelWidth),
-      gainStride: n * CONFIG.modelWidth,
-      gainOff: 0,
-      dx0: new Float64Array(n * CONFIG.modelWidth),
-      dx0Off: 0,
-    });
+    const seq = { tokens: inputs, offset: 0, targets: targets as Int32Array, logitsFrom: 0 };
+    ws.prepare(params, -1);
+    const state = ws.state(T);
+    decoderForward(k, state, seq);
+    const buffers = allocateBatchBuffers(ws.layout, CONFIG.layers, CONFIG.modelWidth, 1, T, 0, false);
+    decoderBackward(k, state, seq, sequenceGradients(ws.weightGradients(partial, slot * ws.layout.size, false), buffers, { row: 0, rows: T, add: false, scale: 1 / T }));
+    ws.sequenceDone();
   }
 
   async function reference(): Promise<{ params: Float64Array; expected: Float64Array }> {
     const model = await Decoder.create(CONFIG);
     model.initialize(29n);
-    const pass = new DecoderPass(CONFIG);
-    pass.flushGradients(); // the batch pass's mode: the owner flushes
-    const expected = new Float64Array(pass.layout.size);
-    sequence(pass, model.parameters, expected, 0);
-    pass.flushGradients();
+    const k = openKernels(CONFIG, 'wasm');
+    k.workspace.flushGradients(); // the batch pass's mode: the owner flushes
+    const expected = new Float64Array(k.workspace.layout.size);
+    sequence(k, model.parameters, expected, 0);
+    k.workspace.flushGradients();
     return { params: model.parameters, expected };
   }
 
-  /** A pass on a shared memory with `count` partial slots in front, `short` pages fewer than it needs; in the batch pass's mode (the owner flushes). */
-  function adopting(count: number, short: number): { pass: DecoderPass; P: number; memory: WasmMemory; slots: Float64Array } {
-    const pass = new DecoderPass(CONFIG);
-    const P = pass.layout.size;
-    const shared = { memory: sharedMemory(kernelArenaPages(count * P, pass.arenaElements(T)) - short), front: count * P };
-    pass.adoptArenaMemory(shared, T);
-    pass.flushGradients();
-    return { pass, P, memory: shared.memory, slots: arenaFront(shared) };
+  /** A workspace on a shared memory with `count` partial slots in front, `short` pages fewer than it needs; in the batch pass's mode (the owner flushes). */
+  function adopting(count: number, short: number): { k: Kernels; P: number; memory: WasmMemory; slots: Float64Array } {
+    const k = openKernels(CONFIG, 'wasm');
+    const ws = k.workspace;
+    const P = ws.layout.size;
+    const shared = { memory: sharedMemory(kernelArenaPages(count * P, ws.arenaElements(T)) - short), front: count * P };
+    ws.adoptArenaMemory(shared, T);
+    ws.flushGradients();
+    return { k, P, memory: shared.memory, slots: arenaFront(shared) };
   }
 
-  it('writes the weight gradients into its partial slot in place, with the bits of a pass on its own arena, its kernels running on that memory', async () => {
-    setKernels('wasm');
+  it('writes the weight gradients into its partial slot in place, with the bits of a workspace on its own arena, its kernels running on that memory', async () => {
     const { params, expected } = await reference();
-    const { pass, P, memory, slots } = adopting(3, 0);
-    expect(pass.kernelMemoryBytes).toBe(memory.buffer.byteLength);
+    const { k, P, memory, slots } = adopting(3, 0);
+    expect(k.workspace.kernelMemoryBytes).toBe(memory.buffer.byteLength);
     resetGemmCounters();
-    sequence(pass, params, slots, 1);
+    sequence(k, params, slots, 1);
     // Before any flush: slot 1 already holds them, and nothing was copied for them or around the products.
     expect(bits(slots.subarray(P, 2 * P))).toEqual(bits(expected));
     expect(gemmCounters.gradientValues).toBe(0);
@@ -337,13 +306,12 @@ describe.skipIf(!simd)("a decoder pass on a worker's shared arena memory", () =>
   });
 
   it('opens an arena of its own when the memory is too small, and writes the same bits through its accumulator', async () => {
-    setKernels('wasm');
     const { params, expected } = await reference();
-    const { pass, P, memory, slots } = adopting(2, 1);
-    expect(pass.kernelMemoryBytes).toBeGreaterThan(0);
-    expect(pass.kernelMemoryBytes).not.toBe(memory.buffer.byteLength);
-    sequence(pass, params, slots, 1);
-    pass.flushGradients();
+    const { k, P, memory, slots } = adopting(2, 1);
+    expect(k.workspace.kernelMemoryBytes).toBeGreaterThan(0);
+    expect(k.workspace.kernelMemoryBytes).not.toBe(memory.buffer.byteLength);
+    sequence(k, params, slots, 1);
+    k.workspace.flushGradients();
     expect(bits(slots.subarray(P, 2 * P))).toEqual(bits(expected));
   });
 });

@@ -2,9 +2,12 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isModelError } from '../errors.ts';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A as TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
-import { gemm, rowTimesMatrix, setGemmBackend } from './gemm.ts';
-import { kernelInfo } from './kernel-info.ts';
-import { loadNativeKernels, nativeAddonProblem, setKernels, type NativeAddon, type NativePath } from './native.ts';
+import { matrix } from '../reference/matrix.ts';
+import { gemmJs } from './gemm.ts';
+import { kernelChoice, kernelInfo, openKernels, resolveKernels, setKernels } from './kernel-choice.ts';
+import { loadNativeKernels, nativeAddonProblem, type NativeAddon, type NativePath } from './native.ts';
+import { createWasmGemm } from './wasm-gemm.ts';
+import { wasmProduct } from './wasm-set.ts';
 
 const load = loadNativeKernels();
 const addon = load.addon;
@@ -12,11 +15,14 @@ const PATHS: NativePath[] = addon === null ? [] : (['scalar', 'avx2', 'avx512'] 
 /** Skipped tests say why in their name (build the addon: node packages/model/native/build.mjs). */
 const SKIPPED = addon === null ? ` — skipped: ${load.error ?? 'addon not built'}` : '';
 
+const initialKernels = kernelChoice();
 afterEach(() => {
-  setGemmBackend('auto');
-  setKernels('auto');
+  setKernels(initialKernels);
   addon?.setPath('best');
 });
+
+/** The WebAssembly kernel on copied operands (the yardstick), or the JavaScript product without WebAssembly SIMD. */
+const simd = createWasmGemm();
 
 /** Values of every magnitude, signed zeros included (a −0 product must not leave a −0 sum: sums start at +0). */
 function random(n: number, seed: number): Float64Array {
@@ -67,12 +73,9 @@ function compare(c: Case, run: (C: Float64Array, cOff: number, ldc: number, A: F
   const native = C0.slice();
   const wasm = C0.slice();
   run(native, cOff, ldc, A, aOff, lda, B, bOff, ldb);
-  setGemmBackend('simd');
-  try {
-    gemm(wasm, cOff, ldc, plainA, 0, K, B, bOff, ldb, M, N, K, flags & ~TRANS_A);
-  } finally {
-    setGemmBackend('auto');
-  }
+  const [c0, a0, b0] = [matrix(wasm, M, N, ldc, cOff), matrix(plainA, M, K), matrix(B, K, N, ldb, bOff)];
+  if (simd !== null) wasmProduct(simd, c0, a0, b0, flags & ~TRANS_A);
+  else gemmJs(c0, a0, b0, flags & ~TRANS_A);
   // Compared: every element of C except the unspecified ones above the diagonal under LOWER_OUT.
   const keep = (index: number): boolean => {
     const r = index - cOff;
@@ -194,18 +197,16 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
     });
   });
 
-  it('runs through gemm() and rowTimesMatrix() under setKernels("native"), with the bits of the WebAssembly/JavaScript kernels', () => {
-    setKernels('native');
-    expect(kernelInfo().kind).toBe(`native-${nativeAddon.bestPath()}`);
+  it('runs the native set\'s products and its one-row linear layer (cached decoding) with the bits of the WebAssembly/JavaScript products', () => {
+    const set = openKernels({ vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 }, 'native');
+    expect(set.kind).toBe(`native-${nativeAddon.bestPath()}`);
     const c = { M: 19, N: 37, K: 23, flags: GEMM_ADD | GEMM_LOWER_OUT, pad: 1, seed: 5 };
-    expect(compare(c, (C, cOff, ldc, A, aOff, lda, B, bOff, ldb) => gemm(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, c.M, c.N, c.K, c.flags))).toBeNull();
+    expect(compare(c, (C, cOff, ldc, A, aOff, lda, B, bOff, ldb) => set.product(matrix(C, c.M, c.N, ldc, cOff), matrix(A, c.M, c.K, lda, aOff), matrix(B, c.K, c.N, ldb, bOff), c.flags))).toBeNull();
     for (const [N, K] of [[1, 1], [5, 0], [37, 23], [64, 128]] as const) {
       const x = random(K + 2, N), W = random(3 + K * N, K);
       const native = new Float64Array(N + 1), js = new Float64Array(N + 1);
-      rowTimesMatrix(native, x, W, 3, N, K);
-      setKernels('wasm');
-      rowTimesMatrix(js, x, W, 3, N, K);
-      setKernels('native');
+      set.linearForward(matrix(native, 1, N), matrix(x, 1, K), { w: matrix(W, K, N, N, 3), t: null });
+      gemmJs(matrix(js, 1, N), matrix(x, 1, K), matrix(W, K, N, N, 3), 0);
       expect(firstDifference(native, js, () => true)).toBeNull();
     }
   });
@@ -237,13 +238,15 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
 });
 
 describe('setKernels / kernelInfo', () => {
-  it('reports the WebAssembly kernels under "wasm" and the JavaScript loop under the scalar backend', () => {
+  it('reports the set a choice resolves to: the JavaScript reference under "scalar", WebAssembly under "wasm" (or the reference without SIMD)', () => {
+    setKernels('scalar');
+    expect(kernelInfo()).toMatchObject({ requested: 'scalar', kind: 'js-scalar' });
     setKernels('wasm');
     expect(kernelInfo().requested).toBe('wasm');
-    expect(['wasm-simd', 'js-scalar']).toContain(kernelInfo().kind);
-    setGemmBackend('scalar');
+    expect(kernelInfo().kind).toBe(simd === null ? 'js-scalar' : 'wasm-simd');
     setKernels('auto');
-    expect(kernelInfo().kind).toBe('js-scalar');
+    expect(kernelInfo().kind).toBe(addon !== null ? `native-${addon.path()}` : simd === null ? 'js-scalar' : 'wasm-simd');
+    expect(resolveKernels('scalar')).toBe('scalar');
   });
 
   it.skipIf(addon !== null)('refuses "native" with MODEL_KERNELS_UNAVAILABLE when the addon is missing', () => {

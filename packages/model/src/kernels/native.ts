@@ -3,18 +3,14 @@
  * install into `native/build/llmcp_kernels.node` when a C compiler exists)
  * whose matrix products give the same bits as the WebAssembly and JavaScript
  * kernels — each vector lane one output, separate IEEE multiply and add in
- * increasing k, no fused multiply-add (compiled with -ffp-contract=off).
- *
- * Which kernels run: `LLMCP_KERNELS` (`auto` — native when it loads, else
- * WebAssembly, silently; `native` — native or a typed error; `wasm` — never
- * native), or {@link setKernels} on the calling thread (worker threads started
- * later follow it). Outside Node.js (a browser) nothing is ever loaded: the
- * module reaches Node only through `globalThis.process.getBuiltinModule`.
+ * increasing k, no fused multiply-add (compiled with -ffp-contract=off). This
+ * file loads it and checks it whole; native-set.ts runs the layers on it.
+ * Outside Node.js (a browser) nothing is ever loaded: the module reaches Node
+ * only through `globalThis.process.getBuiltinModule`.
  */
 import type * as NodeFs from 'node:fs';
 import type * as NodeModule from 'node:module';
 import type * as NodeUrl from 'node:url';
-import { ModelError } from '../errors.ts';
 import { GEMM_FLAGS } from './gemm-flags.ts';
 
 /** A vector path of the addon: chosen per thread from the CPU's features. */
@@ -147,9 +143,6 @@ export function nativeAddonProblem(addon: Partial<NativeAddon>, file: string): s
   return undefined;
 }
 
-/** What the caller asked for: `LLMCP_KERNELS` or {@link setKernels}. */
-export type KernelChoice = 'auto' | 'native' | 'wasm';
-
 /** The addon file, relative to the package root. */
 export const NATIVE_ADDON_FILE = 'native/build/llmcp_kernels.node';
 /** Bumped whenever the addon's surface changes: an addon built for another version is refused whole. */
@@ -171,8 +164,6 @@ export interface NativeLoad {
 }
 
 let load: NativeLoad | undefined;
-let choice: KernelChoice | undefined;
-let active: NativeAddon | null | undefined;
 
 function nodeProcess(): NodeProcess | undefined {
   const p = (globalThis as { process?: NodeProcess }).process;
@@ -210,55 +201,4 @@ export function nativeLoadSoFar(): NativeLoad | undefined {
 export function loadNativeKernels(): NativeLoad {
   if (load === undefined) load = tryLoad();
   return load;
-}
-
-function parseChoice(value: string | undefined): KernelChoice {
-  if (value === undefined || value === '' || value === 'auto') return 'auto';
-  if (value === 'native' || value === 'wasm') return value;
-  throw new ModelError('MODEL_INVALID_CONFIG', `LLMCP_KERNELS must be 'auto', 'native' or 'wasm', found '${value}'`, { field: 'LLMCP_KERNELS' });
-}
-
-function resolve(c: KernelChoice): NativeAddon | null {
-  if (c === 'wasm') return null;
-  const l = loadNativeKernels();
-  if (l.addon === null && c === 'native') throw new ModelError('MODEL_KERNELS_UNAVAILABLE', `native kernels required but not available: ${l.error ?? 'unknown reason'}`, { field: 'LLMCP_KERNELS' });
-  return l.addon;
-}
-
-/**
- * The addon the matrix products of this thread use, or null for the
- * WebAssembly/JavaScript kernels. Resolved once from `LLMCP_KERNELS` (or the
- * last {@link setKernels}).
- * @returns the addon or null.
- * @throws ModelError `MODEL_KERNELS_UNAVAILABLE` when native kernels are required but missing.
- */
-export function activeNativeKernels(): NativeAddon | null {
-  if (active === undefined) {
-    const c = choice ?? parseChoice(nodeProcess()?.env?.['LLMCP_KERNELS']);
-    active = resolve(c);
-    choice = c;
-  }
-  return active;
-}
-
-/** @returns the current choice of this thread (`LLMCP_KERNELS` until {@link setKernels} is called). */
-export function kernelChoice(): KernelChoice {
-  activeNativeKernels();
-  return choice ?? 'auto';
-}
-
-/**
- * Chooses the kernels of the calling thread (worker threads started afterwards
- * follow it): 'native' — the native addon, 'wasm' — the WebAssembly SIMD
- * kernel (or the JavaScript loop without SIMD), 'auto' — native when it loads.
- * All give identical bits; this overrides `LLMCP_KERNELS` for tests and
- * benchmarks.
- * @param c - 'auto', 'native' or 'wasm'.
- * @throws ModelError `MODEL_KERNELS_UNAVAILABLE` for 'native' when the addon is not available (the choice is then unchanged).
- * @throws RangeError for another value.
- */
-export function setKernels(c: KernelChoice): void {
-  if (c !== 'auto' && c !== 'native' && c !== 'wasm') throw new RangeError(`kernels must be 'auto', 'native' or 'wasm', found ${String(c)}`);
-  active = resolve(c);
-  choice = c;
 }

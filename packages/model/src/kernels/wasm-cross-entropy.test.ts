@@ -8,13 +8,13 @@
  * left to the caller; ordinary arrays still take the copy path (counted); the shared reserved data holds what
  * both arena kernels keep there.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { referenceCrossEntropy } from '../../test/helpers/reference-kernels.ts';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
 import { ARENA_ONE, ARENA_SCRATCH, ARENA_SCRATCH_BYTES } from './arena-kernels.ts';
-import { crossEntropyForward } from './cross-entropy.ts';
+import { matrix } from '../reference/matrix.ts';
+import { WasmKernels } from './wasm-set.ts';
 import { KERNEL_ARENA_DATA_BYTES, openKernelArena, type KernelArena } from './kernel-arena.ts';
-import { kernelChoice, setKernels } from './native.ts';
 import { WASM_CE_CAPACITY, WASM_CE_DATA_END, wasmCrossEntropyRows } from './wasm-cross-entropy.ts';
 import { WASM_SWIGLU_DATA_END } from './wasm-swiglu.ts';
 
@@ -94,10 +94,12 @@ function check(rowLoss: Float64Array, prob: Float64Array, logits: Float64Array, 
   return null;
 }
 
-const previous = kernelChoice();
-afterEach(() => setKernels(previous));
-
 const arena = openKernelArena(2 * Math.max(...SHAPES.map(([r, v]) => r * v)) + 16);
+/** The wasm kernel set's cross-entropy forward on contiguous (rows, V) arrays. */
+const wasm = arena === null ? null : new WasmKernels({ vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 }, false);
+function crossEntropyForward(rowLoss: Float64Array, prob: Float64Array, logits: Float64Array, targets: Int32Array, tOff: number, rows: number, V: number): void {
+  wasm!.crossEntropyForward(rowLoss, matrix(prob, rows, V), matrix(logits, rows, V), targets.subarray(tOff, tOff + rows));
+}
 
 describe.runIf(arena !== null)('the WebAssembly cross-entropy forward in a kernel arena', () => {
   const A = arena!;
@@ -110,7 +112,6 @@ describe.runIf(arena !== null)('the WebAssembly cross-entropy forward in a kerne
   });
 
   it('gives the bits of the one-element definition in place (nothing copied), writing nothing outside the probabilities', () => {
-    setKernels('wasm');
     const next = uniform(11);
     for (const [rows, V] of SHAPES) {
       for (const kind of ['plain', 'ties', 'specials', 'nonfinite'] as const) {
@@ -151,7 +152,6 @@ describe.runIf(arena !== null)('the WebAssembly cross-entropy forward in a kerne
   });
 
   it('copies ordinary arrays through its own memory (and counts the values)', () => {
-    setKernels('wasm');
     const next = uniform(12);
     const rows = 20, V = 33;
     const logits = new Float64Array(rows * V);

@@ -4,11 +4,11 @@
  * and values (signed zeros, NaN, infinities, huge and tiny), with the arrays at arbitrary offsets and in any order
  * in the arena; nothing outside the outputs is written, and the in-place kernels are what ran (counted).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { KERNEL_ARENA_DATA_BYTES, openKernelArena } from './kernel-arena.ts';
-import { kernelChoice, setKernels } from './native.ts';
-import { rmsNormBackward, rmsNormForward } from './rmsnorm.ts';
+import { matrix } from '../reference/matrix.ts';
+import { WasmKernels } from './wasm-set.ts';
 
 /** A deterministic generator of doubles in [0, 1). */
 function uniform(seed: number): () => number {
@@ -26,8 +26,20 @@ const show = (v: number): string => (Object.is(v, -0) ? '-0' : String(v));
 const ROWS = [1, 2, 3, 9];
 const WIDTHS = [1, 2, 3, 5, 8, 63, 64, 65];
 
-const previous = kernelChoice();
-afterEach(() => setKernels(previous));
+/** The wasm kernel set's RMSNorm on (rows, D) arrays. */
+const wasm = new WasmKernels({ vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 }, false);
+type NormArrays = Record<'out' | 'normalized' | 'inv' | 'st' | 'ms', Float64Array> & { readonly dnormalized?: Float64Array; readonly rowAdjoints?: Float64Array };
+const norm = (a: NormArrays, rows: number, D: number) => {
+  const m = (x: Float64Array): ReturnType<typeof matrix> => matrix(x, rows, D);
+  return { out: m(a.out), normalized: m(a.normalized), inv: a.inv, st: a.st, ms: a.ms, dnormalized: m(a.dnormalized ?? new Float64Array(rows * D)), rowAdjoints: a.rowAdjoints ?? new Float64Array(5 * rows) };
+};
+function rmsNormForward(a: NormArrays, x: Float64Array, gain: Float64Array, rows: number, D: number, eps: number): void {
+  wasm.rmsNormForward(norm(a, rows, D), matrix(x, rows, D), gain, eps);
+}
+function rmsNormBackward(dx: Float64Array, gainTerms: Float64Array, a: NormArrays, u: Float64Array, x: Float64Array, gain: Float64Array, rows: number, D: number): void {
+  const m = (v: Float64Array): ReturnType<typeof matrix> => matrix(v, rows, D);
+  wasm.rmsNormBackward(m(dx), m(gainTerms), norm(a, rows, D), m(u), m(x), gain);
+}
 
 describe('the WebAssembly RMSNorm kernels', () => {
   const arena = openKernelArena(12 * 9 * 65 + 5 * 9 + 64)!;
@@ -69,7 +81,6 @@ describe('the WebAssembly RMSNorm kernels', () => {
   }
 
   it('backward: gives the bits of the JavaScript loop in place, for generated shapes and values, and writes only its outputs', () => {
-    setKernels('wasm');
     const next = uniform(7);
     for (const rows of ROWS) {
       for (const D of WIDTHS) {
@@ -83,7 +94,6 @@ describe('the WebAssembly RMSNorm kernels', () => {
   });
 
   it('forward: gives the bits of the JavaScript loop in place (mean squares and scaling), for generated shapes and values, and writes only its outputs', () => {
-    setKernels('wasm');
     const next = uniform(11);
     for (const rows of ROWS) {
       for (const D of WIDTHS) {

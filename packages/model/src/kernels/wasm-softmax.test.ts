@@ -5,11 +5,10 @@
  * offsets and in either order in the arena; nothing outside the head's weights and the scores' lower triangle is
  * written (sentinels), and the kernels' data fits the region every arena reserves.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
 import { exp } from '../math/exp.ts';
 import { KERNEL_ARENA_DATA_BYTES, openKernelArena, type KernelArena } from './kernel-arena.ts';
-import { kernelChoice, setKernels } from './native.ts';
 import { WASM_SOFTMAX_DATA_END, WASM_SOFTMAX_MAX_T, wasmAttentionSoftmax } from './wasm-softmax.ts';
 
 /** A deterministic generator of doubles in [0, 1). */
@@ -70,9 +69,6 @@ const sameBits = (a: number, b: number): boolean => Object.is(a, b) || (Number.i
 const TS = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 64, 65, 129, 200];
 const MAX = Math.max(...TS);
 
-const previous = kernelChoice();
-afterEach(() => setKernels(previous));
-
 const arena = openKernelArena(4 * MAX * MAX + 16);
 
 function views(a: KernelArena, next: () => number, T: number, heads: number): { S: Float64Array; prob: Float64Array } {
@@ -99,7 +95,6 @@ describe.runIf(arena !== null)('the WebAssembly attention softmax in a kernel ar
   });
 
   it('gives the bits of the one-element definition, writing only the head’s weights and the scores’ lower triangle', () => {
-    setKernels('wasm');
     const next = uniform(21);
     for (const T of TS) {
       for (const kind of ['plain', 'ties', 'specials', 'nonfinite'] as const) {

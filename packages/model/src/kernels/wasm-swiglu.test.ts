@@ -5,12 +5,12 @@
  * the output views is written (sentinels in the gaps), nothing is copied (internal/gemm-counters.ts), and
  * ordinary arrays still take the copy path (counted).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gemmCounters, resetGemmCounters } from '../internal/gemm-counters.ts';
 import { exp } from '../math/exp.ts';
 import { KERNEL_ARENA_DATA_BYTES, openKernelArena, type KernelArena } from './kernel-arena.ts';
-import { kernelChoice, setKernels } from './native.ts';
-import { swigluBackward, swigluForward } from './swiglu.ts';
+import { matrix } from '../reference/matrix.ts';
+import { WasmKernels } from './wasm-set.ts';
 import { WASM_SWIGLU_DATA_END, wasmSwigluBackward, wasmSwigluForward } from './wasm-swiglu.ts';
 
 /** A deterministic generator of doubles in [0, 1). */
@@ -75,10 +75,17 @@ function checkForward(prod: Float64Array, silu: Float64Array, sigma: Float64Arra
   return null;
 }
 
-const previous = kernelChoice();
-afterEach(() => setKernels(previous));
-
 const arena = openKernelArena(5 * 3001 + 8 * 3001 + 64);
+/** The wasm kernel set's layers, on n-element arrays (one row). */
+const wasm = arena === null ? null : new WasmKernels({ vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 }, false);
+function swigluForward(prod: Float64Array, silu: Float64Array, sigma: Float64Array, gate: Float64Array, up: Float64Array, n: number): void {
+  const m = (x: Float64Array): ReturnType<typeof matrix> => matrix(x, 1, n);
+  wasm!.swigluForward({ prod: m(prod), silu: m(silu), sigma: m(sigma), gate: m(gate), up: m(up) });
+}
+function swigluBackward(dgate: Float64Array, dup: Float64Array, dsilu: Float64Array, dprod: Float64Array, gate: Float64Array, sigma: Float64Array, silu: Float64Array, up: Float64Array, n: number): void {
+  const m = (x: Float64Array): ReturnType<typeof matrix> => matrix(x, 1, n);
+  wasm!.swigluBackward({ gate: m(dgate), up: m(dup), silu: m(dsilu), prod: m(dprod) }, { gate: m(gate), sigma: m(sigma), silu: m(silu), up: m(up), prod: m(up) });
+}
 
 describe.runIf(arena !== null)('the WebAssembly SwiGLU kernels in a kernel arena', () => {
   const A = arena!;
@@ -93,7 +100,6 @@ describe.runIf(arena !== null)('the WebAssembly SwiGLU kernels in a kernel arena
   });
 
   it('forward: the bits of the one-element definition, in place (nothing copied), nothing written outside the outputs', () => {
-    setKernels('wasm');
     const next = uniform(1);
     for (const n of SIZES) {
       for (const specials of [false, true]) {
@@ -112,7 +118,6 @@ describe.runIf(arena !== null)('the WebAssembly SwiGLU kernels in a kernel arena
   });
 
   it('backward: the bits of the one-element definition, in place (nothing copied), nothing written outside the outputs', () => {
-    setKernels('wasm');
     const next = uniform(2);
     for (const n of SIZES) {
       for (const specials of [false, true]) {
@@ -160,7 +165,6 @@ describe.runIf(arena !== null)('the WebAssembly SwiGLU kernels in a kernel arena
   });
 
   it('copy ordinary arrays through their own memory (and count the values)', () => {
-    setKernels('wasm');
     const n = 1500;
     const next = uniform(6);
     const gate = new Float64Array(n), up = new Float64Array(n);

@@ -5,6 +5,7 @@
  * places it, and nothing else in the arena is written; arrays outside an arena are left to JavaScript.
  */
 import { SplitMix64 } from '@llmcp/format';
+import { matrix } from '../reference/matrix.ts';
 import { describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { transpose } from './gemm.ts';
@@ -36,7 +37,7 @@ describe('the WebAssembly transpose', () => {
         for (let i = 0; i < src.length; i++) new BigUint64Array(src.buffer, src.byteOffset + 8 * i, 1)[0] = rng.nextU64();
         const before = raw.slice();
         const expected = new Float64Array(dst.length).fill(SENTINEL);
-        transpose(expected, dOff, ldd, src.slice(), sOff, lds, R, S);
+        transpose(matrix(expected, S, R, ldd, dOff), matrix(src.slice(), R, S, lds, sOff));
         const counted = gemmCounters.transposedInPlace;
         expect(wasmTranspose(dst, dOff, ldd, src, sOff, lds, R, S)).toBe(true);
         expect(gemmCounters.transposedInPlace - counted).toBe(R * S);

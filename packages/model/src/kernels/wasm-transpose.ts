@@ -1,5 +1,5 @@
 /**
- * The transposes of the weights (decoder-pass.ts `prepare`, once per step on every thread) as a WebAssembly
+ * The transposes of the weights (workspace.ts `prepare`, once per step on every thread) as a WebAssembly
  * SIMD kernel in place on a kernel arena, from the arena's resident snapshot of the parameters into its
  * transposed weights: `dst[s·ldd + r] = src[r·lds + s]`. Eight source rows at a time (then pairs, then a last
  * odd row), two columns per step: each pair of rows is loaded as two `v128` and shuffled into two pairs of the

@@ -10,13 +10,13 @@
  * products until every thread is done (help.ts), which changes no bit either.
  */
 import type { DecoderConfig } from '@llmcp/format';
-import type { DecoderPass, SequenceSlots } from '../decoder-pass.ts';
-import { finishSlice, reducePartials, reduceSlices, type BatchBuffers } from '../internal/batch-reduce.ts';
-import { setProductOffer } from '../kernels/gemm.ts';
+import { finishSlice, reducePartials, reduceSlices, sequenceGradients, type BatchBuffers } from '../internal/batch-reduce.ts';
 import { arenaFront } from '../kernels/kernel-arena.ts';
+import type { Kernels } from '../kernels/kernel-set.ts';
+import { decoderBackward, decoderForward } from '../reference/model.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { createWasmFold, type WasmFold } from '../kernels/wasm-fold.ts';
-import { HELP, HelpDesk, helperKernels, serveProducts, type HelperKernels } from './help.ts';
+import { HELP, HelpDesk, helperKernels, HelpingKernels, serveProducts, type HelperKernels } from './help.ts';
 import { COMMAND, CTRL, CTRL_LENGTH, GRADIENTS, meetAll } from './protocol.ts';
 import { copyOutputs, runCallShare, type CallSet, type CallSetMessage } from './shared-calls.ts';
 
@@ -62,20 +62,22 @@ export interface WorkerArenas {
 /** One thread's part in the help at the end of a TRAIN phase (help.ts). */
 export interface Helping {
   readonly block: Int32Array;
-  /** Offers this thread's products. */
-  readonly desk: HelpDesk;
+  /** The thread's kernels, offering the products of its sequences. */
+  readonly offering: HelpingKernels;
   /** Runs the others' products. */
-  readonly kernels: HelperKernels;
+  readonly helpers: HelperKernels;
 }
 
 /**
+ * @param kernels - the thread's kernel set.
  * @param arenas - the threads' memories.
  * @param threadIndex - this thread.
  * @returns this thread's part in the help.
  */
-function helping(arenas: WorkerArenas, threadIndex: number): Helping {
+function helping(kernels: Kernels, arenas: WorkerArenas, threadIndex: number): Helping {
   const { memories, help } = arenas;
-  return { block: help, desk: new HelpDesk(help, threadIndex, memories[threadIndex] as WasmMemory), kernels: helperKernels(memories, threadIndex) };
+  const desk = new HelpDesk(help, threadIndex, memories[threadIndex] as WasmMemory, kernels.helpMinRows);
+  return { block: help, offering: new HelpingKernels(kernels, desk), helpers: helperKernels(kernels, memories, threadIndex) };
 }
 
 /**
@@ -107,14 +109,15 @@ export function arenaAdjoint(arenas: WorkerArenas): Float64Array | null {
 export function useArenas(ctx: PhaseContext, arenas: WorkerArenas | null, threadIndex: number): void {
   ctx.arenas = arenas;
   ctx.regions = arenas === null ? [] : arenas.memories.map((memory, t) => (t === 0 ? new Float64Array(0) : arenaFront({ memory, front: arenas.reserved })));
-  ctx.helping = arenas === null ? null : helping(arenas, threadIndex);
+  ctx.helping = arenas === null ? null : helping(ctx.kernels, arenas, threadIndex);
   ctx.fold = arenas === null || arenaAdjoint(arenas) === null ? null : createWasmFold(arenas.memories[1] as WasmMemory);
 }
 
 /** Everything a thread needs to run phases. */
 export interface PhaseContext {
   readonly config: DecoderConfig;
-  readonly pass: DecoderPass;
+  /** The thread's kernel set and workspace. */
+  readonly kernels: Kernels;
   readonly parameters: Float64Array;
   /** The decoder's gradients (a finishing REDUCE writes them, each thread its slice). */
   readonly gradients: Float64Array;
@@ -219,64 +222,47 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
   const command = Atomics.load(ctrl, CTRL.COMMAND);
   const B = Atomics.load(ctrl, CTRL.ROWS);
   const T = Atomics.load(ctrl, CTRL.COLUMNS);
-  const pass = ctx.pass;
+  const ws = ctx.kernels.workspace;
   const buffers = ctx.buffers;
-  const P = pass.layout.size;
+  const P = ws.layout.size;
   const D = ctx.config.modelWidth;
   if (command === COMMAND.TRAIN || command === COMMAND.EVALUATE) {
-    pass.prepare(ctx.parameters, Atomics.load(ctrl, CTRL.VERSION));
+    ws.prepare(ctx.parameters, Atomics.load(ctrl, CTRL.VERSION));
+    const state = ws.state(T);
     const waveStart = Atomics.load(ctrl, CTRL.WAVE_START);
-    const k = 1.0 / (B * T);
+    const scale = 1.0 / (B * T);
     const front = threadIndex === 0;
-    const seq = { tokens: ctx.inputs, targets: ctx.targets, offset: 0, positions: T };
     const region = front ? undefined : ctx.regions[threadIndex];
     const owner = region === undefined || region.length === 0 ? 0 : threadIndex;
-    const slots: { -readonly [F in keyof SequenceSlots]: SequenceSlots[F] } = {
-      rowLoss: buffers.rowLoss,
-      rowLossOff: 0,
-      partial: front ? buffers.adjoint : owner === 0 ? buffers.partials : (region as Float64Array),
-      partialOff: 0,
-      accumulate: false,
-      gainTerms: buffers.gainTerms,
-      gainStride: B * T * D,
-      gainOff: 0,
-      dx0: buffers.dx0,
-      dx0Off: 0,
-    };
+    const partial = front ? buffers.adjoint : owner === 0 ? buffers.partials : (region as Float64Array);
     // A claim first takes one of the REMAINING sequences, then its index from its end of the wave: the two ends never meet.
     // With a fixed split (FRONT_SHARE = 1 + share) the calling thread runs its share without claiming, the workers claim the rest.
     const share = front ? Atomics.load(ctrl, CTRL.FRONT_SHARE) - 1 : -1;
     const help = command === COMMAND.TRAIN ? ctx.helping : null;
     // While this thread runs sequences, the lower rows of its products may go to a thread with none left (help.ts).
-    if (help !== null) setProductOffer(help.desk);
+    const k = help === null ? ctx.kernels : help.offering;
     try {
       for (let taken = 0; share < 0 ? Atomics.sub(ctrl, CTRL.REMAINING, 1) > 0 : taken < share; taken++) {
         const b = front ? Atomics.add(ctrl, CTRL.NEXT, 1) : Atomics.sub(ctrl, CTRL.BACK, 1) - 1;
         const off = b * T;
         if (threadIndex > 0) Atomics.add(ctrl, CTRL.WORKER_SEQUENCES, 1);
-        seq.offset = off;
-        pass.forward(seq);
-        if (command === COMMAND.EVALUATE) {
-          buffers.rowLoss.set(pass.rowLoss.subarray(0, T), off);
-          continue;
-        }
-        slots.rowLossOff = off;
-        slots.partialOff = front ? 0 : (b - waveStart) * P;
+        const seq = { tokens: ctx.inputs, offset: off, targets: ctx.targets.subarray(off, off + T), logitsFrom: 0 };
+        decoderForward(k, state, seq);
+        buffers.rowLoss.set(state.acts.rowLoss.subarray(0, T), off);
+        if (command === COMMAND.EVALUATE) continue;
         if (!front) buffers.owners[b - waveStart] = owner;
-        slots.accumulate = front && b > 0;
-        slots.gainOff = off * D;
-        slots.dx0Off = off * D;
-        pass.backward(seq, k, slots);
+        // The calling thread adds each S_b straight into the adjoint, in order (the first sequence of the batch writes).
+        const add = front && b > 0;
+        const weights = ws.weightGradients(partial, front ? 0 : (b - waveStart) * P, add);
+        decoderBackward(k, state, seq, sequenceGradients(weights, buffers, { row: off, rows: T, add, scale }));
+        ws.sequenceDone();
       }
     } finally {
-      if (help !== null) {
-        setProductOffer(null);
-        Atomics.sub(help.block, HELP.RUNNING, 1);
-      }
+      if (help !== null) Atomics.sub(help.block, HELP.RUNNING, 1);
     }
-    pass.flushGradients();
+    ws.flushGradients();
     // No sequence left: this thread computes rows of the others' products until none runs a sequence.
-    if (help !== null) ctx.idleMs += serveProducts(help.block, help.kernels);
+    if (help !== null) ctx.idleMs += serveProducts(help.block, help.helpers);
   } else if (command === COMMAND.CALLS) {
     const threads = Atomics.load(ctrl, CTRL.THREADS);
     const set = ctx.calls.get(Atomics.load(ctrl, CTRL.CALLS_ID));
@@ -301,7 +287,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       const end = Atomics.load(ctrl, CTRL.END);
       const finish = Atomics.load(ctrl, CTRL.FINISH) !== 0;
       // This thread's slice: every thread cuts the same way.
-      const cuts = reduceSlices(pass.layout, D, slices, end - first, finish, B * T);
+      const cuts = reduceSlices(ws.layout, D, slices, end - first, finish, B * T);
       from = cuts[threadIndex] as number;
       to = cuts[threadIndex + 1] as number;
       const partials: Float64Array[] = [];
@@ -312,7 +298,7 @@ export function runPhase(ctx: PhaseContext, threadIndex: number): void {
       const folded = reducePartials(buffers.adjoint, partials, first === 0, from, to, ctx.fold);
       if (folded > 0) Atomics.add(ctrl, CTRL.FOLDED, folded);
       if (finish) {
-        const bad = finishSlice(buffers.adjoint, buffers, pass.layout, ctx.inputs, B * T, D, from, to);
+        const bad = finishSlice(buffers.adjoint, buffers, ws.layout, ctx.inputs, B * T, D, from, to);
         if (bad >= 0) recordFirstBad(ctrl, bad);
         const fault = Atomics.load(ctrl, CTRL.FAULT);
         if (fault >> 1 === threadIndex + 1) {

@@ -1,12 +1,15 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
-import { GEMM_ADD } from '../kernels/gemm-flags.ts';
-import { gemm, gemmArena, gemmScalar, gemmTransA, gemmTransABeside, setProductOffer, transpose, type ProductOffer } from '../kernels/gemm.ts';
-import { kernelArenaPages } from '../kernels/kernel-arena.ts';
-import { kernelChoice, loadNativeKernels, setKernels, type KernelChoice } from '../kernels/native.ts';
+import { GEMM_ADD, GEMM_TRANS_A } from '../kernels/gemm-flags.ts';
+import { gemmJs } from '../kernels/gemm.ts';
+import { kernelArenaPages, openKernelArena } from '../kernels/kernel-arena.ts';
+import { openKernels } from '../kernels/kernel-choice.ts';
+import type { KernelSetName } from '../kernels/kernel-set.ts';
 import { fixedMemory } from '../kernels/wasm-assembler.ts';
-import { HELP, HelpDesk, helpBlock, helperKernels, helpTuning, MIN_WORK, NATIVE_MIN_ROWS, resetHelp } from './help.ts';
+import { matrix } from '../reference/matrix.ts';
+import { AVAILABLE_SETS } from '../../test/helpers/kernel-sets.ts';
+import { HELP, HelpDesk, helpBlock, helpingKernelsOn, helpTuning, MIN_WORK, resetHelp, type Offers } from './help.ts';
 
 /** The largest operands the cases take (strides included). */
 const MAX = { M: 40, N: 24, K: 30, pad: 3 };
@@ -20,25 +23,24 @@ function random(n: number, seed: number): Float64Array {
   });
 }
 
-const kinds: KernelChoice[] = loadNativeKernels().addon === null ? ['wasm'] : ['wasm', 'native'];
-const saved = kernelChoice();
+/** The sets whose products are handed over (the scalar set opens no arenas). */
+const kinds: KernelSetName[] = AVAILABLE_SETS.filter((k) => k !== 'scalar');
+const CONFIG = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 };
 afterEach(() => {
-  setProductOffer(null);
-  setKernels(saved);
+  helpTuning.force = false;
 });
 
 describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) => {
-  it("computes the offered lower rows, or the whole product handed over, with the helper's kernels on the offering thread's memory, the rest in place: the bits of the whole product, for plain and transposed A, set and add, taken or taken back", () => {
-    setKernels(kind);
-    // One thread's arena on a shared memory, as a threaded decoder's pass opens it (the operands are views of it).
-    const elements = SIZE.A + SIZE.B + SIZE.C;
+  it("computes the offered lower rows, or the whole weight gradient handed over, with the helper's kernels on the offering thread's memory, the rest in place: the bits of the whole product, for plain and transposed A, set and add, taken or taken back", () => {
+    const kernels = openKernels(CONFIG, kind);
+    // One thread's arena on a shared memory, as a threaded decoder's workspace opens it (the operands are views of it).
+    const elements = 3 * SIZE.A + SIZE.B + SIZE.C;
     const memory = fixedMemory(kernelArenaPages(0, elements), true);
-    const arena = gemmArena(elements, { memory, front: 0 });
+    const arena = openKernelArena(elements, { memory, front: 0 });
     expect(arena).not.toBeNull();
-    const [A, B, C] = [arena!.take(SIZE.A), arena!.take(SIZE.B), arena!.take(SIZE.C)];
-    // Another thread's kernels on that memory: the native kernels while they are active there, else WebAssembly.
-    const helper = helperKernels([memory, memory], 1)[0]!;
-    expect('view' in helper).toBe(kind === 'wasm');
+    const [A, B, C, X, W] = [arena!.take(SIZE.A), arena!.take(SIZE.B), arena!.take(SIZE.C), arena!.take(SIZE.A), arena!.take(SIZE.A)];
+    // Another thread's product on that memory: the same set's.
+    const helper = kernels.productOn(memory)!;
     fc.assert(
       fc.property(
         fc.record({
@@ -61,41 +63,43 @@ describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) 
           A.set(random(SIZE.A, seed));
           B.set(random(SIZE.B, seed + 1));
           C.set(random(SIZE.C, seed + 2));
-          // The specification: the scalar product on ordinary copies (A untransposed first).
-          const plainA = new Float64Array(M * K);
-          if (transA) transpose(plainA, 0, K, A, aOff, lda, K, M);
-          else for (let i = 0; i < M; i++) plainA.set(A.subarray(aOff + i * lda, aOff + i * lda + K), i * K);
+          W.set(random(SIZE.A, seed + 3));
+          const a = transA ? matrix(A, K, M, lda, aOff) : matrix(A, M, K, lda, aOff);
+          const b = matrix(B, K, N, ldb, bOff);
+          const c = matrix(C, M, N, ldc, cOff);
+          const flags = (add ? GEMM_ADD : 0) | (transA ? GEMM_TRANS_A : 0);
+          // The specification: the JavaScript product on ordinary copies.
           const expected = C.slice();
-          const flags = add ? GEMM_ADD : 0;
-          gemmScalar(expected, cOff, ldc, plainA, 0, K, B.slice(), bOff, ldb, M, N, K, flags);
-          // Every offer made, in order; a settle answers the last one (a product taken back may be split again when computed here).
+          gemmJs(matrix(expected, M, N, ldc, cOff), { ...a, data: A.slice() }, { ...b, data: B.slice() }, flags);
+          // Every offer made, in order, one at a time (a settle answers the last one; a product taken back may be split again when computed here).
           const offered: number[][] = [];
-          const offer: ProductOffer = {
+          let out = false;
+          const desk: Offers = {
             buffer: memory.buffer,
             offer: (...args) => {
+              if (out) return false;
               offered.push(args);
+              out = true;
               return true;
             },
             settle: () => {
-              if (taken) helper.run(...(offered[offered.length - 1] as Parameters<typeof helper.run>));
+              out = false;
+              if (taken) helper(...(offered[offered.length - 1] as Parameters<typeof helper>));
               return taken;
             },
           };
+          const helping = helpingKernelsOn(kernels, desk);
           const before = gemmCounters.offeredProducts;
-          setProductOffer(offer);
-          try {
-            if (mode === 'whole') {
-              // Handed over whole (linear.ts: the weight gradient beside the input adjoint) before the other product runs, settled after it.
-              let meanwhile = false;
-              gemmTransABeside(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags, () => {
-                expect(offered.length).toBe(1);
-                meanwhile = true;
-              });
-              expect(meanwhile).toBe(true);
-            } else (transA ? gemmTransA : gemm)(C, cOff, ldc, A, aOff, lda, B, bOff, ldb, M, N, K, flags);
-          } finally {
-            setProductOffer(null);
-          }
+          if (mode === 'whole') {
+            // A layer's weight gradient handed over whole before its input adjoint runs, settled after it:
+            // dweight = inpᵀ·dout with inp = A (T = K rows of M), dout = B; dinp = dout·Wᵀ into X.
+            const dinp = matrix(X, K, M);
+            const wT = matrix(W, N, M);
+            helping.linearBackward(dinp, c, a, b, { w: wT, t: wT }, add ? 2 : 0);
+            const dinpExpected = new Float64Array(K * M);
+            gemmJs(matrix(dinpExpected, K, M), b, wT, 0);
+            expect(X.subarray(0, K * M).every((x, i) => Object.is(x, dinpExpected[i]))).toBe(true);
+          } else helping.product(c, a, b, flags);
           const from = ((M >> 1) + 3) & ~3;
           const split = from > 0 && from < M;
           // The lower M − from rows offered when there are rows on both sides of the split (whole: all M rows first; taken back, its computation here splits too).
@@ -112,7 +116,7 @@ describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) 
 
 describe('what a thread offers', () => {
   it.each(kinds)('offers only products worth handing over while another thread serves: enough multiply-adds, and with the native kernels enough rows; everything when forced; one at a time (%s kernels)', (kind) => {
-    setKernels(kind);
+    const minRows = openKernels(CONFIG, kind).helpMinRows;
     const memory = fixedMemory(1, true);
     /** A fresh help block of two threads with the calling thread's desk, as a phase starts, then changed as given. */
     const desk = (force: boolean, serving: boolean, enabled = true): HelpDesk => {
@@ -121,11 +125,11 @@ describe('what a thread offers', () => {
       resetHelp(block, 2);
       if (serving) Atomics.store(block, HELP.SERVING, 1);
       if (!enabled) Atomics.store(block, HELP.ENABLED, 0);
-      return new HelpDesk(block, 0, memory);
+      return new HelpDesk(block, 0, memory, minRows);
     };
     const offers = (d: HelpDesk, M: number, N: number, K: number): boolean => d.offer(0, N, 0, K, 0, N, M, N, K, 0);
-    try {
-      const rows = NATIVE_MIN_ROWS;
+    {
+      const rows = 64;
       const small = Math.ceil(MIN_WORK / (rows * 8)) - 1; // rows × 8 × small < MIN_WORK
       for (const force of [false, true]) {
         // Nobody serves: nothing is offered unless forced.
@@ -133,7 +137,7 @@ describe('what a thread offers', () => {
         expect(offers(desk(force, true), rows, 8, small)).toBe(force);
         expect(offers(desk(force, true), rows, 8, small + 1)).toBe(true);
         // One row fewer than the native kernels' minimum, with plenty of multiply-adds.
-        expect(offers(desk(force, true), rows - 1, 256, 256)).toBe(force || kind === 'wasm');
+        expect(offers(desk(force, true), rows - 1, 256, 256)).toBe(force || minRows < rows);
         expect(offers(desk(force, true), rows, 256, 256)).toBe(true);
         expect(offers(desk(force, true, false), rows, 256, 256)).toBe(force);
         // While one offer is out, no other.
@@ -141,8 +145,6 @@ describe('what a thread offers', () => {
         expect(offers(d, rows, 256, 256)).toBe(true);
         expect(offers(d, rows, 256, 256)).toBe(false);
       }
-    } finally {
-      helpTuning.force = false;
     }
   });
 });

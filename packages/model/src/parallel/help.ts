@@ -5,34 +5,35 @@
  * whole, so without help one thread waits for most of the other's last one:
  * on two cores of unequal speed, 1–2 ms of a 20 ms medium step.)
  *
- * While a thread runs sequences its products may be split (gemm.ts
- * `setProductOffer`): when some thread serves, a product whose three operands
- * are all views of the running thread's kernel-arena memory — a shared
- * WebAssembly.Memory — offers its lower rows ({@link HelpDesk.offer}),
- * computes its upper rows, and then settles: the lower rows were computed by
- * a helper, or they are taken back unclaimed and computed here. A layer's
- * weight gradient is offered whole instead, while the thread computes the
- * layer's input adjoint, an independent product of the same size
- * (kernels/linear.ts, gemm.ts `gemmTransABeside`); a thread has one offer out at a
- * time, so the products it computes meanwhile are not split. The helper
- * runs its own kernels on that memory — an instance of the same WebAssembly
- * kernel, or the native kernels when they are active (kernels/native.ts; the
- * threaded decoder's passes then open their arenas on the shared memories
- * too: gemm.ts `gemmArena`) — reading and writing the operands in place. Each
- * output element is still one whole dot product, and every kernel gives the
- * same bits, so which thread computed which rows changes no bit. Masked
- * products (an output row's terms depend on its index) are not split; nor are
- * products of fewer than {@link MIN_WORK} multiply-adds, nor any product with
- * the scalar kernels (their operands are ordinary arrays).
+ * While a thread runs sequences its pass runs on {@link HelpingKernels}, its
+ * own kernel set whose linear layers offer work: when some thread serves, a
+ * product whose three operands are all views of the running thread's
+ * workspace memory — a shared WebAssembly.Memory — offers its lower rows
+ * ({@link HelpDesk.offer}), computes its upper rows, and then settles: the
+ * lower rows were computed by a helper, or they are taken back unclaimed and
+ * computed here. A layer's weight gradient is offered whole instead, while
+ * the thread computes the layer's input adjoint, an independent product of
+ * the same size; a thread has one offer out at a time, so the products it
+ * computes meanwhile are not split. The helper runs its own kernel set's
+ * product on that memory (`Kernels.productOn`: an instance of the WebAssembly
+ * kernel, or the native kernels), reading and writing the operands in place.
+ * Each output element is still one whole dot product, and every kernel gives
+ * the same bits, so which thread computed which rows changes no bit. Masked
+ * products (an output row's terms depend on its index: attention's) are not
+ * split; nor are products of fewer than {@link MIN_WORK} multiply-adds, nor
+ * any product with the scalar kernels (their operands are ordinary arrays).
  *
  * The help block, a shared Int32Array the calling thread makes with the
- * threads' memories (decoder.ts), holds a few counters and one offer slot per
- * thread (its owner writes it, any helper claims it by compare-and-exchange).
+ * threads' memories, holds a few counters and one offer slot per thread (its
+ * owner writes it, any helper claims it by compare-and-exchange).
  */
-import type { ProductOffer } from '../kernels/gemm.ts';
-import { activeNativeKernels, type NativeAddon } from '../kernels/native.ts';
-import { createWasmGemm } from '../kernels/wasm-gemm.ts';
+import { gemmCounters } from '../internal/gemm-counters.ts';
+import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A, GEMM_UPPER_K } from '../kernels/gemm-flags.ts';
+import type { Kernels, KernelSetName, MemoryProduct } from '../kernels/kernel-set.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
+import type { Workspace } from '../kernels/workspace.ts';
+import { ADD_DINP, ADD_DWEIGHT, DWEIGHT_TRANSPOSED, type AttentionActivations, type AttentionAdjoints, type LinearWeight, type NormActivations, type RopeTables, type SwigluActivations, type SwigluAdjoints } from '../reference/layers.ts';
+import { columnsOf, rowsOf, type Matrix } from '../reference/matrix.ts';
 
 /** Indices of the help block's counters. */
 export const HELP = {
@@ -65,25 +66,14 @@ export const helpTuning: { enabled: boolean; force: boolean } = { enabled: true,
 export const MIN_WORK = 16384;
 
 /**
- * With the native kernels, fewer rows than this are not offered either
- * (unless forced). The native kernel packs panels of B once
- * per call for up to 128 rows and runs products of 32 rows or fewer
- * unpacked (native/kernels.c), and the helper reads B from the other core's
- * cache: two halves of a 64-row product cost more than the whole. Measured on
- * medium (T = 64), 2 threads, in one process: every product offered 0.2–1.8 %
- * slower a step than no help; from 128 rows (64 lower ones) no slower; large
- * (T = 128) about 3 % faster either way.
- */
-export const NATIVE_MIN_ROWS = 64;
-
-/**
  * @param M - rows offered (the lower part of a product, or a whole one).
  * @param N - columns.
  * @param K - contracted length.
- * @returns whether handing these rows to another thread pays, for the kernels active on this (the offering) thread.
+ * @param minRows - the offering thread's kernels' {@link Kernels.helpMinRows}.
+ * @returns whether handing these rows to another thread pays.
  */
-function worthOffering(M: number, N: number, K: number): boolean {
-  return M * N * K >= MIN_WORK && (M >= NATIVE_MIN_ROWS || activeNativeKernels() === null);
+function worthOffering(M: number, N: number, K: number, minRows: number): boolean {
+  return M * N * K >= MIN_WORK && M >= minRows;
 }
 
 /** The first offer slot, and the Int32 elements of each. */
@@ -120,28 +110,49 @@ export function resetHelp(help: Int32Array, threads: number): void {
   Atomics.store(help, HELP.RUNNING, threads);
 }
 
-/** One thread's side of the help block: the offers of its products, while it runs sequences (gemm.ts `setProductOffer`). */
-export class HelpDesk implements ProductOffer {
+/** Where a thread offers its products (a {@link HelpDesk}; tests give their own). */
+export interface Offers {
+  /** The buffer of the memory an offered product's operands must all be in. */
+  readonly buffer: unknown;
+  /**
+   * Offers the product `c (=|+=) op(a)·b` (element offsets into the memory) to a thread with no sequence left; one offer at a time.
+   * @returns true when it is offered: then {@link settle} must be called before its operands change.
+   */
+  offer(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): boolean;
+  /** @returns true when another thread computed the offered product, false when it was taken back (the caller computes it). */
+  settle(): boolean;
+}
+
+/** One thread's side of the help block: the offers of its products, while it runs sequences. */
+export class HelpDesk implements Offers {
+  /** The buffer of the memory an offered product's operands must all be in. */
   readonly buffer: unknown;
   readonly #help: Int32Array;
   readonly #slot: number;
+  readonly #minRows: number;
 
   /**
    * @param help - the help block.
    * @param threadIndex - this thread's index.
-   * @param memory - the memory this thread's kernel arena is open on (its pass's buffers are views of it).
+   * @param memory - the memory this thread's workspace is open on (its pass's buffers are views of it).
+   * @param minRows - fewer rows than this are not offered unless forced (the thread's kernels' {@link Kernels.helpMinRows}).
    */
-  constructor(help: Int32Array, threadIndex: number, memory: WasmMemory) {
+  constructor(help: Int32Array, threadIndex: number, memory: WasmMemory, minRows: number) {
     this.#help = help;
     this.#slot = SLOTS + SLOT * threadIndex;
     this.buffer = memory.buffer;
+    this.#minRows = minRows;
   }
 
+  /**
+   * Offers the product `c (=|+=) op(a)·b` (element offsets into the memory) to a thread with no sequence left.
+   * @returns true when it is offered: then {@link settle} must be called before its operands change.
+   */
   offer(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): boolean {
     const h = this.#help;
-    // One offer at a time: while a product handed over whole is out (gemm.ts gemmTransABeside), the products computed meanwhile are not split.
+    // One offer at a time: while a product handed over whole is out, the products computed meanwhile are not split.
     if (Atomics.load(h, this.#slot + STATE) !== EMPTY) return false;
-    if (Atomics.load(h, HELP.FORCE) === 0 && (Atomics.load(h, HELP.SERVING) === 0 || Atomics.load(h, HELP.ENABLED) === 0 || !worthOffering(M, N, K))) return false;
+    if (Atomics.load(h, HELP.FORCE) === 0 && (Atomics.load(h, HELP.SERVING) === 0 || Atomics.load(h, HELP.ENABLED) === 0 || !worthOffering(M, N, K, this.#minRows))) return false;
     const s = this.#slot + ARGS;
     h[s] = c;
     h[s + 1] = ldc;
@@ -157,6 +168,7 @@ export class HelpDesk implements ProductOffer {
     return true;
   }
 
+  /** @returns true when another thread computed the offered product, false when it was taken back (the caller computes it). */
   settle(): boolean {
     const h = this.#help;
     const state = this.#slot + STATE;
@@ -168,33 +180,147 @@ export class HelpDesk implements ProductOffer {
   }
 }
 
-/** A product kernel on one thread's memory: `gemm(c, ldc, a, lda, b, ldb, M, N, K, flags)` with element offsets into it. */
-export interface HelperKernel {
-  run(c: number, ldc: number, a: number, lda: number, b: number, ldb: number, M: number, N: number, K: number, flags: number): void;
+/** Flags under which an output row depends on its index (masked products): such products are not split. */
+const ROW_DEPENDENT = GEMM_LOWER_OUT | GEMM_LOWER_K | GEMM_UPPER_K;
+
+/**
+ * A thread's kernels while it runs the sequences of a training phase: its
+ * own set, whose linear layers offer rows of their products to a thread
+ * with no sequence left (see the file's comment). Everything else is the
+ * set's.
+ */
+export class HelpingKernels implements Kernels {
+  readonly name: KernelSetName;
+  readonly kind: Kernels['kind'];
+  readonly helpMinRows: number;
+  readonly #k: Kernels;
+  readonly #desk: Offers;
+
+  /**
+   * @param kernels - the thread's kernel set.
+   * @param desk - its side of the help block.
+   */
+  constructor(kernels: Kernels, desk: Offers) {
+    this.#k = kernels;
+    this.#desk = desk;
+    this.name = kernels.name;
+    this.kind = kernels.kind;
+    this.helpMinRows = kernels.helpMinRows;
+  }
+
+  get workspace(): Workspace {
+    return this.#k.workspace;
+  }
+
+  /** The set's product, its lower rows (from about half, a multiple of four) offered; any split gives the same bits. */
+  product(c: Matrix, a: Matrix, b: Matrix, flags: number): void {
+    const M = c.rows;
+    const h = ((M >> 1) + 3) & ~3;
+    const lower = (m: Matrix): Matrix => ((flags & GEMM_TRANS_A) !== 0 ? columnsOf(m, h, M - h) : rowsOf(m, h, M - h));
+    if (h === 0 || h >= M || !this.#offer(rowsOf(c, h, M - h), lower(a), b, flags)) {
+      this.#k.product(c, a, b, flags);
+      return;
+    }
+    gemmCounters.offeredProducts++;
+    const upper = (m: Matrix): Matrix => ((flags & GEMM_TRANS_A) !== 0 ? columnsOf(m, 0, h) : rowsOf(m, 0, h));
+    this.#k.product(rowsOf(c, 0, h), upper(a), b, flags);
+    if (!this.#desk.settle()) this.#k.product(rowsOf(c, h, M - h), lower(a), b, flags);
+  }
+
+  productOn(memory: WasmMemory): MemoryProduct | null {
+    return this.#k.productOn(memory);
+  }
+
+  linearForward(out: Matrix, inp: Matrix, weight: LinearWeight): void {
+    this.product(out, inp, weight.w, 0);
+  }
+
+  /**
+   * The input adjoint and the weight gradient are independent products: the
+   * weight gradient is offered whole while this thread computes the input
+   * adjoint, and settled after it; else each is computed here, its lower
+   * rows offered.
+   */
+  linearBackward(dinp: Matrix, dweight: Matrix, inp: Matrix, dout: Matrix, weight: LinearWeight, flags: number): void {
+    const add = (flags & ADD_DWEIGHT) !== 0 ? GEMM_ADD : 0;
+    const [a, b] = (flags & DWEIGHT_TRANSPOSED) !== 0 ? [dout, inp] : [inp, dout];
+    const handed = this.#offer(dweight, a, b, GEMM_TRANS_A | add);
+    if (handed) gemmCounters.offeredProducts++;
+    this.product(dinp, dout, weight.t as Matrix, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
+    if (!handed || !this.#desk.settle()) this.product(dweight, a, b, GEMM_TRANS_A | add);
+  }
+
+  /** Offers a product whose three operands are all in the desk's memory; false when they are not, or it is not taken. */
+  #offer(c: Matrix, a: Matrix, b: Matrix, flags: number): boolean {
+    const buffer = this.#desk.buffer;
+    if ((flags & ROW_DEPENDENT) !== 0 || c.data.buffer !== buffer || a.data.buffer !== buffer || b.data.buffer !== buffer) return false;
+    const at = (m: Matrix): number => m.data.byteOffset / 8 + m.offset;
+    const K = (flags & GEMM_TRANS_A) !== 0 ? a.rows : a.columns;
+    return this.#desk.offer(at(c), c.stride, at(a), a.stride, at(b), b.stride, c.rows, c.columns, K, flags);
+  }
+
+  rmsNormForward(n: NormActivations, x: Matrix, gain: Float64Array, eps: number): void {
+    this.#k.rmsNormForward(n, x, gain, eps);
+  }
+
+  rmsNormBackward(dx: Matrix, gainTerms: Matrix, n: NormActivations, u: Matrix, x: Matrix, gain: Float64Array): void {
+    this.#k.rmsNormBackward(dx, gainTerms, n, u, x, gain);
+  }
+
+  ropeForward(out: Matrix, inp: Matrix, rope: RopeTables, first: number): void {
+    this.#k.ropeForward(out, inp, rope, first);
+  }
+
+  ropeBackward(dinp: Matrix, dout: Matrix, rope: RopeTables, first: number): void {
+    this.#k.ropeBackward(dinp, dout, rope, first);
+  }
+
+  attentionForward(out: Matrix, att: AttentionActivations, heads: number, scale: number): void {
+    this.#k.attentionForward(out, att, heads, scale);
+  }
+
+  attentionBackward(g: AttentionAdjoints, dout: Matrix, att: AttentionActivations, heads: number, scale: number): void {
+    this.#k.attentionBackward(g, dout, att, heads, scale);
+  }
+
+  swigluForward(a: SwigluActivations): void {
+    this.#k.swigluForward(a);
+  }
+
+  swigluBackward(g: SwigluAdjoints, a: SwigluActivations): void {
+    this.#k.swigluBackward(g, a);
+  }
+
+  crossEntropyForward(rowLoss: Float64Array, prob: Matrix, logits: Matrix, targets: Int32Array): void {
+    this.#k.crossEntropyForward(rowLoss, prob, logits, targets);
+  }
+
+  crossEntropyBackward(dlogits: Matrix, prob: Matrix, targets: Int32Array, k: number): void {
+    this.#k.crossEntropyBackward(dlogits, prob, targets, k);
+  }
+}
+
+/**
+ * A thread's kernels offering its products at `desk` (tests give their own desk).
+ * @param kernels - the thread's kernel set.
+ * @param desk - where it offers.
+ * @returns the kernels.
+ */
+export function helpingKernelsOn(kernels: Kernels, desk: Offers): HelpingKernels {
+  return new HelpingKernels(kernels, desk);
 }
 
 /** A helper's kernels on the other threads' memories, per thread index (null for itself), made once per set of memories. */
-export type HelperKernels = readonly (HelperKernel | null)[];
+export type HelperKernels = readonly (MemoryProduct | null)[];
 
 /**
- * The native kernels on a whole memory (its three operands are views of it).
- * @param native - this thread's native kernels.
- * @param memory - another thread's arena memory.
- * @returns the kernel.
- */
-function nativeOn(native: NativeAddon, memory: WasmMemory): HelperKernel {
-  const view = new Float64Array(memory.buffer);
-  return { run: (c, ldc, a, lda, b, ldb, M, N, K, flags) => native.gemm(view, c, ldc, view, a, lda, view, b, ldb, M, N, K, flags) };
-}
-
-/**
+ * @param kernels - this thread's kernel set.
  * @param memories - per thread index, its arena memory.
  * @param self - this thread's index (no kernel for it).
- * @returns kernels of this thread's own on the others' memories: the native kernels while they are active on this thread, else WebAssembly (the same bits).
+ * @returns this thread's products on the others' memories (the same bits as theirs).
  */
-export function helperKernels(memories: readonly WasmMemory[], self: number): HelperKernels {
-  const native = activeNativeKernels();
-  return memories.map((m, t) => (t === self ? null : native !== null ? nativeOn(native, m) : createWasmGemm(m.buffer.byteLength / 8, m)));
+export function helperKernels(kernels: Kernels, memories: readonly WasmMemory[], self: number): HelperKernels {
+  return memories.map((m, t) => (t === self ? null : kernels.productOn(m)));
 }
 
 /**
@@ -219,7 +345,7 @@ export function serveProducts(help: Int32Array, kernels: HelperKernels): number 
         const a = slot + ARGS;
         const t0 = performance.now();
         try {
-          k.run(help[a] as number, help[a + 1] as number, help[a + 2] as number, help[a + 3] as number, help[a + 4] as number, help[a + 5] as number, help[a + 6] as number, help[a + 7] as number, help[a + 8] as number, help[a + 9] as number);
+          k(help[a] as number, help[a + 1] as number, help[a + 2] as number, help[a + 3] as number, help[a + 4] as number, help[a + 5] as number, help[a + 6] as number, help[a + 7] as number, help[a + 8] as number, help[a + 9] as number);
         } finally {
           Atomics.add(help, HELP.HELPED, 1);
           Atomics.store(help, slot + STATE, DONE);

@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import type { DecoderConfig } from '@llmcp/format';
 import { ModelError } from '../errors.ts';
-import { kernelChoice } from '../kernels/native.ts';
+import type { KernelSetName } from '../kernels/kernel-set.ts';
 import { runPhase, type PhaseContext, type PhaseRunner } from './batch-pass.ts';
 import { COMMAND, CTRL, CTRL_LENGTH, spinTuning, spinWhile } from './protocol.ts';
 import type { CallSetMessage } from './shared-calls.ts';
@@ -71,10 +71,11 @@ export class ThreadPool implements PhaseRunner {
    * @param config - decoder configuration.
    * @param arrays - the decoder's parameters and gradients, on SharedArrayBuffers.
    * @param threads - total threads (≥ 2).
+   * @param kernels - the kernel set every worker runs (the decoder's).
    * @returns the started pool.
    * @throws ModelError `MODEL_WORKER_FAILED` when a worker fails to start.
    */
-  static async start(config: DecoderConfig, arrays: { readonly parameters: Float64Array; readonly gradients: Float64Array }, threads: number): Promise<ThreadPool> {
+  static async start(config: DecoderConfig, arrays: { readonly parameters: Float64Array; readonly gradients: Float64Array }, threads: number, kernels: KernelSetName): Promise<ThreadPool> {
     const control = new Int32Array(new SharedArrayBuffer(CTRL_LENGTH * 4));
     const entry = workerEntry();
     const workers: Worker[] = [];
@@ -82,7 +83,7 @@ export class ThreadPool implements PhaseRunner {
     const started: Promise<void>[] = [];
     for (let index = 1; index < threads; index++) {
       const channel = new MessageChannel();
-      const init: WorkerInit = { config: { ...config }, parameters: arrays.parameters, gradients: arrays.gradients, control, index, port: channel.port2, kernels: kernelChoice() };
+      const init: WorkerInit = { config: { ...config }, parameters: arrays.parameters, gradients: arrays.gradients, control, index, port: channel.port2, kernels };
       const worker = new Worker(entry.script, {
         eval: entry.eval,
         workerData: init,

@@ -6,8 +6,8 @@
 import { isMainThread, parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { DecoderConfig } from '@llmcp/format';
 import type { BatchBuffers } from '../internal/batch-reduce.ts';
-import { DecoderPass } from '../decoder-pass.ts';
-import { setKernels, type KernelChoice } from '../kernels/native.ts';
+import { openKernels } from '../kernels/kernel-choice.ts';
+import type { KernelSetName } from '../kernels/kernel-set.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { arenaAdjoint, arenaFrontOf, runPhase, useArenas, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
 import { COMMAND, CTRL, spinWhile } from './protocol.ts';
@@ -21,8 +21,8 @@ export interface WorkerInit {
   readonly control: Int32Array;
   readonly index: number;
   readonly port: MessagePort;
-  /** The starting thread's kernel choice (native.ts), so a worker runs the same kernels. */
-  readonly kernels: KernelChoice;
+  /** The decoder's kernel set, which every worker runs. */
+  readonly kernels: KernelSetName;
 }
 
 /** Buffers sent with a RECONFIGURE phase. */
@@ -61,10 +61,9 @@ function main(init: WorkerInit): void {
   const { control, port, index } = init;
   let ctx: PhaseContext;
   try {
-    setKernels(init.kernels);
     ctx = {
       config: init.config,
-      pass: new DecoderPass(init.config),
+      kernels: openKernels(init.config, init.kernels),
       parameters: init.parameters,
       gradients: init.gradients,
       control,
@@ -103,7 +102,7 @@ function main(init: WorkerInit): void {
         // New memories: the pass opens its arena on its own. The same ones arrive as new objects: keep the first, on which the arena's kernel runs (a partial slot is written in place only through a view of that object's buffer).
         if (b.arenas?.id !== ctx.arenas?.id) {
           useArenas(ctx, b.arenas, index);
-          if (b.arenas !== null) ctx.pass.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: arenaFrontOf(b.arenas, index) }, b.arenas.positions);
+          if (b.arenas !== null) ctx.kernels.workspace.adoptArenaMemory({ memory: b.arenas.memories[index] as WasmMemory, front: arenaFrontOf(b.arenas, index) }, b.arenas.positions);
         }
         // Likewise the adjoint: a view of the kept memory object's buffer, which the fold kernel runs on (the view that came is of a copy of the buffer object).
         const adjoint = ctx.arenas === null ? null : arenaAdjoint(ctx.arenas);
