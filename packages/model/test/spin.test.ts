@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Decoder, type TokenBatch } from '../src/index.ts';
-import { CTRL, CTRL_LENGTH, spinTuning, spinWhile } from '../src/parallel/protocol.ts';
+import { CTRL, CTRL_LENGTH, spinTuning, spinWhile, waitForChange } from '../src/parallel/protocol.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 
 const block = (us: number): Int32Array => {
@@ -57,6 +57,39 @@ describe('spinWhile', () => {
     const b = block(1_800_000_000);
     b[CTRL.DONE] = 1;
     expect(spinWhile(b, CTRL.DONE, 0)).toBe(true);
+  });
+});
+
+describe('waitForChange', () => {
+  it('reads the slot again after every wake-up: a notify sent for an earlier change does not end the wait', () => {
+    // A worker ran generation 5 (seen while watching) and sleeps on it; the notify of that bump arrives late and
+    // wakes it with the slot still 5: it must sleep again, not run generation 5 a second time (threads.test.ts saw
+    // a REDUCE slice added twice and another left out so, under load). The second sleep ends with the slot at 6.
+    const b = block(0);
+    b[CTRL.GENERATION] = 5;
+    const sleeps: number[] = [];
+    const sleep = (blk: Int32Array, index: number, value: number): void => {
+      sleeps.push(value);
+      if (sleeps.length === 2) Atomics.store(blk, index, 6);
+    };
+    expect(waitForChange(b, CTRL.GENERATION, 5, sleep)).toBe(6);
+    expect(sleeps).toEqual([5, 5]);
+  });
+
+  it('returns at once when the slot already differs, and sleeps on Atomics.wait until another thread changes it', async () => {
+    expect(waitForChange(block(0), CTRL.DONE, 1, () => expect.unreachable('no sleep'))).toBe(0);
+    const b = block(0);
+    const worker = new Worker(
+      `const { workerData: b } = require('node:worker_threads');
+       Atomics.store(b, ${CTRL.GENERATION}, 1);
+       Atomics.notify(b, ${CTRL.GENERATION});`,
+      { eval: true, workerData: b },
+    );
+    try {
+      expect(waitForChange(b, CTRL.GENERATION, 0)).toBe(1);
+    } finally {
+      await worker.terminate();
+    }
   });
 });
 

@@ -157,6 +157,36 @@ function monotonicMs(): number {
   return performance.now();
 }
 
+/** Sleeps on a slot while it holds a value, until a notify ({@link waitForChange}'s default: `Atomics.wait`). */
+export type Sleep = (block: Int32Array, index: number, value: number) => void;
+
+function atomicsSleep(block: Int32Array, index: number, value: number): void {
+  Atomics.wait(block, index, value);
+}
+
+/**
+ * Waits until `block[index]` no longer holds `value` — watching it
+ * ({@link spinWhile}), then sleeping — and returns what it holds then. A
+ * wake-up is not taken for the change: `Atomics.wait` also returns for a
+ * notify sent for an earlier change (the calling thread bumps a slot, then
+ * notifies; a worker that saw the bump while watching can run the whole
+ * phase and sleep on the new value before that notify arrives), so the slot
+ * is read again after every sleep.
+ *
+ * @param block - the control block.
+ * @param index - the slot.
+ * @param value - the value it held.
+ * @param sleep - how to sleep on it (tests drive it).
+ * @returns the slot's new value.
+ */
+export function waitForChange(block: Int32Array, index: number, value: number, sleep: Sleep = atomicsSleep): number {
+  for (;;) {
+    const now = Atomics.load(block, index);
+    if (now !== value) return now;
+    if (!spinWhile(block, index, value)) sleep(block, index, value);
+  }
+}
+
 /**
  * Where the threads of a phase meet before they write results that must be
  * written whole or not at all: counts this thread at {@link CTRL.ARRIVED}

@@ -10,7 +10,7 @@ import { openKernels } from '../kernels/kernel-choice.ts';
 import type { KernelSetName } from '../kernels/kernel-set.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { arenaAdjoint, arenaFrontOf, runPhase, useArenas, type PhaseContext, type WorkerArenas } from './batch-pass.ts';
-import { COMMAND, CTRL, spinWhile } from './protocol.ts';
+import { COMMAND, CTRL, waitForChange } from './protocol.ts';
 import { instantiateCalls, type CallSetMessage } from './shared-calls.ts';
 
 /** What the pool hands to each worker. */
@@ -84,9 +84,7 @@ function main(init: WorkerInit): void {
   let generation = Atomics.load(control, CTRL.GENERATION);
   parentPort?.postMessage({ type: 'ready' });
   for (;;) {
-    spinWhile(control, CTRL.GENERATION, generation);
-    Atomics.wait(control, CTRL.GENERATION, generation);
-    generation = Atomics.load(control, CTRL.GENERATION);
+    generation = waitForChange(control, CTRL.GENERATION, generation);
     const command = Atomics.load(control, CTRL.COMMAND);
     if (command === COMMAND.EXIT) break;
     try {
