@@ -8,14 +8,15 @@ import { ModelError } from './errors.ts';
 import { initializeParameters } from './init.ts';
 import { kernelChoice, openKernels, resolveKernels } from './kernels/kernel-choice.ts';
 import type { KernelChoice, Kernels } from './kernels/kernel-set.ts';
-import { allocateBatchBuffers, allocateF64, firstNonFinite, meanLoss, reduceTuning, reduceWork } from './internal/batch-reduce.ts';
-import { decoderForward, type DecoderState } from './reference/model.ts';
+import { allocateBatchBuffers, allocateF64, finishSlice, firstNonFinite, meanLoss, REDUCE_LOCAL_ELEMENTS, reduceWork, sequenceGradients } from './internal/batch-reduce.ts';
+import { decoderBackward, decoderForward, type DecoderState, type Sequence } from './reference/model.ts';
 import { checkCacheOwner, checkProjection, checkRoom, decodeRow, ensureCacheRows, KvCache, recordWork, type KvCacheOptions } from './kv-cache.ts';
 import { namedViews, parameterLayout, tensorAt, type ParameterEntry, type ParameterLayout } from './layout.ts';
 import { kernelArenaPages } from './kernels/kernel-arena.ts';
 import { clearableSharedF64 } from './kernels/wasm-clear.ts';
 import { fixedMemory, type WasmMemory } from './kernels/wasm-assembler.ts';
-import { arenaAdjoint, arenaFrontOf, CallingThread, claimPlan, reduceFault, runPhase, useArenas, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
+import { arenaAdjoint, arenaFrontOf, runPhase, useArenas, type PhaseContext, type PhaseRunner, type WorkerArenas } from './parallel/batch-pass.ts';
+import type { ThreadTuning } from './parallel/tuning.ts';
 import { HELP, helpBlock, resetHelp } from './parallel/help.ts';
 import { ThreadPool } from './parallel/pool.ts';
 import { checkCalls, checkEntry, instantiateCalls, runAllCalls, type CallSetSpec, type SharedCalls } from './parallel/shared-calls.ts';
@@ -55,6 +56,13 @@ export interface DecoderOptions {
    * gives the same bits.
    */
   readonly kernels?: KernelChoice;
+  /**
+   * Tuning and fault injection of the worker threads, for tests and
+   * benchmarks ({@link ThreadTuning}): kept by reference and read when a
+   * phase starts, so the caller may change it between steps. The bits never
+   * depend on it.
+   */
+  readonly tuning?: ThreadTuning;
 }
 
 /** Counters of the worker threads (diagnostics). */
@@ -126,6 +134,8 @@ export interface DecoderThreads {
   readonly clearGradients: (() => void) | null;
   /** Memory for the per-sequence weight partials of one wave (bytes). */
   readonly partialBudget: number;
+  /** The tuning the threads were started with ({@link DecoderOptions.tuning}). */
+  readonly tuning: ThreadTuning;
 }
 
 /** How {@link Decoder.create} sets a decoder up (internal: `new Decoder(config)` takes the defaults). */
@@ -186,8 +196,11 @@ export class Decoder {
   readonly #clearGradients: (() => void) | null;
   /** Whether worker threads take part (arrays on SharedArrayBuffers, partial slots, reduce phases). */
   readonly #threaded: boolean;
-  /** Runs the phases: the pool, or the calling thread alone. */
-  readonly #runner: PhaseRunner;
+  /** The worker threads, which run the phases of a batch pass with the calling thread; null on one thread, where the pass runs directly. */
+  readonly #pool: PhaseRunner | null;
+  /** The worker threads' tuning ({@link DecoderOptions.tuning}; none on one thread). */
+  readonly #tuning: ThreadTuning;
+  /** The calling thread's kernels, batch buffers and inputs (and, with worker threads, the control block they share). */
   readonly #ctx: PhaseContext;
   #version = 0;
   readonly #partialBudget: number;
@@ -224,7 +237,8 @@ export class Decoder {
     this.gradients = gradients ?? new Float64Array(this.layout.size);
     this.#kernels = openKernels(this.config, set);
     this.#threaded = pool !== null;
-    this.#runner = pool ?? new CallingThread();
+    this.#pool = pool;
+    this.#tuning = threaded?.tuning ?? {};
     this.#partialBudget = partialBudget;
     const shared = this.#threaded;
     this.#ctx = {
@@ -232,7 +246,8 @@ export class Decoder {
       kernels: this.#kernels,
       parameters: this.parameters,
       gradients: this.gradients,
-      control: this.#runner.control,
+      // One thread has no control block: nothing is shared.
+      control: pool?.control ?? new Int32Array(0),
       inputs: new Int32Array(0),
       targets: new Int32Array(0),
       buffers: allocateBatchBuffers(this.layout, this.config.layers, this.config.modelWidth, 0, 0, 0, shared),
@@ -275,9 +290,10 @@ export class Decoder {
     // The gradients in a shared WebAssembly memory of their own where one can be had: zero-grad is then a memory.fill.
     const clearable = clearableSharedF64(layout.size);
     const arrays = { parameters: allocateF64(layout.size, true), gradients: clearable?.array ?? allocateF64(layout.size, true) };
-    const pool = await ThreadPool.start(config, arrays, threads, set);
+    const tuning = options.tuning ?? {};
+    const pool = await ThreadPool.start(config, arrays, threads, set, tuning);
     try {
-      return new Decoder(config, { kernels: set, threaded: { runner: pool, ...arrays, clearGradients: clearable?.clear ?? null, partialBudget: budget } });
+      return new Decoder(config, { kernels: set, threaded: { runner: pool, ...arrays, clearGradients: clearable?.clear ?? null, partialBudget: budget, tuning } });
     } catch (e) {
       await pool.close();
       throw e;
@@ -302,7 +318,7 @@ export class Decoder {
    * @returns 1 without worker threads.
    */
   get threads(): number {
-    return this.#runner.threads;
+    return this.#pool?.threads ?? 1;
   }
 
   /**
@@ -310,12 +326,13 @@ export class Decoder {
    * @returns the counters.
    */
   parallelStats(): ParallelStats {
+    if (this.#pool === null) return { threads: 1, workerSequences: 0, waveSize: 0, partialSequences: 0, waitMs: 0, helpedProducts: 0, foldedPartials: 0 };
     return {
       threads: this.threads,
       workerSequences: Atomics.load(this.#ctx.control, CTRL.WORKER_SEQUENCES),
       waveSize: this.#ctx.buffers.slots,
       partialSequences: Atomics.load(this.#ctx.control, CTRL.PARTIAL_SEQUENCES),
-      waitMs: this.#runner.waitMs + this.#ctx.idleMs,
+      waitMs: this.#pool.waitMs + this.#ctx.idleMs,
       helpedProducts: this.#helpedProducts(),
       foldedPartials: Atomics.load(this.#ctx.control, CTRL.FOLDED),
     };
@@ -423,13 +440,15 @@ export class Decoder {
       ctx.inputs[i] = batch.inputs[i] as number;
       ctx.targets[i] = batch.targets[i] as number;
     }
-    if (grown) this.#runner.reconfigure(ctx);
-    const c = ctx.control;
-    Atomics.store(c, CTRL.ROWS, B);
-    Atomics.store(c, CTRL.COLUMNS, T);
     this.#version = (this.#version + 1) | 0;
-    Atomics.store(c, CTRL.VERSION, this.#version);
-    Atomics.store(c, CTRL.THREADS, this.threads);
+    if (this.#pool !== null) {
+      if (grown) this.#pool.reconfigure(ctx);
+      const c = ctx.control;
+      Atomics.store(c, CTRL.ROWS, B);
+      Atomics.store(c, CTRL.COLUMNS, T);
+      Atomics.store(c, CTRL.VERSION, this.#version);
+      Atomics.store(c, CTRL.THREADS, this.threads);
+    }
     return { B, T };
   }
 
@@ -467,12 +486,13 @@ export class Decoder {
   /** Runs a TRAIN or EVALUATE phase over sequences [start, end) (a wave, or all of the batch). */
   #phase(command: number, start: number, end: number): void {
     const c = this.#ctx.control;
-    const plan = this.#threaded ? claimPlan.frontShare : null;
+    const tuning = this.#tuning;
+    const plan = tuning.frontShare ?? null;
     let share = -1;
     if (plan !== null) {
       // Waves start at multiples of the slot count (an evaluation is one wave).
       const wanted = plan(start / this.#ctx.buffers.slots, end - start);
-      if (!Number.isFinite(wanted)) throw new RangeError(`claimPlan.frontShare must return a finite number, returned ${String(wanted)}`);
+      if (!Number.isFinite(wanted)) throw new RangeError(`tuning.frontShare must return a finite number, returned ${String(wanted)}`);
       share = Math.max(0, Math.min(end - start, Math.floor(wanted)));
     }
     Atomics.store(c, CTRL.FRONT_SHARE, share + 1);
@@ -482,8 +502,8 @@ export class Decoder {
     Atomics.store(c, CTRL.END, end);
     Atomics.store(c, CTRL.WAVE_START, start);
     const help = this.#ctx.helping;
-    if (help !== null) resetHelp(help.block, this.threads);
-    this.#runner.run(this.#ctx, command);
+    if (help !== null) resetHelp(help.block, this.threads, tuning.helpEnabled ?? true, tuning.helpForce ?? false);
+    (this.#pool as PhaseRunner).run(this.#ctx, command);
   }
 
   /**
@@ -507,17 +527,18 @@ export class Decoder {
     Atomics.store(c, CTRL.GRADIENTS, write ?? GRADIENTS.NONE);
     Atomics.store(c, CTRL.ARRIVED, 0);
     Atomics.store(c, CTRL.FAILED, 0);
-    Atomics.store(c, CTRL.FAULT, reduceFault.slice < 0 ? 0 : 2 * (reduceFault.slice + 1) + (reduceFault.throws ? 1 : 0));
+    const fault = this.#tuning.faultSlice ?? -1;
+    Atomics.store(c, CTRL.FAULT, fault < 0 ? 0 : 2 * (fault + 1) + (this.#tuning.faultThrows === true ? 1 : 0));
     Atomics.add(c, CTRL.PARTIAL_SEQUENCES, end - from);
     const work = reduceWork(this.layout, end - from, finish, this.#ctx.buffers.rows * this.#ctx.buffers.columns);
-    if (this.threads === 1 || work < reduceTuning.localElements) {
+    if (work < (this.#tuning.reduceLocalElements ?? REDUCE_LOCAL_ELEMENTS)) {
       // The calling thread alone, as the only slice: cheaper than waking the workers.
       Atomics.store(c, CTRL.SLICES, 1);
       Atomics.store(c, CTRL.COMMAND, COMMAND.REDUCE);
       runPhase(this.#ctx, 0);
     } else {
       Atomics.store(c, CTRL.SLICES, this.threads);
-      this.#runner.run(this.#ctx, COMMAND.REDUCE);
+      (this.#pool as PhaseRunner).run(this.#ctx, COMMAND.REDUCE);
     }
     return Atomics.load(c, CTRL.FIRST_BAD);
   }
@@ -535,9 +556,66 @@ export class Decoder {
    */
   trainStep(batch: TokenBatch, options: TrainStepOptions = {}): number {
     const { B, T } = this.#prepareBatch(batch);
+    const write = options.accumulate === true ? GRADIENTS.ADD : GRADIENTS.SET;
+    if (this.#pool !== null) return this.#trainThreaded(B, T, write);
+    // One thread: the reference pass on this thread's kernels, sequence by sequence, each S_b added into the adjoint in order.
+    const k = this.#kernels;
+    const ws = k.workspace;
+    const { buffers } = this.#ctx;
+    ws.prepare(this.parameters, this.#version);
+    const state = ws.state(T);
+    const scale = 1.0 / (B * T);
+    for (let b = 0; b < B; b++) {
+      const seq = this.#sequence(b, T);
+      decoderForward(k, state, seq);
+      buffers.rowLoss.set(state.acts.rowLoss.subarray(0, T), b * T);
+      const weights = ws.weightGradients(buffers.adjoint, 0, b > 0);
+      decoderBackward(k, state, seq, sequenceGradients(weights, buffers, { row: b * T, rows: T, add: b > 0, scale }));
+      ws.sequenceDone();
+    }
+    ws.flushGradients();
+    const loss = this.#loss(B * T, 'training');
+    // The batch's sums (the gains, the embedding lookup), then the gradients: written only when every element is finite.
+    const bad = finishSlice(buffers.adjoint, buffers, this.layout, this.#ctx.inputs, B * T, this.config.modelWidth, 0, this.layout.size);
+    if (bad >= 0) throw this.#nonFiniteGradient(bad);
+    const adjoint = buffers.adjoint;
+    if (write === GRADIENTS.SET) this.gradients.set(adjoint);
+    else for (let i = 0; i < adjoint.length; i++) this.gradients[i] = (this.gradients[i] as number) + (adjoint[i] as number);
+    return loss;
+  }
+
+  /** Sequence b of the batch in the buffers, T positions, with its targets. */
+  #sequence(b: number, T: number): Sequence {
+    const { inputs, targets } = this.#ctx;
+    return { tokens: inputs, offset: b * T, targets: targets.subarray(b * T, b * T + T), logitsFrom: 0 };
+  }
+
+  /** @returns the batch's mean loss from its row losses. @throws ModelError `MODEL_NON_FINITE` when it is not finite. */
+  #loss(n: number, what: 'training' | 'evaluation'): number {
+    const loss = meanLoss(this.#ctx.buffers.rowLoss, n);
+    if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `${what} loss is not finite: ${loss}`);
+    return loss;
+  }
+
+  /** @returns the error of the first non-finite adjoint element, by tensor. */
+  #nonFiniteGradient(bad: number): ModelError {
+    const e = this.#locate(bad);
+    return new ModelError('MODEL_NON_FINITE', `gradient of ${e.name}[${bad - e.offset}] is not finite: ${this.#ctx.buffers.adjoint[bad]}`, {
+      tensorName: e.name,
+      index: bad - e.offset,
+    });
+  }
+
+  /**
+   * A training pass with worker threads: waves of up to `slots` sequences
+   * (parallel/batch-pass.ts), each trained and then its partials reduced in
+   * order b by parameter slices; the last reduction finishes the adjoint and
+   * writes the gradients as `write` says, unless the loss or an element is
+   * not finite.
+   */
+  #trainThreaded(B: number, T: number, write: number): number {
     const buffers = this.#ctx.buffers;
-    // Waves of up to `slots` sequences (one wave of B with one thread): trained, then the partials reduced in order b by parameter slices.
-    const wave = this.#threaded ? buffers.slots : B;
+    const wave = buffers.slots;
     let bad = -1;
     let loss = NaN;
     for (let start = 0; start < B; start += wave) {
@@ -549,17 +627,10 @@ export class Decoder {
       }
       // The last wave: every row's loss is in. The REDUCE writes the gradients only when it and every gradient are finite.
       loss = meanLoss(buffers.rowLoss, B * T);
-      bad = this.#reduce(start, end, !Number.isFinite(loss) ? GRADIENTS.NONE : options.accumulate === true ? GRADIENTS.ADD : GRADIENTS.SET);
+      bad = this.#reduce(start, end, !Number.isFinite(loss) ? GRADIENTS.NONE : write);
     }
-    if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `training loss is not finite: ${loss}`);
-    const adjoint = buffers.adjoint;
-    if (bad >= 0) {
-      const e = this.#locate(bad);
-      throw new ModelError('MODEL_NON_FINITE', `gradient of ${e.name}[${bad - e.offset}] is not finite: ${adjoint[bad]}`, {
-        tensorName: e.name,
-        index: bad - e.offset,
-      });
-    }
+    this.#loss(B * T, 'training');
+    if (bad >= 0) throw this.#nonFiniteGradient(bad);
     return loss;
   }
 
@@ -573,10 +644,17 @@ export class Decoder {
    */
   evaluateLoss(batch: TokenBatch): number {
     const { B, T } = this.#prepareBatch(batch);
-    this.#phase(COMMAND.EVALUATE, 0, B);
-    const loss = meanLoss(this.#ctx.buffers.rowLoss, B * T);
-    if (!Number.isFinite(loss)) throw new ModelError('MODEL_NON_FINITE', `evaluation loss is not finite: ${loss}`);
-    return loss;
+    if (this.#pool !== null) this.#phase(COMMAND.EVALUATE, 0, B);
+    else {
+      const ws = this.#kernels.workspace;
+      ws.prepare(this.parameters, this.#version);
+      const state = ws.state(T);
+      for (let b = 0; b < B; b++) {
+        decoderForward(this.#kernels, state, this.#sequence(b, T));
+        this.#ctx.buffers.rowLoss.set(state.acts.rowLoss.subarray(0, T), b * T);
+      }
+    }
+    return this.#loss(B * T, 'evaluation');
   }
 
   /** @returns T, after checking a prefix of tokens. */
@@ -748,7 +826,7 @@ export class Decoder {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#runner.close();
+    await this.#pool?.close();
   }
 
   /**
@@ -780,14 +858,15 @@ export class Decoder {
     const results = new Int32Array(this.#threaded ? new SharedArrayBuffer(this.threads * 4) : new ArrayBuffer(this.threads * 4));
     const message = { ...spec, entries: [...spec.entries], inputs, outputs, id, results };
     const calls0 = instantiateCalls(message);
-    this.#runner.share(message);
+    this.#pool?.share(message);
     this.#ctx.calls.set(id, calls0);
     let released = false;
     return {
       run: (entry) => {
         if (released) throw new RangeError('shareCalls: these calls were released');
         checkEntry(entry, calls0.entries.length);
-        if (this.#closed) {
+        const pool = this.#pool;
+        if (this.#closed || pool === null) {
           runAllCalls(calls0, entry);
           return results[0] as number;
         }
@@ -797,7 +876,7 @@ export class Decoder {
         Atomics.store(c, CTRL.FAILED, 0);
         Atomics.store(c, CTRL.CALLS_ENTRY, entry);
         Atomics.store(c, CTRL.THREADS, this.threads);
-        this.#runner.run(this.#ctx, COMMAND.CALLS);
+        pool.run(this.#ctx, COMMAND.CALLS);
         let first = -1;
         for (let t = 0; t < this.threads; t++) {
           const r = results[t] as number;
@@ -809,7 +888,7 @@ export class Decoder {
         if (released) return;
         released = true;
         this.#ctx.calls.delete(id);
-        if (!this.#closed) this.#runner.share({ id, drop: true });
+        if (!this.#closed) this.#pool?.share({ id, drop: true });
       },
     };
   }

@@ -1,5 +1,6 @@
 export { Decoder } from './decoder.ts';
 export type { DecoderOptions, ParallelStats, TokenBatch, TrainStepOptions } from './decoder.ts';
+export type { ThreadTuning } from './parallel/tuning.ts';
 export { callsOnThisThread } from './parallel/shared-calls.ts';
 export type { CallInputs, CallSetSpec, SharedCalls } from './parallel/shared-calls.ts';
 export { FIXTURE_DECODER_CONFIG, MAX_PARAMETER_COUNT, validateDecoderConfig } from './config.ts';

@@ -6,9 +6,10 @@
  */
 import { Worker } from 'node:worker_threads';
 import { SplitMix64, type DecoderConfig } from '@llmcp/format';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Decoder, type TokenBatch } from '../src/index.ts';
-import { CTRL, CTRL_LENGTH, spinTuning, spinWhile, waitForChange } from '../src/parallel/protocol.ts';
+import { CTRL, CTRL_LENGTH, spinWhile, waitForChange } from '../src/parallel/protocol.ts';
+import type { ThreadTuning } from '../src/parallel/tuning.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 
 const block = (us: number): Int32Array => {
@@ -94,11 +95,6 @@ describe('waitForChange', () => {
 });
 
 describe('threads watching or sleeping', () => {
-  const saved = spinTuning.microseconds;
-  afterEach(() => {
-    spinTuning.microseconds = saved;
-  });
-
   it('give the bits of one thread either way', async () => {
     const config: DecoderConfig = { vocabularySize: 40, modelWidth: 8, heads: 2, feedForwardWidth: 16, layers: 2, maxPositions: 6, ropeBase: 10000, rmsEpsilon: 1e-6 };
     const rng = new SplitMix64(5n);
@@ -106,11 +102,12 @@ describe('threads watching or sleeping', () => {
     const one = new Decoder(config);
     one.initialize(3n);
     const loss = one.trainStep(batch);
-    const two = await Decoder.create(config, { threads: 2 });
+    const tuning: ThreadTuning = {};
+    const two = await Decoder.create(config, { threads: 2, tuning });
     try {
       two.initialize(3n);
       for (const us of [0, 100_000, 0]) {
-        spinTuning.microseconds = us;
+        tuning.spinMicroseconds = us;
         expect(two.trainStep(batch)).toBe(loss);
         expect(firstMismatch(`gradients, spinning ${us} µs`, two.gradients, Array.from(one.gradients, bits))).toBeNull();
       }

@@ -2,7 +2,7 @@
  * Soak (LLMCP_SOAK=1, `pnpm soak --only splits`): training at the medium
  * benchmark shape with worker threads gives the bits of one thread, step
  * after step, for generated splits of every wave between the calling thread
- * and the workers (claimPlan) and for free claims under a thread that burns
+ * and the workers (ThreadTuning.frontShare) and for free claims under a thread that burns
  * the cores in random bursts (so the free splits vary as well). Both kernel
  * sets, 2 and 3 threads, the default wave and waves of `threads` sequences.
  * Every eighth step every weight-gradient product is computed by a thread
@@ -20,8 +20,7 @@ import { Decoder, parameterLayout, type TokenBatch } from '../src/index.ts';
 import { kernelChoice, setKernels } from '../src/kernels/kernel-choice.ts';
 import type { KernelChoice } from '../src/kernels/kernel-set.ts';
 import { AVAILABLE_SETS } from './helpers/kernel-sets.ts';
-import { claimPlan } from '../src/parallel/batch-pass.ts';
-import { helpTuning } from '../src/parallel/help.ts';
+import type { ThreadTuning } from '../src/parallel/tuning.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 
 const SOAK = process.env['LLMCP_SOAK'] === '1';
@@ -59,9 +58,11 @@ function startBurster(seed: number): { stop: () => Promise<void> } {
 }
 
 describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps per combination (soak: LLMCP_SOAK=1)`, () => {
+  /** The tuning of the threaded decoders (the claims and the help of each step). */
+  const tuning: ThreadTuning = {};
   afterEach(() => {
-    claimPlan.frontShare = null;
-    helpTuning.force = false;
+    tuning.frontShare = null;
+    tuning.helpForce = false;
     setKernels(initialKernels);
   });
 
@@ -71,7 +72,7 @@ describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps pe
         setKernels(kind);
         const P = parameterLayout(CONFIG).size;
         const one = new Decoder(CONFIG);
-        const many = [await Decoder.create(CONFIG, { threads }), await Decoder.create(CONFIG, { threads, partialMemoryBytes: threads * 8 * P })];
+        const many = [await Decoder.create(CONFIG, { tuning, threads }), await Decoder.create(CONFIG, { tuning, threads, partialMemoryBytes: threads * 8 * P })];
         const burster = startBurster(threads * 7 + (kind === 'wasm' ? 1 : 0));
         const rng = new SplitMix64(BigInt(0x5b1 + threads) + (kind === 'wasm' ? 100n : 0n));
         let fixed = 0;
@@ -89,12 +90,12 @@ describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps pe
             // Every eighth step from the second: every weight-gradient product computed by another thread (help forced; the calling thread runs all, or the workers do).
             const forced = step % 8 === 1;
             const plan = step % 4 === 3 ? null : forced ? (_w: number, n: number): number => (step % 16 === 1 ? n : 0) : (w: number, n: number): number => (picks[w % 8] as number) % (n + 1);
-            claimPlan.frontShare = null;
-            helpTuning.force = false;
+            tuning.frontShare = null;
+            tuning.helpForce = false;
             const loss = one.trainStep(batch);
             const expected = Array.from(one.gradients, bits);
-            claimPlan.frontShare = plan;
-            helpTuning.force = forced;
+            tuning.frontShare = plan;
+            tuning.helpForce = forced;
             for (const m of many) {
               expect(m.trainStep(batch), `step ${step}, wave ${m.parallelStats().waveSize}: loss`).toBe(loss);
               expect(firstMismatch(`step ${step}, wave ${m.parallelStats().waveSize}, ${plan === null ? 'free claims' : 'fixed split'}: gradients`, m.gradients, expected)).toBeNull();
@@ -111,8 +112,8 @@ describe.skipIf(!SOAK)(`threaded training at the medium shape, ${STEPS} steps pe
           // The workers took part (free claims included): a split the soak never made would prove nothing.
           for (const m of many) expect(m.parallelStats().workerSequences).toBeGreaterThan(0);
         } finally {
-          claimPlan.frontShare = null;
-          helpTuning.force = false;
+          tuning.frontShare = null;
+          tuning.helpForce = false;
           await burster.stop();
           await Promise.all(many.map((m) => m.close()));
         }

@@ -2,7 +2,7 @@
  * The threaded batch pass: the calling thread's in-order prefix, the reduction
  * of the workers' partials and the sliced finishing of the adjoint give the
  * bits of one thread for every generated shape, thread count, wave size and
- * reduction path — and, with the claims fixed (claimPlan), for every split of
+ * reduction path — and, with the claims fixed (ThreadTuning.frontShare), for every split of
  * every wave between the calling thread and the workers, on repeated shapes
  * (the buffers a step reuses hold what the last one left).
  */
@@ -10,20 +10,22 @@ import { SplitMix64, type DecoderConfig } from '@llmcp/format';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Decoder, parameterLayout, type ParameterLayout, type TokenBatch } from '../src/index.ts';
-import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceSlices, reduceTuning, reduceWork } from '../src/internal/batch-reduce.ts';
+import { allocateBatchBuffers, finishSlice, firstNonFinite, type BatchBuffers, reduceGainsAndEmbedding, reducePartial, reducePartials, reduceSlices, reduceWork } from '../src/internal/batch-reduce.ts';
 import { gemmCounters } from '../src/internal/gemm-counters.ts';
 import { fixedMemory } from '../src/kernels/wasm-assembler.ts';
 import { createWasmFold } from '../src/kernels/wasm-fold.ts';
 import { kernelChoice, setKernels } from '../src/kernels/kernel-choice.ts';
 import type { KernelChoice } from '../src/kernels/kernel-set.ts';
 import { AVAILABLE_SETS } from './helpers/kernel-sets.ts';
-import { claimPlan, reduceFault } from '../src/parallel/batch-pass.ts';
-import { helpTuning } from '../src/parallel/help.ts';
+import type { ThreadTuning } from '../src/parallel/tuning.ts';
 import { bits, firstMismatch } from './helpers/bits.ts';
 import { refuseSharedMemories } from './helpers/shared-memory.ts';
 
 /** The calling thread's kernel choice when the file started (restored after each test). */
 const initialKernels = kernelChoice();
+
+/** The tuning of every threaded decoder of this file (each test sets what it needs; cleared after each). */
+const tuning: ThreadTuning = {};
 
 const bitsOf = (a: Float64Array): string[] => Array.from(a, (x) => new DataView(Float64Array.of(x).buffer).getBigUint64(0, true).toString(16));
 
@@ -234,10 +236,10 @@ async function decoders(config: DecoderConfig, seed: bigint): Promise<{ one: Dec
   const P = parameterLayout(config).size;
   const one = new Decoder(config);
   const many = [
-    await Decoder.create(config, { threads: 2 }),
-    await Decoder.create(config, { threads: 3 }),
-    await Decoder.create(config, { threads: 2, partialMemoryBytes: 0 }),
-    await Decoder.create(config, { threads: 3, partialMemoryBytes: 3 * 8 * P }),
+    await Decoder.create(config, { tuning, threads: 2 }),
+    await Decoder.create(config, { tuning, threads: 3 }),
+    await Decoder.create(config, { tuning, threads: 2, partialMemoryBytes: 0 }),
+    await Decoder.create(config, { tuning, threads: 3, partialMemoryBytes: 3 * 8 * P }),
   ];
   for (const m of [one, ...many]) m.initialize(seed);
   return { one, many };
@@ -245,12 +247,8 @@ async function decoders(config: DecoderConfig, seed: bigint): Promise<{ one: Dec
 
 describe('threaded training', () => {
   const opened: Decoder[] = [];
-  const tuning = reduceTuning.localElements;
   afterEach(() => {
-    reduceTuning.localElements = tuning;
-    claimPlan.frontShare = null;
-    helpTuning.force = false;
-    reduceFault.slice = -1;
+    for (const key of Object.keys(tuning) as (keyof ThreadTuning)[]) delete tuning[key];
     setKernels(initialKernels);
   });
   afterAll(async () => {
@@ -265,7 +263,7 @@ describe('threaded training', () => {
       try {
         for (let step = 0; step < 4; step++) {
           // Every reduction by the calling thread alone, or every one split over the threads.
-          reduceTuning.localElements = step % 2 === 0 ? Infinity : 0;
+          tuning.reduceLocalElements = step % 2 === 0 ? Infinity : 0;
           const batch = randomBatch(rng, config.vocabularySize, 1 + rng.nextBelow(9), 1 + rng.nextBelow(7));
           const accumulate = step === 3;
           const loss = one.trainStep(batch, { accumulate });
@@ -289,7 +287,7 @@ describe('threaded training', () => {
     const { one, many } = await decoders(config, 17n);
     try {
       // Every reduction split over the threads: a slice per thread.
-      reduceTuning.localElements = 0;
+      tuning.reduceLocalElements = 0;
       let step = 0;
       for (const m of many) {
         for (let slice = 0; slice < m.threads; slice++) {
@@ -297,15 +295,15 @@ describe('threaded training', () => {
             const batch = randomBatch(rng, config.vocabularySize, 1 + rng.nextBelow(6), 1 + rng.nextBelow(7));
             const accumulate = step++ % 2 === 1;
             const before = Array.from(m.gradients, bits);
-            reduceFault.slice = slice;
-            reduceFault.throws = throws;
+            tuning.faultSlice = slice;
+            tuning.faultThrows = throws;
             let thrown: unknown = null;
             try {
               m.trainStep(batch, { accumulate });
             } catch (e) {
               thrown = e;
             }
-            reduceFault.slice = -1;
+            tuning.faultSlice = -1;
             const what = `${m.threads} threads, fault in slice ${slice} (${throws ? 'throws' : 'not finite'})`;
             // The calling thread's own fault comes as it was thrown; a worker's as MODEL_WORKER_FAILED; a non-finite element by name.
             const code = (thrown as { code?: string } | null)?.code ?? (thrown instanceof Error ? 'thrown' : String(thrown));
@@ -359,16 +357,16 @@ describe('threaded training', () => {
         for (let step = 0; step < 10; step++) {
           const picks = Array.from({ length: 16 }, () => rng.nextBelow(1 << 16));
           const plan = plans[step] ?? ((w: number, n: number) => (picks[w % 16] as number) % (n + 1));
-          reduceTuning.localElements = step % 3 === 0 ? Infinity : 0;
+          tuning.reduceLocalElements = step % 3 === 0 ? Infinity : 0;
           // One shape for five steps (as in training: the buffers, and what the last step left in them, are reused), then another.
           if (step % 5 === 0) shape = [2 + rng.nextBelow(8), 1 + rng.nextBelow(7)];
           const batch = randomBatch(rng, config.vocabularySize, shape[0], shape[1]);
           const accumulate = step % 4 === 3;
-          claimPlan.frontShare = null;
+          tuning.frontShare = null;
           const loss = one.trainStep(batch, { accumulate });
           const expected = Array.from(one.gradients, bits);
           const evaluation = one.evaluateLoss(batch);
-          claimPlan.frontShare = plan;
+          tuning.frontShare = plan;
           for (const m of many) {
             const before = m.parallelStats().workerSequences;
             expect(m.trainStep(batch, { accumulate })).toBe(loss);
@@ -394,7 +392,7 @@ describe('threaded training', () => {
     // Forced, the lower rows of every product whose operands are all in the running thread's kernel arena are offered and left to a thread with no sequence.
     // With the native kernels too: a threaded decoder's passes then open their arenas on the shared memories, and the helpers run the native kernels there.
     setKernels(kind);
-    helpTuning.force = true;
+    tuning.helpForce = true;
     const rng = new SplitMix64(kind === 'wasm' ? 49n : 52n);
     for (let c = 0; c < 2; c++) {
       const config = generatedConfig(rng);
@@ -404,10 +402,10 @@ describe('threaded training', () => {
           const callerRunsAll = step % 2 === 0;
           const batch = randomBatch(rng, config.vocabularySize, 2 + rng.nextBelow(8), 5 + rng.nextBelow(3));
           const accumulate = step === 5;
-          claimPlan.frontShare = null;
+          tuning.frontShare = null;
           const loss = one.trainStep(batch, { accumulate });
           const expected = Array.from(one.gradients, bits);
-          claimPlan.frontShare = callerRunsAll ? (_w, n) => n : () => 0;
+          tuning.frontShare = callerRunsAll ? (_w, n) => n : () => 0;
           for (const m of many) {
             const helped = m.parallelStats().helpedProducts;
             const offered = gemmCounters.offeredProducts;
@@ -421,15 +419,15 @@ describe('threaded training', () => {
           }
         }
         // Not forced: the bits, whoever helps whom.
-        helpTuning.force = false;
-        claimPlan.frontShare = null;
+        tuning.helpForce = false;
+        tuning.frontShare = null;
         const batch = randomBatch(rng, config.vocabularySize, 9, 7);
         const loss = one.trainStep(batch);
         for (const m of many) {
           expect(m.trainStep(batch)).toBe(loss);
           expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
         }
-        helpTuning.force = true;
+        tuning.helpForce = true;
       } finally {
         await Promise.all(many.map((m) => m.close()));
       }
@@ -438,10 +436,10 @@ describe('threaded training', () => {
 
   it("offers the calling thread's products again after a longer sequence moved its arena off the shared memory", async () => {
     setKernels('wasm');
-    helpTuning.force = true;
-    claimPlan.frontShare = (_w, n) => n;
+    tuning.helpForce = true;
+    tuning.frontShare = (_w, n) => n;
     const one = new Decoder(TINY);
-    const m = await Decoder.create(TINY, { threads: 2 });
+    const m = await Decoder.create(TINY, { tuning, threads: 2 });
     opened.push(m);
     for (const d of [one, m]) d.initialize(19n);
     const rng = new SplitMix64(51n);
@@ -469,9 +467,9 @@ describe('threaded training', () => {
       const loss = one.trainStep(batch);
       const expected = Array.from(one.gradients, bits);
       for (const m of many) {
-        claimPlan.frontShare = () => Number.NaN;
+        tuning.frontShare = () => Number.NaN;
         expect(() => m.trainStep(batch)).toThrow(RangeError);
-        claimPlan.frontShare = null;
+        tuning.frontShare = null;
         expect(m.trainStep(batch)).toBe(loss);
         expect(firstMismatch(`${m.threads} threads after a refused plan`, m.gradients, expected)).toBeNull();
       }
@@ -485,7 +483,7 @@ describe('threaded training', () => {
     const one = new Decoder(config);
     one.initialize(3n);
     for (const threads of [2, 3]) {
-      const m = await Decoder.create(config, { threads });
+      const m = await Decoder.create(config, { tuning, threads });
       opened.push(m);
       m.initialize(3n);
       const rng = new SplitMix64(44n);
@@ -505,15 +503,15 @@ describe('threaded training', () => {
   it("adds the workers' partials into the adjoint with the WebAssembly fold on every thread, also after new batch buffers: both are in the first worker's memory", async () => {
     const config = TINY;
     const one = new Decoder(config);
-    const m = await Decoder.create(config, { threads: 2 });
+    const m = await Decoder.create(config, { tuning, threads: 2 });
     opened.push(m);
     for (const d of [one, m]) d.initialize(4n);
     // The worker runs every sequence; the reduction by the calling thread alone, or by both threads, each over its slice.
-    claimPlan.frontShare = () => 0;
+    tuning.frontShare = () => 0;
     const rng = new SplitMix64(52n);
     // A new batch shape gives new batch buffers in the same memories (the worker gets them in a message, as copies of the buffer objects).
     for (const [B, T, alone] of [[5, 6, true], [5, 6, false], [4, 6, false], [4, 5, true], [5, 6, false]] as const) {
-      reduceTuning.localElements = alone ? Infinity : 0;
+      tuning.reduceLocalElements = alone ? Infinity : 0;
       const batch = randomBatch(rng, config.vocabularySize, B, T);
       const folded = m.parallelStats().foldedPartials;
       expect(m.trainStep(batch)).toBe(one.trainStep(batch));
@@ -527,11 +525,11 @@ describe('threaded training', () => {
   it('counts the time the calling thread waits for the workers (none without them)', async () => {
     const config = TINY;
     const one = new Decoder(config);
-    const m = await Decoder.create(config, { threads: 2 });
+    const m = await Decoder.create(config, { tuning, threads: 2 });
     opened.push(m);
     for (const d of [one, m]) d.initialize(9n);
     // The workers run every sequence: the calling thread has nothing to do but wait for them.
-    claimPlan.frontShare = () => 0;
+    tuning.frontShare = () => 0;
     const rng = new SplitMix64(48n);
     let last = m.parallelStats().waitMs;
     for (let step = 0; step < 3; step++) {
@@ -552,10 +550,10 @@ describe('threaded training', () => {
       const one = new Decoder(config);
       one.initialize(5n);
       for (const threads of [2, 3]) {
-        const m = await Decoder.create(config, { threads });
+        const m = await Decoder.create(config, { tuning, threads });
         opened.push(m);
         m.initialize(5n);
-        claimPlan.frontShare = (_wave, n) => n >> 1;
+        tuning.frontShare = (_wave, n) => n >> 1;
         const rng = new SplitMix64(47n);
         for (let step = 0; step < 3; step++) {
           const batch = randomBatch(rng, config.vocabularySize, 6 + step, 8 - step);
@@ -577,20 +575,20 @@ describe('threaded training', () => {
     const memories = refuseSharedMemories((n) => n === 2);
     try {
       const one = new Decoder(config);
-      const m = await Decoder.create(config, { threads: 2 });
+      const m = await Decoder.create(config, { tuning, threads: 2 });
       opened.push(m);
       for (const d of [one, m]) d.initialize(6n);
       // The calling thread runs every sequence and leaves the lower rows of each product to the worker: only products in the shared memories are.
-      claimPlan.frontShare = (_wave, n) => n;
-      helpTuning.force = true;
+      tuning.frontShare = (_wave, n) => n;
+      tuning.helpForce = true;
       const rng = new SplitMix64(53n);
       for (let step = 0; step < 2; step++) {
         const batch = randomBatch(rng, config.vocabularySize, 4, 6);
         expect(m.trainStep(batch)).toBe(one.trainStep(batch));
         expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
       }
-      claimPlan.frontShare = () => 0;
-      helpTuning.force = false;
+      tuning.frontShare = () => 0;
+      tuning.helpForce = false;
       const batch = randomBatch(rng, config.vocabularySize, 4, 6);
       expect(m.trainStep(batch)).toBe(one.trainStep(batch));
       expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));

@@ -124,12 +124,12 @@ export function allocateBatchBuffers(
 }
 
 /**
- * Tuning of the batch reduction; the bits never depend on it (tests set it to force either path).
- * `localElements`: below this much work ({@link reduceWork}: about one unit
- * per element read by the fold) the calling thread reduces alone, since
- * waking the worker threads would cost more than their share of the work.
+ * Below this much work ({@link reduceWork}: about one unit per element read
+ * by the fold) the calling thread reduces alone, since waking the worker
+ * threads would cost more than their share of the work. The bits never
+ * depend on it (tests force either path: ../parallel/tuning.ts).
  */
-export const reduceTuning: { localElements: number } = { localElements: 1 << 19 };
+export const REDUCE_LOCAL_ELEMENTS: number = 1 << 19;
 
 /**
  * The work of reducing one element, in units of about one element read by the

@@ -1,7 +1,9 @@
 /**
- * The batch pass: the work of one phase of a training or evaluation pass,
- * shared by the calling thread and the worker threads (the single-thread
- * decoder runs it too, on an unshared control block). Threads claim whole
+ * The batch pass of a decoder with worker threads: the work of one phase of
+ * a training or evaluation pass, shared by the calling thread and the worker
+ * threads, each running the reference pass (../reference/model.ts) on its
+ * own kernel set (a decoder on one thread runs that pass directly:
+ * ../decoder.ts `trainStep`). Threads claim whole
  * sequences with an atomic counter (so a busy core simply takes fewer of
  * them); each sequence writes only its own slots, and every cross-sequence sum
  * is done afterwards in the fixed order (../internal/batch-reduce.ts). The bits
@@ -17,26 +19,8 @@ import { decoderBackward, decoderForward } from '../reference/model.ts';
 import type { WasmMemory } from '../kernels/wasm-assembler.ts';
 import { createWasmFold, type WasmFold } from '../kernels/wasm-fold.ts';
 import { HELP, HelpDesk, helperKernels, HelpingKernels, serveProducts, type HelperKernels } from './help.ts';
-import { COMMAND, CTRL, CTRL_LENGTH, GRADIENTS, meetAll } from './protocol.ts';
+import { COMMAND, CTRL, GRADIENTS, meetAll } from './protocol.ts';
 import { copyOutputs, runCallShare, type CallSet, type CallSetMessage } from './shared-calls.ts';
-
-/**
- * A fixed split of the sequences between the calling thread and the workers,
- * for tests (timing decides it otherwise, and on small shapes the calling
- * thread often runs every sequence before a worker wakes): `frontShare(wave,
- * sequences)` gives how many sequences at the front of wave `wave` (0, 1, …)
- * of `sequences` the calling thread runs; the workers run the others. Null
- * (the default): free claims. Read on the calling thread, when a phase starts.
- */
-export const claimPlan: { frontShare: ((wave: number, sequences: number) => number) | null } = { frontShare: null };
-
-/**
- * A fault injected into the finishing REDUCE phases, for tests: the thread
- * reducing slice `slice` (≥ 0; -1: none) fails after its work — it records
- * the first element of its slice as not finite (`throws` false), or throws.
- * Read on the calling thread when a phase starts.
- */
-export const reduceFault: { slice: number; throws: boolean } = { slice: -1, throws: false };
 
 /**
  * The shared memories of the threads' kernel arenas (made by the calling
@@ -145,11 +129,11 @@ export interface PhaseContext {
   readonly calls: Map<number, CallSet>;
 }
 
-/** Runs the phases of a decoder's batch passes: on the calling thread alone, or with worker threads (pool.ts). */
+/** Runs the phases of a decoder's batch passes with worker threads (pool.ts). */
 export interface PhaseRunner {
   /** Threads taking part in a phase (the caller included). */
   readonly threads: number;
-  /** The control block the phases are described in (shared with the workers, if any). */
+  /** The control block the phases are described in (shared with the workers). */
   readonly control: Int32Array;
   /**
    * Runs one phase on every thread and waits for all.
@@ -169,26 +153,8 @@ export interface PhaseRunner {
   share(message: CallSetMessage): void;
   /** Stops the threads (if any). @returns when they have exited. */
   close(): Promise<void>;
-  /** Milliseconds the calling thread waited for the other threads at the end of phases so far (0 without workers). */
+  /** Milliseconds the calling thread waited for the other threads at the end of phases so far. */
   readonly waitMs: number;
-}
-
-/** The single-thread runner: the phase runs on the calling thread, nothing is shared. */
-export class CallingThread implements PhaseRunner {
-  readonly threads: number = 1;
-  readonly control: Int32Array = new Int32Array(CTRL_LENGTH);
-  readonly waitMs: number = 0;
-
-  run(ctx: PhaseContext, command: number): void {
-    Atomics.store(ctx.control, CTRL.COMMAND, command);
-    runPhase(ctx, 0);
-  }
-
-  reconfigure(): void {}
-
-  share(): void {}
-
-  async close(): Promise<void> {}
 }
 
 /**

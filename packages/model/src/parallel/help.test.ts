@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { GEMM_ADD, GEMM_TRANS_A } from '../kernels/gemm-flags.ts';
 import { gemmJs } from '../kernels/gemm.ts';
@@ -9,7 +9,7 @@ import type { KernelSetName } from '../kernels/kernel-set.ts';
 import { fixedMemory } from '../kernels/wasm-assembler.ts';
 import { matrix } from '../reference/matrix.ts';
 import { AVAILABLE_SETS } from '../../test/helpers/kernel-sets.ts';
-import { HELP, HelpDesk, helpBlock, helpingKernelsOn, helpTuning, MIN_WORK, resetHelp, type Offers } from './help.ts';
+import { HELP, HelpDesk, helpBlock, helpingKernelsOn, MIN_WORK, resetHelp, type Offers } from './help.ts';
 
 /** The largest operands the cases take (strides included). */
 const MAX = { M: 40, N: 24, K: 30, pad: 3 };
@@ -26,9 +26,6 @@ function random(n: number, seed: number): Float64Array {
 /** The sets whose products are handed over (the scalar set opens no arenas). */
 const kinds: KernelSetName[] = AVAILABLE_SETS.filter((k) => k !== 'scalar');
 const CONFIG = { vocabularySize: 5, modelWidth: 4, heads: 2, feedForwardWidth: 4, layers: 1, maxPositions: 4, ropeBase: 10000, rmsEpsilon: 1e-6 };
-afterEach(() => {
-  helpTuning.force = false;
-});
 
 describe.each(kinds)('a product offered to another thread (%s kernels)', (kind) => {
   it("computes the offered lower rows, or the whole weight gradient handed over, with the helper's kernels on the offering thread's memory, the rest in place: the bits of the whole product, for plain and transposed A, set and add, taken or taken back", () => {
@@ -121,8 +118,7 @@ describe('what a thread offers', () => {
     /** A fresh help block of two threads with the calling thread's desk, as a phase starts, then changed as given. */
     const desk = (force: boolean, serving: boolean, enabled = true): HelpDesk => {
       const block = helpBlock(2);
-      helpTuning.force = force;
-      resetHelp(block, 2);
+      resetHelp(block, 2, true, force);
       if (serving) Atomics.store(block, HELP.SERVING, 1);
       if (!enabled) Atomics.store(block, HELP.ENABLED, 0);
       return new HelpDesk(block, 0, memory, minRows);

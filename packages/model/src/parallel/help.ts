@@ -43,7 +43,7 @@ export const HELP = {
   SERVING: 1,
   /** Products computed by a thread other than the one that offered them, so far (a diagnostic). */
   HELPED: 2,
-  /** 1 = threads offer their products (from {@link helpTuning}, stored when a phase starts). */
+  /** 1 = threads offer their products (the decoder's tuning, `helpEnabled`, stored when a phase starts). */
   ENABLED: 3,
   /**
    * 1 = every product is offered, whether or not a thread serves yet, and left
@@ -52,15 +52,6 @@ export const HELP = {
    */
   FORCE: 4,
 } as const;
-
-/**
- * Whether threads offer their products (benchmarks turn it off to compare),
- * and whether an offered product is always left to a helper (tests: then
- * every product of a thread's sequences is computed by another thread while
- * one serves). Read by the calling thread when a TRAIN phase starts; the bits
- * are the same either way.
- */
-export const helpTuning: { enabled: boolean; force: boolean } = { enabled: true, force: false };
 
 /** Products of fewer multiply-adds than this (about two microseconds) are not offered unless forced: handing them over would cost more than it saves. */
 export const MIN_WORK = 16384;
@@ -101,12 +92,14 @@ export function helpBlock(threads: number): Int32Array {
  * (an offer left by a thread that failed in the last phase is dropped).
  * @param help - the help block.
  * @param threads - threads taking part.
+ * @param enabled - whether threads offer their products (../parallel/tuning.ts `helpEnabled`).
+ * @param force - whether every offered product is left to a helper (`helpForce`).
  */
-export function resetHelp(help: Int32Array, threads: number): void {
+export function resetHelp(help: Int32Array, threads: number, enabled = true, force = false): void {
   for (let i = SLOTS; i < help.length; i++) Atomics.store(help, i, EMPTY);
   Atomics.store(help, HELP.SERVING, 0);
-  Atomics.store(help, HELP.ENABLED, helpTuning.enabled ? 1 : 0);
-  Atomics.store(help, HELP.FORCE, helpTuning.force ? 1 : 0);
+  Atomics.store(help, HELP.ENABLED, enabled ? 1 : 0);
+  Atomics.store(help, HELP.FORCE, force ? 1 : 0);
   Atomics.store(help, HELP.RUNNING, threads);
 }
 

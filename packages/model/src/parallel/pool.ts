@@ -14,7 +14,8 @@ import type { DecoderConfig } from '@llmcp/format';
 import { ModelError } from '../errors.ts';
 import type { KernelSetName } from '../kernels/kernel-set.ts';
 import { runPhase, type PhaseContext, type PhaseRunner } from './batch-pass.ts';
-import { COMMAND, CTRL, CTRL_LENGTH, spinTuning, spinWhile } from './protocol.ts';
+import { COMMAND, CTRL, CTRL_LENGTH, SPIN_MICROSECONDS, spinWhile } from './protocol.ts';
+import type { ThreadTuning } from './tuning.ts';
 import type { CallSetMessage } from './shared-calls.ts';
 import type { WorkerBuffers, WorkerInit } from './worker.ts';
 
@@ -52,13 +53,16 @@ export class ThreadPool implements PhaseRunner {
   readonly control: Int32Array;
   readonly #workers: Worker[];
   readonly #ports: MessagePort[];
+  /** The decoder's tuning (read when a phase starts). */
+  readonly #tuning: ThreadTuning;
   #closed = false;
   #waitMs = 0;
 
-  private constructor(control: Int32Array, workers: Worker[], ports: MessagePort[]) {
+  private constructor(control: Int32Array, workers: Worker[], ports: MessagePort[], tuning: ThreadTuning) {
     this.control = control;
     this.#workers = workers;
     this.#ports = ports;
+    this.#tuning = tuning;
   }
 
   /** Number of threads taking part in a phase (workers + the caller). */
@@ -72,10 +76,11 @@ export class ThreadPool implements PhaseRunner {
    * @param arrays - the decoder's parameters and gradients, on SharedArrayBuffers.
    * @param threads - total threads (≥ 2).
    * @param kernels - the kernel set every worker runs (the decoder's).
+   * @param tuning - the decoder's tuning (tuning.ts), kept by reference.
    * @returns the started pool.
    * @throws ModelError `MODEL_WORKER_FAILED` when a worker fails to start.
    */
-  static async start(config: DecoderConfig, arrays: { readonly parameters: Float64Array; readonly gradients: Float64Array }, threads: number, kernels: KernelSetName): Promise<ThreadPool> {
+  static async start(config: DecoderConfig, arrays: { readonly parameters: Float64Array; readonly gradients: Float64Array }, threads: number, kernels: KernelSetName, tuning: ThreadTuning = {}): Promise<ThreadPool> {
     const control = new Int32Array(new SharedArrayBuffer(CTRL_LENGTH * 4));
     const entry = workerEntry();
     const workers: Worker[] = [];
@@ -126,7 +131,7 @@ export class ThreadPool implements PhaseRunner {
     }
     for (const w of workers) w.unref();
     for (const p of ports) p.unref();
-    return new ThreadPool(control, workers, ports);
+    return new ThreadPool(control, workers, ports, tuning);
   }
 
   /** Milliseconds the calling thread waited for the workers after its share of a phase, so far. */
@@ -183,7 +188,7 @@ export class ThreadPool implements PhaseRunner {
     if (this.#closed) throw new ModelError('MODEL_CLOSED', 'the decoder was closed; its worker threads are gone');
     const c = this.control;
     Atomics.store(c, CTRL.THREADS, this.threads);
-    Atomics.store(c, CTRL.SPIN_US, spinTuning.microseconds);
+    Atomics.store(c, CTRL.SPIN_US, this.#tuning.spinMicroseconds ?? SPIN_MICROSECONDS);
     Atomics.store(c, CTRL.COMMAND, command);
     Atomics.store(c, CTRL.DONE, 0);
     Atomics.store(c, CTRL.ERROR, 0);

@@ -55,13 +55,13 @@ export const CTRL = {
    * TRAIN / EVALUATE: 0 (claims are free), or 1 + the number of sequences at
    * the front of the wave the calling thread runs, leaving exactly the rest to
    * the workers (REMAINING then counts only those): a fixed split, for tests
-   * (claimPlan in batch-pass.ts).
+   * (tuning.ts `frontShare`).
    */
   FRONT_SHARE: 20,
   /** CALLS: the call set (shared-calls.ts) and the index of its entry to call. */
   CALLS_ID: 21,
   CALLS_ENTRY: 22,
-  /** Microseconds a thread watches a slot before it sleeps on it ({@link spinWhile}; from {@link spinTuning}, stored when a phase starts). */
+  /** Microseconds a thread watches a slot before it sleeps on it ({@link spinWhile}; {@link SPIN_MICROSECONDS} or the decoder's tuning, stored when a phase starts). */
   SPIN_US: 23,
   /** Partials the REDUCE phases added with the WebAssembly fold so far, counted once per thread's slice (a diagnostic: kernels/wasm-fold.ts). */
   FOLDED: 24,
@@ -75,7 +75,7 @@ export const CTRL = {
   ARRIVED: 26,
   /** 1 when a thread failed before the end of its slice or share: then no thread writes the gradients, or the outputs of the calls. */
   FAILED: 27,
-  /** REDUCE, for tests: 0, or the fault of a slice (batch-pass.ts `reduceFault`): 2·(slice + 1), + 1 to throw. */
+  /** REDUCE, for tests: 0, or the fault of a slice (tuning.ts `faultSlice`, `faultThrows`): 2·(slice + 1), + 1 to throw. */
   FAULT: 28,
 } as const;
 
@@ -126,10 +126,10 @@ export const COMMAND = {
  * step, 20 ms on two threads, lose 0.3 ms so); between the phases of a step
  * (the clip, the commit of AdamW's update, zero-grad) there is less than
  * 0.5 ms. A thread spins at most this long per wait, so a decoder left idle
- * costs that once, then sleeps. 0 sleeps at once (benchmarks compare). The
- * bits never depend on it.
+ * costs that once, then sleeps. 0 sleeps at once (benchmarks compare, through
+ * a decoder's tuning: tuning.ts). The bits never depend on it.
  */
-export const spinTuning: { microseconds: number } = { microseconds: 500 };
+export const SPIN_MICROSECONDS = 500;
 
 /**
  * Watches `block[index]` while it holds `value`, for at most the control
