@@ -528,8 +528,11 @@ describe('threaded training', () => {
     const m = await Decoder.create(config, { tuning, threads: 2 });
     opened.push(m);
     for (const d of [one, m]) d.initialize(9n);
-    // The workers run every sequence: the calling thread has nothing to do but wait for them.
+    // The workers run every sequence: the calling thread has nothing to do but wait for them. Its clock moves
+    // 1 ms at every look, so that each wait counts (a wall clock may read the same twice).
     tuning.frontShare = () => 0;
+    let now = 0;
+    tuning.clock = () => ++now;
     const rng = new SplitMix64(48n);
     let last = m.parallelStats().waitMs;
     for (let step = 0; step < 3; step++) {

@@ -14,7 +14,7 @@ import type { DecoderConfig } from '@llmcp/format';
 import { ModelError } from '../errors.ts';
 import type { KernelSetName } from '../kernels/kernel-set.ts';
 import { runPhase, type PhaseContext, type PhaseRunner } from './batch-pass.ts';
-import { COMMAND, CTRL, CTRL_LENGTH, SPIN_MICROSECONDS, spinWhile } from './protocol.ts';
+import { COMMAND, CTRL, CTRL_LENGTH, monotonicMs, SPIN_MICROSECONDS, spinWhile } from './protocol.ts';
 import type { ThreadTuning } from './tuning.ts';
 import type { CallSetMessage } from './shared-calls.ts';
 import type { WorkerBuffers, WorkerInit } from './worker.ts';
@@ -178,9 +178,10 @@ export class ThreadPool implements PhaseRunner {
     } catch (e) {
       callerError = e;
     }
-    const done = performance.now();
+    const clock = this.#tuning.clock ?? monotonicMs;
+    const done = clock();
     this.#wait();
-    this.#waitMs += performance.now() - done;
+    this.#waitMs += clock() - done;
     if (callerError !== undefined) throw callerError;
   }
 

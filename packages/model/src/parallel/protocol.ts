@@ -152,8 +152,8 @@ export function spinWhile(block: Int32Array, index: number, value: number, now: 
   }
 }
 
-/** @returns `performance.now()`: the default clock of {@link spinWhile}. */
-function monotonicMs(): number {
+/** @returns `performance.now()`: the default clock of {@link spinWhile} and of the calling thread's waits (pool.ts). */
+export function monotonicMs(): number {
   return performance.now();
 }
 

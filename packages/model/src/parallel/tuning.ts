@@ -29,6 +29,8 @@ export interface ThreadTuning {
   helpForce?: boolean;
   /** Microseconds a thread watches the control block before it sleeps (default protocol.ts `SPIN_MICROSECONDS`; 0 sleeps at once). */
   spinMicroseconds?: number;
+  /** The clock (milliseconds) the calling thread times its waits for the workers with (`ParallelStats.waitMs`; default `performance.now`: tests drive it). */
+  clock?: () => number;
   /** Below this much reduction work the calling thread reduces alone (default batch-reduce.ts `REDUCE_LOCAL_ELEMENTS`; 0: always the threads, Infinity: always alone). */
   reduceLocalElements?: number;
 }
