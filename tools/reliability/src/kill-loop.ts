@@ -18,11 +18,11 @@
  * `TRAINER_ENGINE_FAILED`, and no rank outlives its trainer, however the
  * trainer ended.
  */
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { SplitMix64 } from '@llmcp/format';
 import { childPids, processGone } from './proc.ts';
-import { classifyCli, describeExit, finalDifference, harnessConfig, llmcp, referenceRun, REPRO_DIR, runEvents, scratch, slotNames, waitForText } from './run-harness.ts';
+import { classifyCli, CLI_TIMEOUT_MS, describeExit, finalDifference, harnessConfig, llmcp, referenceRun, REPRO_DIR, runEvents, scratch, slotNames, TORCH_CLI_TIMEOUT_MS, waitForText } from './run-harness.ts';
 import type { FaultRule } from './shim.ts';
 
 /** How a process of a chain was killed. */
@@ -128,6 +128,20 @@ interface ChainSetup {
   readonly engine: KillLoopEngine | undefined;
 }
 
+/**
+ * The engine ranks among a trainer's children (`python -m llmcp.engine`): not the short-lived helpers it
+ * also starts (`chrt` for the save thread's priority, which a first version of this loop took for a rank).
+ */
+function engineRanks(trainer: number): number[] {
+  return childPids(trainer).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('llmcp.engine');
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** Sends a signal; false when the process had already gone (its run finished first). */
 function signalIfAlive(pid: number, signal: NodeJS.Signals): boolean {
   try {
@@ -165,14 +179,14 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     const restartsBefore = runEvents(runDir).filter((e) => e.event === 'restarted').length;
     if (started) out.resumes += 1;
     started = true;
-    const child = llmcp(args(), kill === null || kill.rules.length === 0 ? {} : { rules: kill.rules });
+    const child = llmcp(args(), { ...(kill === null || kill.rules.length === 0 ? {} : { rules: kill.rules }), timeoutMs: engine === undefined ? CLI_TIMEOUT_MS : TORCH_CLI_TIMEOUT_MS });
     // The engine's ranks are running once the trainer says it is training.
     let ranks: number[] = [];
     // Whether a rank was SIGKILLed (one that had already ended with its finished run cannot be).
     let rankKilled = false;
     if (engine !== undefined || (kill !== null && kill.kind === 'random-time')) {
       if (await waitForText(child, /^(training|resuming) /m, 20_000)) {
-        ranks = engine === undefined ? [] : childPids(child.pid);
+        ranks = engine === undefined ? [] : engineRanks(child.pid);
         if (kill !== null && (kill.kind === 'random-time' || kill.kind === 'rank')) {
           await new Promise((r) => setTimeout(r, kill.delayMs));
           const victim = ranks[rng.nextBelow(Math.max(1, ranks.length))];
@@ -254,7 +268,7 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
   const started = performance.now();
   const engine = options.engine;
   const config = harnessConfig(engine === undefined ? {} : { engine: { kind: 'torch', worldSize: engine.worldSize } });
-  const reference = await referenceRun(config, engine === undefined ? [] : ['--python', engine.python]);
+  const reference = await referenceRun(config, engine === undefined ? [] : ['--python', engine.python], engine === undefined ? CLI_TIMEOUT_MS : TORCH_CLI_TIMEOUT_MS);
   const s = scratch('llmcp-kill-');
   const configFile = s.config('cfg.json', config);
   const results: ChainResult[] = [];
