@@ -28,17 +28,16 @@
  *   a head's features, so permuting query and key alike leaves them, and the
  *   logits, unchanged.
  */
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { checksumLabel, type DecodedCheckpoint, type DecoderConfig } from '@llmcp/format';
-import { writeFileAtomic } from '@llmcp/format/node';
 import { BOS_ID, BYTE_TOKEN_OFFSET, EOS_ID, FIRST_MERGE_TOKEN_ID, tokenizerFromState } from '@llmcp/tokenizer';
 import type { Job } from '@llmcp/trainer';
 import type { CliContext } from './context.ts';
 import { CliError } from './errors.ts';
 import { GGUF_BOS_TEXT, GGUF_EOS_TEXT, gpt2ByteCharacters } from './gguf.ts';
 import { resolveCheckpoint } from './internal/checkpoint-address.ts';
-import { requireCreatableDirectory } from './internal/files.ts';
+import { requireOutputDirectory, writeOutputDirectory } from './internal/files.ts';
 import { encodeSafetensorsTensors, totalParameters, type SafetensorsDType, type SafetensorsTensor } from './safetensors.ts';
 
 /** Text of the begin-of-document token (id 0) in `tokenizer.json` (the same as in a GGUF export). */
@@ -458,19 +457,14 @@ export interface RunHfExportOptions {
 export async function runHfExport(ctx: CliContext, spec: string, options: RunHfExportOptions = {}): Promise<number> {
   const source = await resolveExportSource(ctx, spec, options.latest === true ? { latest: true } : {});
   const dir = options.dir ?? `${source.outputStem}-hf`;
-  const absolute = requireCreatableDirectory(ctx, dir, 'output directory');
+  const absolute = await requireOutputDirectory(ctx, dir);
   if (existsSync(absolute) && readdirSync(absolute).length > 0 && options.force !== true) {
     throw new CliError('CLI_WRITE_FAILED', `output directory ${dir} is not empty`, { path: absolute, hint: 'pass --force to replace the export files in it, or choose an empty or new directory' });
   }
   const dtype: SafetensorsDType = options.dtype === 'f32' ? 'F32' : 'F64';
+  // Every file encoded before anything is written; then the output rule for each (only regular files replaced).
   const files = hfExportFiles(source, { dtype, name: path.basename(absolute) });
-  try {
-    mkdirSync(absolute, { recursive: true });
-    for (const f of files) await writeFileAtomic(path.join(absolute, f.name), f.bytes);
-  } catch (e) {
-    if (e instanceof CliError) throw e;
-    throw new CliError('CLI_WRITE_FAILED', `cannot write ${dir}: ${(e as Error).message}`, { path: absolute, cause: e });
-  }
+  await writeOutputDirectory(ctx, dir, files, options.force === true);
   const c = source.checkpoint;
   ctx.stdout.write(`wrote ${dir}: Hugging Face LlamaForCausalLM from ${source.description} (step ${source.job?.step ?? c.selectedStep}), ${totalParameters(c)} parameters (${dtype})\n`);
   for (const f of files) ctx.stdout.write(`  ${f.name}  ${f.bytes.length} bytes\n`);

@@ -22,19 +22,10 @@ import { loadCheckpoint, saveCheckpointAtomic } from '@llmcp/format/node';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
 import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
+import { RUN_FILES } from './run-layout.ts';
 import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
-/** File names inside a run directory. */
-export const RUN_FILES = {
-  manifest: 'run.json',
-  lossLog: 'loss.jsonl',
-  samples: 'samples.json',
-  lock: 'run.lock',
-  checkpoints: 'checkpoints',
-  archive: 'archive',
-  state: 'state.llmcp',
-  job: 'job.json',
-} as const;
+export { RUN_FILES } from './run-layout.ts';
 
 /** Slot names: `latest`, `latest.backup`, `best`, `best.backup`, `step_NNNNNN`. */
 export type SlotName = string;

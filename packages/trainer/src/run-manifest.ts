@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '@llmcp/format/node';
 import { TrainerError } from './errors.ts';
-import { RUN_FILES } from './run-directory.ts';
+import { RUN_FILES } from './run-layout.ts';
 import { canonicalJson } from './internal/canonical-json.ts';
 import type { TrainerConfig } from './config.ts';
 

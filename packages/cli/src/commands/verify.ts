@@ -16,10 +16,11 @@ import { CliError } from '../errors.ts';
 import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { foreignFileJson, describeForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
-import { isRunDirectory, parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
+import { parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
 import { readInputFile, requirePath, resolvePath } from '../internal/files.ts';
 import { foreignErrorJson, foreignErrorText, foreignKindName, readForeignInput, type ForeignErrorJson, type ForeignInput } from '../internal/foreign.ts';
 import { alignTable, plural } from '../internal/text.ts';
+import { loadTrainer } from '../trainer.ts';
 
 /** Identifier of the JSON document (`schema` member). */
 export const VERIFY_SCHEMA_ID = 'llmcp-verify/1';
@@ -125,13 +126,13 @@ function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): numb
 /** `dir` is the run directory as given, `absolute` the path it resolves to. */
 async function verifyRunDir(ctx: CliContext, runDir: { readonly dir: string; readonly absolute: string }, options: VerifyOptions): Promise<number> {
   const { dir, absolute } = runDir;
-  if (!existsSync(path.join(absolute, 'run.json')) && !existsSync(path.join(absolute, 'checkpoints'))) {
-    throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is a directory but not a run directory (no run.json, no checkpoints/)`, {
+  const { verifyRun, isRunDirectory } = await loadTrainer();
+  if (!isRunDirectory(absolute)) {
+    throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is a directory but not a run directory (no run.json, run.lock or checkpoints/)`, {
       path: absolute,
       hint: existsSync(path.join(absolute, 'state.llmcp')) ? `verify the checkpoint file: llmcp verify ${path.join(dir, 'state.llmcp')}` : 'give a checkpoint file or a run directory',
     });
   }
-  const { verifyRun } = await import('@llmcp/trainer');
   const run = await verifyRun(absolute);
   if (options.json === true) {
     const doc: VerifyRunJson = { schema: VERIFY_SCHEMA_ID, kind: 'run', path: dir, ok: run.ok, run };
@@ -215,7 +216,7 @@ async function verifySlotAddress(ctx: CliContext, at: { readonly target: string;
 export async function runVerify(ctx: CliContext, target: string, options: VerifyOptions): Promise<number> {
   // One slot of a run: run:slot (not itself a path), or a slot directory <run>/checkpoints/<slot>.
   const whole = resolvePath(ctx, target);
-  const slotDir = existsSync(whole) && path.basename(path.dirname(whole)) === 'checkpoints' && isRunDirectory(path.dirname(path.dirname(whole)));
+  const slotDir = existsSync(whole) && path.basename(path.dirname(whole)) === 'checkpoints' && (await loadTrainer()).isRunDirectory(path.dirname(path.dirname(whole)));
   if ((!existsSync(whole) && target.lastIndexOf(':') > 0) || slotDir) {
     const address = await parseCheckpointAddress(ctx, target, { what: 'checkpoint or run directory' });
     if (address.kind === 'run' && address.slot !== null) return verifySlotAddress(ctx, { target, run: address.run, runDir: address.runDir, slot: address.slot }, options);
