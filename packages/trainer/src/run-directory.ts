@@ -14,11 +14,11 @@
  * missing or damaged falls back to `S.backup` and then to step snapshots.
  * `.tmp-*` and `.trash-*` entries are never read and are removed at start-up.
  */
-import { constants, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, lstatSync, readdirSync, renameSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { u64Hex, type CheckpointState } from '@llmcp/format';
-import { loadCheckpoint, saveCheckpointAtomic } from '@llmcp/format/node';
+import { isFormatError, u64Hex, type CheckpointState } from '@llmcp/format';
+import { loadCheckpoint, MAX_TEXT_FILE_BYTES, readRegularFileSync, saveCheckpointAtomic } from '@llmcp/format/node';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
 import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
@@ -150,10 +150,11 @@ export interface VerifiedSlot {
 
 function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' | 'TRAINER_STATE_INVALID'): Uint8Array {
   try {
-    return new Uint8Array(readFileSync(file));
+    // The input rule: a regular file (a FIFO or device in a slot is damage, refused without blocking), bounded.
+    return readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: `${slot}/${path.basename(file)}` });
   } catch (cause) {
-    const missing = (cause as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new TrainerError(code, `${slot}/${path.basename(file)} ${missing ? 'is missing' : `cannot be read: ${(cause as Error).message}`}`, {
+    const missing = isFormatError(cause) && cause.reason === 'not-found';
+    throw new TrainerError(code, missing ? `${slot}/${path.basename(file)} is missing` : isFormatError(cause) ? cause.message : `${slot}/${path.basename(file)} cannot be read: ${(cause as Error).message}`, {
       path: file,
       slot,
       cause,

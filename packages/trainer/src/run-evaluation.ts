@@ -3,8 +3,8 @@
  * loads and verifies the selected state, re-reads the inputs the run recorded
  * (refusing any that changed), and calls {@link evaluateFinal} once.
  */
-import { readFileSync } from 'node:fs';
-import { decodeCheckpoint, type CheckpointState } from '@llmcp/format';
+import { decodeCheckpoint, isFormatError, type CheckpointState } from '@llmcp/format';
+import { MAX_FILE_BYTES, readRegularFileSync } from '@llmcp/format/node';
 import { parseCorpus, parseSplitManifest, partitionCorpus } from '@llmcp/data';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import type { TrainerConfig } from './config.ts';
@@ -125,9 +125,9 @@ export interface CheckpointEvaluationOptions {
 export async function evaluateCheckpointFile(file: string, options: CheckpointEvaluationOptions): Promise<{ readonly state: CheckpointState; readonly evaluation: FinalEvaluation }> {
   const read = (f: string, what: string): Uint8Array => {
     try {
-      return new Uint8Array(readFileSync(f));
+      return readRegularFileSync(f, { maxBytes: MAX_FILE_BYTES, what });
     } catch (cause) {
-      throw new TrainerError('TRAINER_INPUT_INVALID', `cannot read the ${what} ${f}: ${(cause as Error).message}`, { path: f, cause });
+      throw new TrainerError('TRAINER_INPUT_INVALID', isFormatError(cause) ? cause.message : `cannot read the ${what} ${f}: ${(cause as Error).message}`, { path: f, cause });
     }
   };
   let state: CheckpointState;

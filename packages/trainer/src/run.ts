@@ -14,7 +14,7 @@
  * Requests only add checkpoints; they never change what is computed, so an
  * interrupted and resumed run produces the same bytes as an uninterrupted one.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
@@ -48,7 +48,7 @@ import {
   type VerifiedSlot,
 } from './run-directory.ts';
 import { encodeSampleAudit, type SaveRequest, type SaveResult } from './save.ts';
-import { writeFileAtomic } from '@llmcp/format/node';
+import { MAX_TEXT_FILE_BYTES, readRegularFileSync, writeFileAtomic } from '@llmcp/format/node';
 import { exitAtOnce, RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
@@ -932,7 +932,7 @@ async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, c
     const file = path.join(runDir, RUN_FILES.samples);
     let current: Partial<SampleAudit> | null = null;
     try {
-      current = JSON.parse(readFileSync(file, 'utf8')) as Partial<SampleAudit>;
+      current = JSON.parse(new TextDecoder().decode(readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'samples.json' }))) as Partial<SampleAudit>;
     } catch {
       current = null;
     }
