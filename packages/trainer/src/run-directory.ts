@@ -23,6 +23,7 @@ import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
 import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
 import { RUN_FILES } from './run-layout.ts';
+import { readRunManifest } from './run-manifest.ts';
 import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
 export { RUN_FILES } from './run-layout.ts';
@@ -222,7 +223,7 @@ export function verifyPairing(pair: { readonly job: Job; readonly state: Checkpo
  * @param runDir - the run directory.
  * @param slot - the slot name.
  * @returns the verified slot.
- * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID` or `TRAINER_PAIR_MISMATCH`.
+ * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID`, `TRAINER_PAIR_MISMATCH`, or `TRAINER_SLOT_FOREIGN` (a checkpoint of another run).
  */
 export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   const dir = path.join(checkpointsDir(runDir), slot);
@@ -233,6 +234,7 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   }
   const jobFile = path.join(dir, RUN_FILES.job);
   const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
+  assertOwnSlot(runDir, slot, job);
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
   let decoded;
@@ -258,8 +260,9 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
 export interface SlotReport {
   readonly slot: SlotName;
   /**
-   * `used`: chosen; `refused`: failed verification; `older`: passed over — a valid job of an older step than the
-   * chosen one, or one written before a pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
+   * `used`: chosen; `refused`: failed verification, or a checkpoint of another run (code `TRAINER_SLOT_FOREIGN`, never
+   * a candidate); `older`: passed over — a valid job of an older step than the chosen one, or one written before a
+   * pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
    */
   readonly status: 'used' | 'refused' | 'older' | 'not-checked';
   /** The step its job.json claims, when readable. */
@@ -298,7 +301,8 @@ function stepSlotsOf(names: readonly string[]): SlotName[] {
  * rolling slot (a best-only save after the last cadence checkpoint, or a run
  * killed before its first one). A best slot is a complete job checkpoint
  * too, so such a run resumes from it instead of going back and cutting the
- * history it recorded.
+ * history it recorded. A best slot of another run is listed too, so that the
+ * choice refuses and reports it as foreign.
  *
  * @param runDir - the run directory.
  * @returns slot names that exist.
@@ -314,8 +318,10 @@ export function resumeCandidates(runDir: string): SlotName[] {
   return [
     ...rolling,
     ...bestSlots.filter((n) => {
-      const step = readSlotJob(runDir, n)?.step ?? null;
-      return step === null ? rolling.length === 0 : step > newestRolling;
+      const { job, error } = peekJob(runDir, n);
+      // Another run's best is listed, to be refused and reported as foreign, whatever its step.
+      if (isForeign(error)) return true;
+      return job === null ? rolling.length === 0 : job.step > newestRolling;
     }),
   ];
 }
@@ -323,10 +329,45 @@ export function resumeCandidates(runDir: string): SlotName[] {
 function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unknown } {
   try {
     const bytes = readSlotFile(path.join(checkpointsDir(runDir), slot, RUN_FILES.job), slot, 'TRAINER_JOB_INVALID');
-    return { job: decodeJob(bytes, `${slot}/job.json`), error: null };
+    const job = decodeJob(bytes, `${slot}/job.json`);
+    assertOwnSlot(runDir, slot, job);
+    return { job, error: null };
   } catch (error) {
     return { job: null, error };
   }
+}
+
+/** The run id `run.json` records, or null when it is missing or unreadable (then no slot can be told foreign). */
+function recordedRunId(runDir: string): string | null {
+  try {
+    return readRunManifest(runDir)?.runId ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Refuses a slot of another run: its job's run id is not the one `run.json`
+ * records (a `best/` copied in from another run, say). Such a slot is never
+ * a resume candidate, never evidence of the run's history and never its best.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @param job - the slot's digest-verified job.
+ * @throws TrainerError `TRAINER_SLOT_FOREIGN`.
+ */
+function assertOwnSlot(runDir: string, slot: SlotName, job: Job): void {
+  const runId = recordedRunId(runDir);
+  if (runId === null || job.run.id === runId) return;
+  throw new TrainerError('TRAINER_SLOT_FOREIGN', `${slot} holds a checkpoint of another run (run id ${job.run.id}), not of this run (${runId}, run.json); it is never resumed from: move it out of checkpoints/`, {
+    path: path.join(checkpointsDir(runDir), slot),
+    slot,
+    step: job.step,
+  });
+}
+
+function isForeign(error: unknown): boolean {
+  return isTrainerError(error) && error.code === 'TRAINER_SLOT_FOREIGN';
 }
 
 /**
@@ -435,7 +476,9 @@ export function checkpointEvidence(runDir: string, manifest: EvidenceManifest | 
   if (pivots > 0 && blocksRestart === null) blocksRestart = `run.json records pivot ${pivots}`;
   for (const slot of ['best', 'best.backup']) {
     if (!existsSync(path.join(checkpointsDir(runDir), slot))) continue;
-    const { job } = peekJob(runDir, slot);
+    const { job, error } = peekJob(runDir, slot);
+    // Another run's checkpoint proves nothing about this run's history.
+    if (job === null && isForeign(error)) continue;
     if (job === null) blocksRestart ??= `${slot}/ exists but its job.json cannot be read`;
     else raise(job.step, `${slot}/ holds a checkpoint of step ${job.step}`);
   }
@@ -510,7 +553,7 @@ export async function chooseCheckpoint(runDir: string, evidence: CheckpointEvide
   const floor = evidence?.floor ?? null;
   if (floor !== null && chosen.job.step < floor.step) {
     // A present slot of that step (or of unknown step) that was refused explains the gap: the report shows the damage.
-    const accounted = candidates.some((c) => c.job === null || (c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
+    const accounted = candidates.some((c) => (c.job === null && !isForeign(c.error)) || (c.job !== null && c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
     if (!accounted) {
       const expected = ['latest', 'latest.backup', stepSlotName(floor.step)].filter((n) => !candidates.some((c) => c.slot === n));
       throw new TrainerError(
