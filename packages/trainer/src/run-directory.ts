@@ -217,8 +217,59 @@ export function verifyPairing(pair: { readonly job: Job; readonly state: Checkpo
 }
 
 /**
+ * What identifies a slot's content at one instant: the inode, size and change
+ * time of its directory, `job.json` and `state.llmcp` (`-` where missing). A
+ * live run publishes a slot by renames, so a slot read while it was replaced
+ * has another fingerprint afterwards.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @returns the fingerprint.
+ */
+export function slotFingerprint(runDir: string, slot: SlotName): string {
+  const dir = path.join(checkpointsDir(runDir), slot);
+  return ['', RUN_FILES.job, RUN_FILES.state]
+    .map((name) => {
+      try {
+        const st = lstatSync(path.join(dir, name));
+        return `${name}:${st.ino}:${st.size}:${st.ctimeMs}`;
+      } catch {
+        return `${name}:-`;
+      }
+    })
+    .join('|');
+}
+
+/** Reads of a slot that a live run replaced while it was read, before its failure is believed. */
+const SLOT_READ_ATTEMPTS = 8;
+
+/** Test hooks of a slot read (`@llmcp/trainer/testing`): where a live run's publication can fall into a read. */
+export interface SlotReadHooks {
+  /** After a slot's `job.json` was read, before its `state.llmcp` is. */
+  readonly betweenFiles?: (runDir: string, slot: SlotName) => void;
+}
+
+let slotReadHooks: SlotReadHooks = {};
+
+/**
+ * Installs slot-read hooks (tests only: they stand for a live run publishing a slot in the middle of a read).
+ *
+ * @param next - the hooks; `{}` removes them.
+ */
+export function setSlotReadHooks(next: SlotReadHooks): void {
+  slotReadHooks = next;
+}
+
+/**
  * Fully verifies one slot: `job.json` (JSON, schema, SHA-256 digest, config),
  * `state.llmcp` (every LLMCP35 rule, streamed: any size), and their pairing.
+ *
+ * A run being trained replaces its slots by renames (latest → latest.backup,
+ * a new latest); a read that straddles one can pair the old job with the new
+ * state. So a failure counts only when the slot did not change while it was
+ * read (its {@link slotFingerprint}); otherwise the slot is read again. A
+ * success needs no such check: a job and a state that pair and verify are a
+ * checkpoint, whenever they were read.
  *
  * @param runDir - the run directory.
  * @param slot - the slot name.
@@ -226,6 +277,17 @@ export function verifyPairing(pair: { readonly job: Job; readonly state: Checkpo
  * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID`, `TRAINER_PAIR_MISMATCH`, or `TRAINER_SLOT_FOREIGN` (a checkpoint of another run).
  */
 export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
+  for (let attempt = 1; ; attempt += 1) {
+    const before = slotFingerprint(runDir, slot);
+    try {
+      return await verifySlotOnce(runDir, slot);
+    } catch (e) {
+      if (attempt >= SLOT_READ_ATTEMPTS || slotFingerprint(runDir, slot) === before) throw e;
+    }
+  }
+}
+
+async function verifySlotOnce(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   const dir = path.join(checkpointsDir(runDir), slot);
   try {
     if (lstatSync(dir).isSymbolicLink()) throw new TrainerError('TRAINER_RUN_INVALID', `${slot} is a symbolic link, not a checkpoint slot directory`, { path: dir, slot });
@@ -235,6 +297,7 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   const jobFile = path.join(dir, RUN_FILES.job);
   const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
   assertOwnSlot(runDir, slot, job);
+  slotReadHooks.betweenFiles?.(runDir, slot);
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
   let decoded;
