@@ -8,11 +8,11 @@
  * places between the two files of a read of latest).
  */
 import { spawn } from 'node:child_process';
-import { cpSync, renameSync, writeFileSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { setSlotReadHooks } from '@llmcp/trainer/testing';
+import { publishDuringSlotReads, setSlotReadHooks } from '@llmcp/trainer/testing';
 import { llmcp, tempDir } from './helpers.ts';
 
 const tmp = tempDir('llmcp-verify-live-');
@@ -37,24 +37,10 @@ function liveCopy(): string {
   return dir;
 }
 
-function publishDuringReads(times: number): void {
-  let done = 0;
-  setSlotReadHooks({
-    betweenFiles: (runDir, slot) => {
-      if (slot !== 'latest' || done >= times) return;
-      done += 1;
-      const cp = path.join(runDir, 'checkpoints');
-      renameSync(path.join(cp, 'latest'), path.join(cp, '.swap'));
-      renameSync(path.join(cp, 'latest.backup'), path.join(cp, 'latest'));
-      renameSync(path.join(cp, '.swap'), path.join(cp, 'latest.backup'));
-    },
-  });
-}
-
 describe('llmcp verify <run being trained>: the verdict and the exit code agree', () => {
   it('slots replaced during a few reads: ok, exit 0 (no false failure)', async () => {
     const dir = liveCopy();
-    publishDuringReads(3);
+    publishDuringSlotReads(3);
     const r = await llmcp(['verify', dir]);
     expect([r.code, r.stdout.split('\n')[0]]).toEqual([0, `run ${dir}: ok`]);
     expect(r.stdout).toMatch(/in use by process \d+ .*verified at a moment when no slot was changing/);
@@ -62,7 +48,7 @@ describe('llmcp verify <run being trained>: the verdict and the exit code agree'
 
   it('slots replaced during every read: UNSETTLED with exit 4, never exit 1 "verification failed", in text and JSON', async () => {
     const dir = liveCopy();
-    publishDuringReads(Number.POSITIVE_INFINITY);
+    publishDuringSlotReads(Number.POSITIVE_INFINITY);
     const r = await llmcp(['verify', dir]);
     expect([r.code, r.stdout.split('\n')[0]]).toEqual([4, `run ${dir}: UNSETTLED`]);
     const j = await llmcp(['verify', dir, '--json']);

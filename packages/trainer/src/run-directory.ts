@@ -261,6 +261,30 @@ export function setSlotReadHooks(next: SlotReadHooks): void {
 }
 
 /**
+ * Installs a slot-read hook that stands for a live run publishing `latest`
+ * in the middle of a read (tests only): between the two files of a read of
+ * `latest`, the first `times` times, `latest` and `latest.backup` change
+ * places by three renames, as a publication rotates them.
+ *
+ * @param times - how many reads are disturbed (`Infinity`: every one).
+ * @returns how many were.
+ */
+export function publishDuringSlotReads(times: number): { readonly count: () => number } {
+  let done = 0;
+  setSlotReadHooks({
+    betweenFiles: (runDir, slot) => {
+      if (slot !== 'latest' || done >= times) return;
+      done += 1;
+      const dir = checkpointsDir(runDir);
+      renameSync(path.join(dir, 'latest'), path.join(dir, '.swap'));
+      renameSync(path.join(dir, 'latest.backup'), path.join(dir, 'latest'));
+      renameSync(path.join(dir, '.swap'), path.join(dir, 'latest.backup'));
+    },
+  });
+  return { count: () => done };
+}
+
+/**
  * Fully verifies one slot: `job.json` (JSON, schema, SHA-256 digest, config),
  * `state.llmcp` (every LLMCP35 rule, streamed: any size), and their pairing.
  *

@@ -10,4 +10,4 @@ export { resumeRunWithFaults } from './run.ts';
 export type { ResumeFaults } from './run.ts';
 export type { EngineFaults } from './llmcp-engine.ts';
 export type { PublishHook, PublishStage, SlotReadHooks } from './run-directory.ts';
-export { setSlotReadHooks } from './run-directory.ts';
+export { publishDuringSlotReads, setSlotReadHooks } from './run-directory.ts';

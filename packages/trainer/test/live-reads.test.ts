@@ -8,13 +8,13 @@
  * while it was read; verifyRun's verdict is from an attempt during which
  * nothing changed, or it says it is unsettled — never FAILED for a race.
  */
-import { cpSync, renameSync, writeFileSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { processStartTime } from '../src/internal/run-lock.ts';
 import { verifySlot } from '../src/run-directory.ts';
 import { verifyRun } from '../src/status.ts';
-import { setSlotReadHooks } from '../src/testing.ts';
+import { publishDuringSlotReads, setSlotReadHooks } from '../src/testing.ts';
 import { ch33 } from './helpers/configs.ts';
 import { lockRecord, otherProcess } from './helpers/live-owner.ts';
 import { tempDir, trainedRun } from './helpers/run-fixture.ts';
@@ -36,26 +36,10 @@ function copy(live: boolean): string {
   return dir;
 }
 
-/** A publication in the middle of a read of latest, `times` times: latest and latest.backup swap places. */
-function publishDuringReads(times: number): { readonly count: () => number } {
-  let done = 0;
-  setSlotReadHooks({
-    betweenFiles: (runDir, slot) => {
-      if (slot !== 'latest' || done >= times) return;
-      done += 1;
-      const cp = path.join(runDir, 'checkpoints');
-      renameSync(path.join(cp, 'latest'), path.join(cp, '.swap'));
-      renameSync(path.join(cp, 'latest.backup'), path.join(cp, 'latest'));
-      renameSync(path.join(cp, '.swap'), path.join(cp, 'latest.backup'));
-    },
-  });
-  return { count: () => done };
-}
-
 describe('a slot replaced while it is read', () => {
   it('is read again: verifySlot gives the slot as it is now, not a false TRAINER_PAIR_MISMATCH', async () => {
     const dir = copy(true);
-    const hook = publishDuringReads(1);
+    const hook = publishDuringSlotReads(1);
     const v = await verifySlot(dir, 'latest');
     expect(hook.count()).toBe(1);
     expect(v.job.step).toBe(4);
@@ -74,7 +58,7 @@ describe('a slot replaced while it is read', () => {
 describe('verifyRun on a run being trained', () => {
   it('publications during a few reads: a settled verdict, ok, with no slot reported as failing', async () => {
     const dir = copy(true);
-    publishDuringReads(3);
+    publishDuringSlotReads(3);
     const v = await verifyRun(dir);
     expect(v.inUse?.pid).toBe(owner.pid);
     expect([v.ok, v.settled]).toEqual([true, true]);
@@ -83,7 +67,7 @@ describe('verifyRun on a run being trained', () => {
 
   it('a publication during every read: unsettled, never a settled FAILED', async () => {
     const dir = copy(true);
-    const hook = publishDuringReads(Number.POSITIVE_INFINITY);
+    const hook = publishDuringSlotReads(Number.POSITIVE_INFINITY);
     const v = await verifyRun(dir);
     expect(hook.count()).toBeGreaterThan(20);
     expect(v.settled).toBe(false);
