@@ -83,7 +83,7 @@ describe.each([
       expect(hint).toBe('hint: give a checkpoint file or a run directory');
     } else {
       // Never a suggestion of a file that is not there: what the argument can be instead.
-      expect(line).toMatch(/^llmcp \w+: error: .*a-directory is a directory but not a run directory \(no run\.json, no checkpoints\/\) or a slot directory of one$/);
+      expect(line).toMatch(/^llmcp \w+: error: .*a-directory is a directory but not a run directory \(no run\.json, run\.lock or checkpoints\/\) or a slot directory of one$/);
       expect(hint).toBe('hint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot');
     }
   });

@@ -14,11 +14,12 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { adamwConfigProblem, decoderConfigProblem, isFormatError } from '@llmcp/format';
-import { MAX_TEXT_FILE_BYTES, readRegularFileSync } from '@llmcp/format/node';
+import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
+import { MAX_TEXT_FILE_BYTES } from '@llmcp/format/node';
 import { jsonDepthExceeded, MAX_JSON_DEPTH } from '@llmcp/data';
 import { utf8ValidUpTo } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
+import { readInputFile } from './internal/input-file.ts';
 
 /** Where the documents come from. Paths are resolved against the config file's directory. */
 export type DataSourceConfig =
@@ -422,14 +423,8 @@ export function loadConfig(file: string): TrainerConfig {
  * @throws TrainerError `TRAINER_CONFIG_UNREADABLE` when it cannot be read or is not JSON.
  */
 export function readConfigFile(file: string): unknown {
-  let bytes: Uint8Array;
-  try {
-    // The input rule: a regular file (a FIFO or device is refused, never waited on), at most the longest string.
-    bytes = readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'config file' });
-  } catch (cause) {
-    const detail = isFormatError(cause) && cause.reason === 'not-found' ? `cannot read config file ${file}: it does not exist` : null;
-    throw new TrainerError('TRAINER_CONFIG_UNREADABLE', detail ?? (isFormatError(cause) ? cause.message : `cannot read config file ${file}: ${(cause as Error).message}`), { path: file, cause });
-  }
+  // The input rule: a regular file (a FIFO or device is refused, never waited on), at most the longest string.
+  const bytes = readInputFile(file, { what: 'config file', code: 'TRAINER_CONFIG_UNREADABLE', maxBytes: MAX_TEXT_FILE_BYTES });
   const valid = utf8ValidUpTo(bytes);
   if (valid !== bytes.length) throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `config file ${file} is not valid UTF-8 (at byte ${valid})`, { path: file });
   return parseConfigJson(new TextDecoder().decode(bytes), file);

@@ -11,8 +11,8 @@
  * differs for a changed merge order or piece list even at the same vocabulary
  * size; the implementation is the numerics version of every component.
  */
-import { isFormatError, type TokenizerState } from '@llmcp/format';
-import { MAX_FILE_BYTES, MAX_TEXT_FILE_BYTES, readRegularFileSync } from '@llmcp/format/node';
+import type { TokenizerState } from '@llmcp/format';
+import { MAX_FILE_BYTES, MAX_TEXT_FILE_BYTES } from '@llmcp/format/node';
 import { MATH_VERSION } from '@llmcp/model';
 import { decodeUtf8Strict, LiteralTokenizer, tokenizerFromJSON, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
 import { hashSplit, parseCorpus, parseSplitManifest, partitionCorpus, trainTokenizerOnTrainSplit, type CorpusDocument, type CorpusPartitions } from '@llmcp/data';
@@ -22,6 +22,7 @@ import type { TrainerConfig } from './config.ts';
 import { TrainerError } from './errors.ts';
 import type { InputIdentity } from './job.ts';
 import { canonicalDigest, sha256Hex } from './internal/canonical-json.ts';
+import { readInputFile } from './internal/input-file.ts';
 
 /**
  * Version of the trainer's own numerics: the update loop's event order, the
@@ -63,18 +64,9 @@ export function implementationIdentity(): InputIdentity['implementation'] {
   };
 }
 
-/**
- * Reads a whole input file under the input rule (`@llmcp/format/node`): a
- * regular file — a FIFO, socket, device or directory is refused, never opened
- * or waited on, whichever route named it (`--corpus`, a config file, `--set`)
- * — of at most `maxBytes`.
- */
 function readBytes(file: string, what: string, maxBytes: number = MAX_FILE_BYTES): Uint8Array {
-  try {
-    return readRegularFileSync(file, { maxBytes, what });
-  } catch (cause) {
-    throw new TrainerError('TRAINER_INPUT_INVALID', isFormatError(cause) ? cause.message : `cannot read the ${what} ${file}: ${(cause as Error).message}`, { path: file, cause });
-  }
+  // The input rule, whichever route named the file (`--corpus`, a config file, `--set`): a FIFO or device is refused.
+  return readInputFile(file, { what, code: 'TRAINER_INPUT_INVALID', maxBytes });
 }
 
 function documentsDigest(documents: readonly { readonly id: string; readonly bytes: Uint8Array }[]): string {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, SplitMix64, type CheckpointState, type NamedTensor } from '@llmcp/format';
 import { inspectCheckpoint } from '@llmcp/format/inspect';
 import { MAX_FILE_BYTES, MAX_TEXT_FILE_BYTES, readRegularFileSync } from '@llmcp/format/node';
+import { readInputFile } from './internal/input-file.ts';
 import { Decoder, generate, type Generation, type SamplingMode } from '@llmcp/model';
 import { causalWindows, evaluationBatches, parseCorpus, parseSplitManifest } from '@llmcp/data';
 import { tokenizerFromState } from '@llmcp/tokenizer';
@@ -198,13 +199,9 @@ async function replaySelectedBytes(config: RunReportConfig): Promise<Uint8Array>
 
 type RunReportConfig = Parameters<typeof prepareInputs>[0];
 
-/** An input of the report read whole under the input rule (a regular file, bounded): refusals are `TRAINER_INPUT_INVALID`. */
+/** An input of the report, read whole under the input rule (refusals are `TRAINER_INPUT_INVALID`). */
 function readInput(file: string, what: string): Uint8Array {
-  try {
-    return readRegularFileSync(file, { maxBytes: MAX_FILE_BYTES, what });
-  } catch (cause) {
-    throw new TrainerError('TRAINER_INPUT_INVALID', (cause as Error).message, { path: file, cause });
-  }
+  return readInputFile(file, { what, code: 'TRAINER_INPUT_INVALID' });
 }
 
 /**

@@ -49,11 +49,12 @@ const RUN_ENTRIES: readonly string[] = [RUN_FILES.manifest, RUN_FILES.lossLog, R
 
 /** Why `runDir` cannot hold a new run now (the lock `except`ed when the caller holds it), or null. */
 function occupiedBy(runDir: string, kind: NewRunKind, except?: string): string | null {
-  if (isRunDirectory(runDir, except === undefined ? {} : { except })) return `${runDir} already holds a run`;
+  // A fork target must be empty (its stricter rule first); a new run's directory may hold other files, but no run.
   if (kind === 'fork target' && existsSync(runDir)) {
     const other = readdirSync(runDir).filter((n) => n !== except);
     if (other.length > 0) return `fork target ${runDir} exists and is not empty`;
   }
+  if (isRunDirectory(runDir, except === undefined ? {} : { except })) return `${runDir} already holds a run`;
   return null;
 }
 
