@@ -6,7 +6,8 @@
  * the second runs to its end; then the first is released. Or both start
  * together with no pause. Whatever the interleaving, exactly one creator
  * must win; the loser exits 3 (`TRAINER_RUN_LOCKED` or `TRAINER_RUN_INVALID`)
- * and touches nothing; the directory holds one run (one run id in run.json
+ * and touches nothing (but the private temporary it links to take the lock,
+ * which it removes when the link fails); the directory holds one run (one run id in run.json
  * and every slot, one `created` event, at most one `forked-from`) that
  * verifies; and only the winning fork's source records a `forked-to`.
  */
@@ -137,7 +138,10 @@ export async function runCreatorRace(race: CreatorRace, setup: RaceSetup): Promi
     const judged = await judge(race, { first, second }, target, { before, setup });
     // The first was frozen while the second ran to its end: if the second won, the first must not have changed its run.
     if (judged.problem === null && judged.winner === 'second') {
-      const changed = treeDifference(between, snapshotTree(target));
+      // Except its own lock temporary (run.lock.tmp-<pid>-<token>, written to be linked as run.lock, removed after a
+      // failed link): the lock protocol's private file, never read as the lock.
+      const own = (tree: Map<string, string>): Map<string, string> => new Map([...tree].filter(([name]) => !name.startsWith('run.lock.tmp-')));
+      const changed = treeDifference(own(between), own(snapshotTree(target)));
       if (changed !== null) return { race, ...judged, problem: `the released loser changed the winner's run: ${changed}` };
     }
     return { race, ...judged };

@@ -4,8 +4,9 @@
  * process may), directories and symbolic links to them — always made inside
  * a scratch folder, never the real /dev. Every command that writes a file
  * (export to safetensors, andrea-bin and its config, gguf, hf; import), with
- * and without --force, must refuse such a target with exit 3 at once and
- * leave it exactly as it was (same kind, inode and device numbers) with no
+ * and without --force, must refuse such a target with exit 3 at once (without
+ * --force an output that exists may be refused as existing first, exit 4)
+ * and leave it exactly as it was (same kind, inode and device numbers) with no
  * temporary file beside it; every command that reads one as data (verify,
  * inspect, import's .bin and config, train's --config and --corpus, config)
  * must refuse it with exit 3 at once: nothing blocks, nothing is replaced.
@@ -78,7 +79,9 @@ export async function runHostileCase(c: HostileCase, dir: string): Promise<{ rea
   const exit = await llmcpRun([...spec.args(hostile, golden, dir), ...(c.force ? ['--force'] : [])]);
   const outcome = classifyCli(exit);
   const first = `exit ${exit.code}${exit.timedOut ? ' (hung)' : ''}`;
-  if (exit.code !== 3 || outcome.kind !== 'typed') return { outcome: first, problem: `expected a typed refusal, exit 3: ${describeExit(exit)}` };
+  // Exit 3 (not a regular file, not a file); without --force an output that exists may be refused first as existing (exit 4: hf's non-empty folder).
+  const allowed = spec.writes && !c.force ? [3, 4] : [3];
+  if (!allowed.includes(exit.code ?? -1) || outcome.kind !== 'typed') return { outcome: first, problem: `expected a typed refusal, exit ${allowed.join(' or ')}: ${describeExit(exit)}` };
   if (identity(lstatSync(hostile)) !== before) return { outcome: first, problem: `${c.kind} was replaced or changed` };
   if (readdirSync(folder).sort().join(',') !== listing) return { outcome: first, problem: `the folder changed: ${readdirSync(folder).join(', ')}` };
   return { outcome: first, problem: null };
@@ -126,7 +129,7 @@ export async function runHostileTargets(cases: readonly HostileCase[], options: 
  */
 export function formatHostileReport(r: HostileReport): string {
   const lines = [`hostile targets and inputs (FIFOs, sockets, device nodes, directories, links to them, in a scratch folder): ${r.cases} cases`];
-  lines.push(`  refused with exit 3, left as they were: ${Object.entries(r.byCommand).map(([c, n]) => `${c} ${n}`).join(', ')}`);
+  lines.push(`  refused (exit 3; exit 4 for an existing output without --force), left as they were: ${Object.entries(r.byCommand).map(([c, n]) => `${c} ${n}`).join(', ')}`);
   lines.push(`  failures: ${r.failures.length}`);
   for (const f of r.failures.slice(0, 6)) lines.push(`    ${f.case.command} on ${f.case.kind}${f.case.force ? ' --force' : ''}: ${f.problem.split('\n')[0]?.slice(0, 300) ?? ''}`);
   return lines.join('\n');
