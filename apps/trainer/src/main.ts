@@ -10,7 +10,7 @@
  * its `processOutput`, so a pipe reader that dies (`pnpm start | tee log`, then
  * Ctrl-C) never costs the stop checkpoint.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -265,8 +265,10 @@ function explainRefusal(refusal: Refusal): string {
   if (fields.some((f) => !isPolicyField(f))) {
     return `${what}.\nThese cannot change in an existing run: use the same options to resume it, or --run-dir <new dir> for a new run.\n`;
   }
-  const file = path.join(tmpdir(), `llmcp-pivot-${path.basename(runDir)}.json`);
-  writeFileSync(file, `${JSON.stringify(requested, null, 2)}\n`);
+  // In a fresh folder of its own (mkdtemp): a fixed name in the shared temporary folder could be a link or a FIFO
+  // someone else put there, which writeFileSync would follow or block on.
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'llmcp-pivot-')), `${path.basename(runDir)}.json`);
+  writeFileSync(file, `${JSON.stringify(requested, null, 2)}\n`, { flag: 'wx' });
   return `${what}.\nTo apply ${fields.length === 1 ? 'it' : 'them'} (a recorded pivot), then resume:\n  llmcp pivot ${runDir} --config ${file} --change ${fields.join(',')}\n  pnpm start -- ${argv.join(' ')}\n`;
 }
 

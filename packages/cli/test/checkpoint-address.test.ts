@@ -69,7 +69,7 @@ describe('llmcp inspect <address>', () => {
     mkdirSync(plain);
     const r = await llmcp(['inspect', plain]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toBe(`llmcp inspect: error: ${plain} is a directory but not a run directory (no run.json, no checkpoints/) or a slot directory of one\nhint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot\n`);
+    expect(r.stderr).toBe(`llmcp inspect: error: ${plain} is a directory but not a run directory (no run.json, run.lock or checkpoints/) or a slot directory of one\nhint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot\n`);
     const checkpoints = await llmcp(['inspect', path.join(run, 'checkpoints')], { cwd: tmp.dir });
     expect(checkpoints.stderr.split('\n')[1]).toBe('hint: give the run directory (default) or one of its slots, e.g. default:best');
     const onFile = await llmcp(['inspect', `${path.join(run, 'checkpoints/best/state.llmcp')}:best`]);

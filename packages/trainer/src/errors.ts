@@ -31,6 +31,11 @@ export const TRAINER_ERROR_CODES = {
   TRAINER_NO_CHECKPOINT: 'TRAINER_NO_CHECKPOINT',
   /** A slot report's code (never thrown): the slot predates a pivot recorded in run.json and is passed over, since resuming it would undo the pivot. */
   TRAINER_SLOT_SUPERSEDED: 'TRAINER_SLOT_SUPERSEDED',
+  /**
+   * A slot holds a checkpoint of another run (its job's run id is not the one in run.json, e.g. a `best/` copied
+   * in from another run): never a resume candidate, never evidence or the best, reported as such.
+   */
+  TRAINER_SLOT_FOREIGN: 'TRAINER_SLOT_FOREIGN',
   /** The directory is not a run directory, or it already holds a run where a new one was asked for. */
   TRAINER_RUN_INVALID: 'TRAINER_RUN_INVALID',
   /** Another live process holds the run directory's lock. */

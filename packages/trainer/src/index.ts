@@ -64,6 +64,7 @@ export {
   newestCandidateJob,
 } from './run-directory.ts';
 export type { SlotName, VerifiedSlot, SlotReport, CheckpointChoice, RetentionResult } from './run-directory.ts';
+export { enclosingRunDirectory, isRunDirectory, RUN_DIRECTORY_MARKERS } from './run-layout.ts';
 export { LossLog, parseLossLog, scanLossLog } from './loss-log.ts';
 export type { LossLogPosition, ParsedLossLog, LossLogResumePlan, LossLogScan } from './loss-log.ts';
 export { formatEvaluationRecord, parseLossLine } from './loss-records.ts';

@@ -11,7 +11,7 @@
  * own config (declared policy changes only) and a new run id, with the loss log
  * up to that step; both runs' `run.json` record the lineage.
  */
-import { copyFileSync, existsSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
@@ -27,6 +27,7 @@ import { assertRunEntries, checkpointEvidence, checkpointsDir, chooseCheckpoint,
 import { canonicalDigest, canonicalJson } from './internal/canonical-json.ts';
 import { fsyncDirectory, makeDirectories, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock } from './internal/run-lock.ts';
+import { assertNewRunDirectory, createRunDirectory } from './internal/new-run-directory.ts';
 import { diffInputs, prepareInputs } from './inputs.ts';
 import { adamWConfigOf } from './llmcp-engine.ts';
 
@@ -266,9 +267,8 @@ export async function forkRun(sourceDir: string, targetDir: string, options: For
 
 async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: ForkOptions): Promise<ForkResult> {
   const sourceManifest = requireRunManifest(sourceDir);
-  if (existsSync(targetDir) && readdirSync(targetDir).length > 0) {
-    throw new TrainerError('TRAINER_RUN_INVALID', `fork target ${targetDir} exists and is not empty`, { path: targetDir });
-  }
+  // Refused before the source is locked, nothing written: a file in the way, a non-empty target, a folder inside a run.
+  assertNewRunDirectory(targetDir, 'fork target');
   const releaseSource = acquireRunLock(sourceDir);
   try {
     let source: VerifiedSlot;
@@ -292,14 +292,8 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
     planLossLogResume(path.join(sourceDir, RUN_FILES.lossLog), source.job.lossLog);
     const runId = randomUUID();
     const next = continueUnder(source, config, { id: runId, pivots: 0 });
-    let createdDirs: string[];
-    try {
-      createdDirs = makeDirectories(targetDir);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new TrainerError(code === 'ENOTDIR' ? 'TRAINER_RUN_INVALID' : 'TRAINER_IO', `cannot create the fork target ${targetDir}: ${(e as Error).message}`, { path: targetDir, cause: e });
-    }
-    const releaseTarget = acquireRunLock(targetDir);
+    // Created and locked the one way every new run is: of two forks racing into one target, exactly one writes.
+    const target = createRunDirectory(targetDir, 'fork target');
     let forked = false;
     try {
       makeDirectories(checkpointsDir(targetDir));
@@ -333,20 +327,9 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
       });
       forked = true;
     } finally {
-      if (!forked) {
-        // A failed fork leaves no half-made run behind (it held the target's lock, so everything there is its own).
-        for (const name of readdirSync(targetDir)) if (name !== RUN_FILES.lock) rmSync(path.join(targetDir, name), { recursive: true, force: true });
-      }
-      releaseTarget();
-      if (!forked) {
-        for (const dir of [...createdDirs].reverse()) {
-          try {
-            rmdirSync(dir);
-          } catch {
-            break;
-          }
-        }
-      }
+      // A failed fork leaves no half-made run behind: it removes what it wrote, its lock, and the directories it made.
+      if (forked) target.lock();
+      else target.abandon();
     }
     return { sourceDir, targetDir, slot: source.slot, step: source.job.step, runId, changed };
   } finally {

@@ -14,27 +14,19 @@
  * missing or damaged falls back to `S.backup` and then to step snapshots.
  * `.tmp-*` and `.trash-*` entries are never read and are removed at start-up.
  */
-import { constants, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, lstatSync, readdirSync, renameSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { u64Hex, type CheckpointState } from '@llmcp/format';
-import { loadCheckpoint, saveCheckpointAtomic } from '@llmcp/format/node';
+import { isFormatError, u64Hex, type CheckpointState } from '@llmcp/format';
+import { loadCheckpoint, MAX_TEXT_FILE_BYTES, readRegularFileSync, saveCheckpointAtomic } from '@llmcp/format/node';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
 import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
+import { RUN_FILES } from './run-layout.ts';
+import { readRunManifest } from './run-manifest.ts';
 import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
-/** File names inside a run directory. */
-export const RUN_FILES = {
-  manifest: 'run.json',
-  lossLog: 'loss.jsonl',
-  samples: 'samples.json',
-  lock: 'run.lock',
-  checkpoints: 'checkpoints',
-  archive: 'archive',
-  state: 'state.llmcp',
-  job: 'job.json',
-} as const;
+export { RUN_FILES } from './run-layout.ts';
 
 /** Slot names: `latest`, `latest.backup`, `best`, `best.backup`, `step_NNNNNN`. */
 export type SlotName = string;
@@ -159,10 +151,11 @@ export interface VerifiedSlot {
 
 function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' | 'TRAINER_STATE_INVALID'): Uint8Array {
   try {
-    return new Uint8Array(readFileSync(file));
+    // The input rule: a regular file (a FIFO or device in a slot is damage, refused without blocking), bounded.
+    return readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: `${slot}/${path.basename(file)}` });
   } catch (cause) {
-    const missing = (cause as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new TrainerError(code, `${slot}/${path.basename(file)} ${missing ? 'is missing' : `cannot be read: ${(cause as Error).message}`}`, {
+    const missing = isFormatError(cause) && cause.reason === 'not-found';
+    throw new TrainerError(code, missing ? `${slot}/${path.basename(file)} is missing` : isFormatError(cause) ? cause.message : `${slot}/${path.basename(file)} cannot be read: ${(cause as Error).message}`, {
       path: file,
       slot,
       cause,
@@ -224,15 +217,101 @@ export function verifyPairing(pair: { readonly job: Job; readonly state: Checkpo
 }
 
 /**
+ * What identifies a slot's content at one instant: the inode, size and change
+ * time of its directory, `job.json` and `state.llmcp` (`-` where missing). A
+ * live run publishes a slot by renames, so a slot read while it was replaced
+ * has another fingerprint afterwards.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @returns the fingerprint.
+ */
+export function slotFingerprint(runDir: string, slot: SlotName): string {
+  const dir = path.join(checkpointsDir(runDir), slot);
+  return ['', RUN_FILES.job, RUN_FILES.state]
+    .map((name) => {
+      try {
+        const st = lstatSync(path.join(dir, name));
+        return `${name}:${st.ino}:${st.size}:${st.ctimeMs}`;
+      } catch {
+        return `${name}:-`;
+      }
+    })
+    .join('|');
+}
+
+/** Reads of a slot that a live run replaced while it was read, before its failure is believed. */
+const SLOT_READ_ATTEMPTS = 8;
+
+/** Test hooks of a slot read (`@llmcp/trainer/testing`): where a live run's publication can fall into a read. */
+export interface SlotReadHooks {
+  /** After a slot's `job.json` was read, before its `state.llmcp` is. */
+  readonly betweenFiles?: (runDir: string, slot: SlotName) => void;
+}
+
+let slotReadHooks: SlotReadHooks = {};
+
+/**
+ * Installs slot-read hooks (tests only: they stand for a live run publishing a slot in the middle of a read).
+ *
+ * @param next - the hooks; `{}` removes them.
+ */
+export function setSlotReadHooks(next: SlotReadHooks): void {
+  slotReadHooks = next;
+}
+
+/**
+ * Installs a slot-read hook that stands for a live run publishing `latest`
+ * in the middle of a read (tests only): between the two files of a read of
+ * `latest`, the first `times` times, `latest` and `latest.backup` change
+ * places by three renames, as a publication rotates them.
+ *
+ * @param times - how many reads are disturbed (`Infinity`: every one).
+ * @returns how many were.
+ */
+export function publishDuringSlotReads(times: number): { readonly count: () => number } {
+  let done = 0;
+  setSlotReadHooks({
+    betweenFiles: (runDir, slot) => {
+      if (slot !== 'latest' || done >= times) return;
+      done += 1;
+      const dir = checkpointsDir(runDir);
+      renameSync(path.join(dir, 'latest'), path.join(dir, '.swap'));
+      renameSync(path.join(dir, 'latest.backup'), path.join(dir, 'latest'));
+      renameSync(path.join(dir, '.swap'), path.join(dir, 'latest.backup'));
+    },
+  });
+  return { count: () => done };
+}
+
+/**
  * Fully verifies one slot: `job.json` (JSON, schema, SHA-256 digest, config),
  * `state.llmcp` (every LLMCP35 rule, streamed: any size), and their pairing.
+ *
+ * A run being trained replaces its slots by renames (latest → latest.backup,
+ * a new latest); a read that straddles one can pair the old job with the new
+ * state. So a failure counts only when the slot did not change while it was
+ * read (its {@link slotFingerprint}); otherwise the slot is read again. A
+ * success needs no such check: a job and a state that pair and verify are a
+ * checkpoint, whenever they were read.
  *
  * @param runDir - the run directory.
  * @param slot - the slot name.
  * @returns the verified slot.
- * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID` or `TRAINER_PAIR_MISMATCH`.
+ * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID`, `TRAINER_PAIR_MISMATCH`, or `TRAINER_SLOT_FOREIGN` (a checkpoint of another run).
  */
 export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
+  for (let attempt = 1; ; attempt += 1) {
+    const before = slotFingerprint(runDir, slot);
+    try {
+      return await verifySlotOnce(runDir, slot);
+    } catch (e) {
+      if (attempt >= SLOT_READ_ATTEMPTS || slotFingerprint(runDir, slot) === before) throw e;
+    }
+  }
+}
+
+async function verifySlotOnce(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   const dir = path.join(checkpointsDir(runDir), slot);
   try {
     if (lstatSync(dir).isSymbolicLink()) throw new TrainerError('TRAINER_RUN_INVALID', `${slot} is a symbolic link, not a checkpoint slot directory`, { path: dir, slot });
@@ -241,6 +320,8 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   }
   const jobFile = path.join(dir, RUN_FILES.job);
   const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
+  assertOwnSlot(runDir, slot, job);
+  slotReadHooks.betweenFiles?.(runDir, slot);
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
   let decoded;
@@ -266,8 +347,9 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
 export interface SlotReport {
   readonly slot: SlotName;
   /**
-   * `used`: chosen; `refused`: failed verification; `older`: passed over — a valid job of an older step than the
-   * chosen one, or one written before a pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
+   * `used`: chosen; `refused`: failed verification, or a checkpoint of another run (code `TRAINER_SLOT_FOREIGN`, never
+   * a candidate); `older`: passed over — a valid job of an older step than the chosen one, or one written before a
+   * pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
    */
   readonly status: 'used' | 'refused' | 'older' | 'not-checked';
   /** The step its job.json claims, when readable. */
@@ -306,7 +388,8 @@ function stepSlotsOf(names: readonly string[]): SlotName[] {
  * rolling slot (a best-only save after the last cadence checkpoint, or a run
  * killed before its first one). A best slot is a complete job checkpoint
  * too, so such a run resumes from it instead of going back and cutting the
- * history it recorded.
+ * history it recorded. A best slot of another run is listed too, so that the
+ * choice refuses and reports it as foreign.
  *
  * @param runDir - the run directory.
  * @returns slot names that exist.
@@ -322,8 +405,10 @@ export function resumeCandidates(runDir: string): SlotName[] {
   return [
     ...rolling,
     ...bestSlots.filter((n) => {
-      const step = readSlotJob(runDir, n)?.step ?? null;
-      return step === null ? rolling.length === 0 : step > newestRolling;
+      const { job, error } = peekJob(runDir, n);
+      // Another run's best is listed, to be refused and reported as foreign, whatever its step.
+      if (isForeign(error)) return true;
+      return job === null ? rolling.length === 0 : job.step > newestRolling;
     }),
   ];
 }
@@ -331,10 +416,45 @@ export function resumeCandidates(runDir: string): SlotName[] {
 function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unknown } {
   try {
     const bytes = readSlotFile(path.join(checkpointsDir(runDir), slot, RUN_FILES.job), slot, 'TRAINER_JOB_INVALID');
-    return { job: decodeJob(bytes, `${slot}/job.json`), error: null };
+    const job = decodeJob(bytes, `${slot}/job.json`);
+    assertOwnSlot(runDir, slot, job);
+    return { job, error: null };
   } catch (error) {
     return { job: null, error };
   }
+}
+
+/** The run id `run.json` records, or null when it is missing or unreadable (then no slot can be told foreign). */
+function recordedRunId(runDir: string): string | null {
+  try {
+    return readRunManifest(runDir)?.runId ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Refuses a slot of another run: its job's run id is not the one `run.json`
+ * records (a `best/` copied in from another run, say). Such a slot is never
+ * a resume candidate, never evidence of the run's history and never its best.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @param job - the slot's digest-verified job.
+ * @throws TrainerError `TRAINER_SLOT_FOREIGN`.
+ */
+function assertOwnSlot(runDir: string, slot: SlotName, job: Job): void {
+  const runId = recordedRunId(runDir);
+  if (runId === null || job.run.id === runId) return;
+  throw new TrainerError('TRAINER_SLOT_FOREIGN', `${slot} holds a checkpoint of another run (run id ${job.run.id}), not of this run (${runId}, run.json); it is never resumed from: move it out of checkpoints/`, {
+    path: path.join(checkpointsDir(runDir), slot),
+    slot,
+    step: job.step,
+  });
+}
+
+function isForeign(error: unknown): boolean {
+  return isTrainerError(error) && error.code === 'TRAINER_SLOT_FOREIGN';
 }
 
 /**
@@ -443,7 +563,9 @@ export function checkpointEvidence(runDir: string, manifest: EvidenceManifest | 
   if (pivots > 0 && blocksRestart === null) blocksRestart = `run.json records pivot ${pivots}`;
   for (const slot of ['best', 'best.backup']) {
     if (!existsSync(path.join(checkpointsDir(runDir), slot))) continue;
-    const { job } = peekJob(runDir, slot);
+    const { job, error } = peekJob(runDir, slot);
+    // Another run's checkpoint proves nothing about this run's history.
+    if (job === null && isForeign(error)) continue;
     if (job === null) blocksRestart ??= `${slot}/ exists but its job.json cannot be read`;
     else raise(job.step, `${slot}/ holds a checkpoint of step ${job.step}`);
   }
@@ -518,7 +640,7 @@ export async function chooseCheckpoint(runDir: string, evidence: CheckpointEvide
   const floor = evidence?.floor ?? null;
   if (floor !== null && chosen.job.step < floor.step) {
     // A present slot of that step (or of unknown step) that was refused explains the gap: the report shows the damage.
-    const accounted = candidates.some((c) => c.job === null || (c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
+    const accounted = candidates.some((c) => (c.job === null && !isForeign(c.error)) || (c.job !== null && c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
     if (!accounted) {
       const expected = ['latest', 'latest.backup', stepSlotName(floor.step)].filter((n) => !candidates.some((c) => c.slot === n));
       throw new TrainerError(

@@ -4,11 +4,12 @@
  * forks in both directions, completion. Entries are only ever added; the file
  * is replaced atomically on each addition.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '@llmcp/format/node';
+import { MAX_TEXT_FILE_BYTES, readRegularFileSync, writeFileAtomic } from '@llmcp/format/node';
+import { decodeUtf8Strict } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
-import { RUN_FILES } from './run-directory.ts';
+import { RUN_FILES } from './run-layout.ts';
 import { canonicalJson } from './internal/canonical-json.ts';
 import type { TrainerConfig } from './config.ts';
 
@@ -95,7 +96,8 @@ export function readRunManifest(runDir: string): RunManifest | null {
   const file = path.join(runDir, RUN_FILES.manifest);
   if (!existsSync(file)) return null;
   try {
-    const value = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
+    // The input rule: a regular file (a FIFO in its place is refused without blocking), strict UTF-8.
+    const value = JSON.parse(decodeUtf8Strict(readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'run.json' }))) as RunManifest;
     if (value.format !== RUN_MANIFEST_FORMAT || typeof value.runId !== 'string' || !Array.isArray(value.events)) {
       throw new Error(`expected format ${RUN_MANIFEST_FORMAT} with runId and events`);
     }

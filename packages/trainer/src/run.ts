@@ -14,7 +14,7 @@
  * Requests only add checkpoints; they never change what is computed, so an
  * interrupted and resumed run produces the same bytes as an uninterrupted one.
  */
-import { existsSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
@@ -38,7 +38,6 @@ import {
   checkpointsDir,
   chooseCheckpoint,
   copyCheckpointDirectory,
-  listSlots,
   publishSlot,
   readSlotJob,
   resumeCandidates,
@@ -50,11 +49,12 @@ import {
   type VerifiedSlot,
 } from './run-directory.ts';
 import { encodeSampleAudit, type SaveRequest, type SaveResult } from './save.ts';
-import { writeFileAtomic } from '@llmcp/format/node';
+import { MAX_TEXT_FILE_BYTES, readRegularFileSync, writeFileAtomic } from '@llmcp/format/node';
 import { exitAtOnce, RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
+import { assertNewRunDirectory, createRunDirectory, type NewRunDirectory } from './internal/new-run-directory.ts';
 import { createEngine, dataOrderOf, nextBatchFingerprintOf, type EngineFaults } from './llmcp-engine.ts';
 import type { TorchEngineOptions } from './torch-engine.ts';
 import { withEngine, type EngineOverrides } from './engine-settings.ts';
@@ -621,83 +621,35 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
   return publicErrors(async () => {
     const { runDir, config } = options;
     checkSaveSettings(options);
-    const occupied = (): boolean => existsSync(path.join(runDir, RUN_FILES.manifest)) || listSlots(runDir).length > 0;
-    assertUsableRunDirectory(runDir);
-    if (occupied()) {
-      throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run; resume it (resumeRun) or choose another directory`, { path: runDir });
-    }
+    // Refused before any work, nothing written: a file in the way, a run already there, a folder inside another run.
+    assertNewRunDirectory(runDir, 'run directory');
     // Inputs and engine first: a bad corpus, tokenizer or config leaves nothing behind on disk.
     const inputs = await prepareInputs(config, {});
     const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
-    let lock: RunLock | null = null;
-    let createdDirs: string[] = [];
-    // What this process created inside the run directory while holding its lock, removed again if the start fails.
-    const createdEntries: string[] = [];
+    let created: NewRunDirectory | null = null;
     let started = false;
     try {
-      createdDirs = makeRunDirectory(runDir);
-      // Nothing below runs unless this process owns the run: a process that loses the lock touches nothing.
-      lock = acquireRunLock(runDir);
-      if (occupied()) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run (created concurrently)`, { path: runDir });
+      // Created and locked the one way every new run is (a creator that loses the race touches nothing).
+      created = createRunDirectory(runDir, 'run directory');
       const runId = randomUUID();
-      if (!existsSync(checkpointsDir(runDir))) {
-        makeDirectories(checkpointsDir(runDir));
-        createdEntries.push(checkpointsDir(runDir));
-      }
-      const lossFile = path.join(runDir, RUN_FILES.lossLog);
-      const lossLog = LossLog.create(lossFile);
-      createdEntries.push(lossFile);
-      createdEntries.push(path.join(runDir, RUN_FILES.manifest));
+      makeDirectories(checkpointsDir(runDir));
+      const lossLog = LossLog.create(path.join(runDir, RUN_FILES.lossLog));
       await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config, engine: engineRecord(engine) });
       started = true;
       return await executeJob(
         { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: 0 },
         options,
-        lock,
+        created.lock,
       );
     } catch (e) {
       if (!started) {
         await engine.dispose();
-        if (lock !== null) {
-          for (const entry of createdEntries.reverse()) rmSync(entry, { recursive: true, force: true });
-          lock();
-          // Only directories this process made, and only if empty (rmdir never removes content).
-          for (const dir of [...createdDirs].reverse()) {
-            try {
-              rmdirSync(dir);
-            } catch {
-              break;
-            }
-          }
-        }
+        created?.abandon();
       }
-      lock?.();
+      created?.lock();
       throw e;
     }
   });
-}
-
-/** Refuses a run directory path that exists as something other than a directory. */
-function assertUsableRunDirectory(runDir: string): void {
-  let info;
-  try {
-    info = statSync(runDir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new TrainerError('TRAINER_IO', `cannot use ${runDir} as a run directory: ${(e as Error).message}`, { path: runDir, cause: e });
-  }
-  if (!info.isDirectory()) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} exists and is not a directory; a run needs a new or empty directory`, { path: runDir });
-}
-
-/** Creates the run directory (and its missing parents); returns the directories it created. */
-function makeRunDirectory(runDir: string): string[] {
-  try {
-    return makeDirectories(runDir);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') throw new TrainerError('TRAINER_RUN_INVALID', `cannot create ${runDir}: ${(e as Error).message}`, { path: runDir, cause: e });
-    throw new TrainerError('TRAINER_IO', `cannot create the run directory ${runDir}: ${(e as Error).message}`, { path: runDir, cause: e });
-  }
 }
 
 /** A verified resume point with everything checked, before anything is changed on disk. */
@@ -1040,7 +992,7 @@ async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, c
     const file = path.join(runDir, RUN_FILES.samples);
     let current: Partial<SampleAudit> | null = null;
     try {
-      current = JSON.parse(readFileSync(file, 'utf8')) as Partial<SampleAudit>;
+      current = JSON.parse(new TextDecoder().decode(readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'samples.json' }))) as Partial<SampleAudit>;
     } catch {
       current = null;
     }

@@ -4,7 +4,7 @@
  * checkpoint a resume would use with the report on every candidate
  * (`loadRunCheckpoint`).
  */
-import { lstatSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { isTrainerError } from './errors.ts';
 import type { Job } from './job.ts';
@@ -21,6 +21,7 @@ import {
   readSlotJob,
   resumeCandidates,
   RUN_FILES,
+  slotFingerprint,
   stepOfSlot,
   verifySlot,
   type SlotReport,
@@ -163,31 +164,27 @@ export interface RunVerification {
   readonly settled: boolean;
 }
 
-/** What identifies the checkpoints directory's content: names and the inode and change time of each slot and file. */
-function slotFingerprint(runDir: string): string {
-  const dir = checkpointsDir(runDir);
-  const parts: string[] = [];
+/** What identifies the checkpoints directory's content: its names, and the {@link slotFingerprint} of each. */
+function directoryFingerprint(runDir: string): string {
   let names: string[];
   try {
-    names = readdirSync(dir).sort();
+    names = readdirSync(checkpointsDir(runDir)).sort();
   } catch {
     return '';
   }
-  for (const name of names) {
-    for (const sub of ['', RUN_FILES.job, RUN_FILES.state]) {
-      try {
-        const st = lstatSync(path.join(dir, name, sub));
-        parts.push(`${name}/${sub}:${st.ino}:${st.size}:${st.ctimeMs}`);
-      } catch {
-        parts.push(`${name}/${sub}:-`);
-      }
-    }
-  }
-  return parts.join('|');
+  return names.map((name) => `${name}=${slotFingerprint(runDir, name)}`).join('|');
 }
 
-/** Attempts at a verdict on a live run before reporting an unsettled one. */
-const LIVE_ATTEMPTS = 5;
+/**
+ * Attempts at a verdict on a live run before reporting an unsettled one. An
+ * attempt re-reads only the slots that changed since the previous one (the
+ * verdicts are kept by slot and fingerprint), so it is short, and one falls
+ * between two publications of a run that checkpoints every fraction of a second.
+ */
+const LIVE_ATTEMPTS = 20;
+
+/** The verdict on a slot, kept by slot name and fingerprint across the attempts of one verification. */
+type SlotOutcome = { readonly verified: VerifiedSlot; readonly row: SlotVerification } | { readonly verified: null; readonly row: SlotVerification };
 
 /**
  * Verifies every checkpoint slot (job digest and schema, LLMCP35 validation,
@@ -200,10 +197,10 @@ const LIVE_ATTEMPTS = 5;
  * On a run that is being trained (`run.lock` names a live process), slots are
  * replaced while they are read: each attempt fingerprints `checkpoints/`
  * before and after, and a verdict counts only if nothing changed in between
- * (up to a few attempts; `settled` says whether one did). The live writer's
- * normal states are not failures: records beyond the checkpoint, a record
- * being appended, and `latest/` briefly absent while its replacement is being
- * published.
+ * (up to {@link LIVE_ATTEMPTS} attempts, each re-reading only the slots that
+ * changed; `settled` says whether one did). The live writer's normal states
+ * are not failures: records beyond the checkpoint, a record being appended,
+ * and `latest/` briefly absent while its replacement is being published.
  *
  * @param runDir - the run directory.
  * @returns the verification result.
@@ -218,18 +215,29 @@ export async function verifyRun(runDir: string): Promise<RunVerification> {
   const owner = holder?.state === 'alive' ? holder.owner : null;
   const inUse = owner === null ? null : { pid: owner.pid, host: owner.host, since: owner.since };
   const attempts = inUse === null ? 1 : LIVE_ATTEMPTS;
+  const known = new Map<string, SlotOutcome>();
   let result: Omit<RunVerification, 'inUse' | 'settled'> | null = null;
   let settled = false;
   for (let attempt = 0; attempt < attempts; attempt += 1) {
-    const before = slotFingerprint(runDir);
-    result = await verifyOnce(runDir, inUse !== null);
-    settled = slotFingerprint(runDir) === before;
+    const before = directoryFingerprint(runDir);
+    result = await verifyOnce(runDir, inUse !== null, known);
+    settled = directoryFingerprint(runDir) === before;
     if (settled) break;
   }
   return { ...(result as Omit<RunVerification, 'inUse' | 'settled'>), inUse, settled: settled || inUse === null };
 }
 
-async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
+async function verifySlotOutcome(runDir: string, slot: string): Promise<SlotOutcome> {
+  try {
+    const v = await verifySlot(runDir, slot);
+    return { verified: v, row: { slot, ok: true, step: v.job.step, code: null, message: null } };
+  } catch (e) {
+    const step = readSlotJob(runDir, slot)?.step ?? (isTrainerError(e) ? (e.step ?? null) : null);
+    return { verified: null, row: { slot, ok: false, step, code: isTrainerError(e) ? e.code : 'TRAINER_IO', message: e instanceof Error ? e.message : String(e) } };
+  }
+}
+
+async function verifyOnce(runDir: string, live: boolean, known: Map<string, SlotOutcome>): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
   const slots: SlotVerification[] = [];
   const ordered = listSlots(runDir).sort((a, b) => {
     const rank = (n: string): number => (n === 'latest' ? 0 : n === 'latest.backup' ? 1 : n === 'best' ? 2 : n === 'best.backup' ? 3 : 4);
@@ -237,19 +245,16 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
   });
   const verified = new Map<string, VerifiedSlot>();
   for (const slot of ordered) {
-    try {
-      const v = await verifySlot(runDir, slot);
-      verified.set(slot, v);
-      slots.push({ slot, ok: true, step: v.job.step, code: null, message: null });
-    } catch (e) {
-      slots.push({
-        slot,
-        ok: false,
-        step: readSlotJob(runDir, slot)?.step ?? null,
-        code: isTrainerError(e) ? e.code : 'TRAINER_IO',
-        message: e instanceof Error ? e.message : String(e),
-      });
+    // A slot unchanged since an earlier attempt keeps its verdict (same name, same fingerprint: the same files).
+    const before = slotFingerprint(runDir, slot);
+    const key = `${slot}\n${before}`;
+    let outcome = known.get(key);
+    if (outcome === undefined) {
+      outcome = await verifySlotOutcome(runDir, slot);
+      if (slotFingerprint(runDir, slot) === before) known.set(key, outcome);
     }
+    if (outcome.verified !== null) verified.set(slot, outcome.verified);
+    slots.push(outcome.row);
   }
   let resume: VerifiedSlot | null = null;
   for (const slot of resumeCandidates(runDir)) {

@@ -5,7 +5,6 @@
  * tools/reliability; these drive the same mechanisms in-process, through
  * injected hooks and real child processes.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -24,6 +23,7 @@ import { verifyRun } from '../src/status.ts';
 import { acquireRunLock, processStartTime, setRunLockHooks } from '../src/internal/run-lock.ts';
 import { makeDirectories } from '../src/internal/durable-fs.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
+import { lockRecord, otherProcess } from './helpers/live-owner.ts';
 import { tempDir } from './helpers/run-fixture.ts';
 import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 
@@ -49,16 +49,6 @@ async function stoppedAt(dir: string, config: ReturnType<typeof smallBpe>, step:
     },
   });
   expect(r).toMatchObject({ status: 'stopped', step });
-}
-
-/** A live process that is not this one (its pid is alive while the test runs). */
-function otherProcess(): { pid: number; stop: () => void } {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-  return { pid: child.pid as number, stop: () => child.kill('SIGKILL') };
-}
-
-function lockRecord(pid: number, started: string | null, token = 'other-token'): string {
-  return `${JSON.stringify({ format: 'llmcp-lock/1', host: hostname(), pid, started, boot: null, token, since: new Date().toISOString() })}\n`;
 }
 
 afterEach(() => setRunLockHooks({}));

@@ -13,7 +13,7 @@ import { CliError } from '../errors.ts';
 import { EXIT_CODES } from '../exit-codes.ts';
 import { andreaImportConfigJson } from '../import-config.ts';
 import { defaultOutputName, resolveCheckpoint, type LocatedCheckpoint } from '../internal/checkpoint-address.ts';
-import { writeOutputFile } from '../internal/files.ts';
+import { writeOutputFile, writeOutputFiles } from '../internal/files.ts';
 import { plural } from '../internal/text.ts';
 import { encodeSafetensors, SAFETENSORS_FIRST_MOMENT_PREFIX, SAFETENSORS_SECOND_MOMENT_PREFIX } from '../safetensors.ts';
 
@@ -84,7 +84,9 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
     if (options.dtype === 'f32') ctx.stderr.write(c.yellow('note: --dtype f32 rounds every f64 value to the nearest f32 (lossy)\n'));
   } else {
     const { bytes, report } = encodeAndreaBin(checkpoint);
-    await writeOutputFile(ctx, out, bytes, force);
+    // Every output encoded before the first is written: a refusal leaves no file behind.
+    const config = options.configOut === undefined ? null : new TextEncoder().encode(andreaImportConfigJson(checkpoint));
+    await writeOutputFiles(ctx, [{ file: out, bytes }, ...(config === null || options.configOut === undefined ? [] : [{ file: options.configOut, bytes: config }])], force);
     ctx.stdout.write(`wrote ${out}: ANDREA .bin, step ${checkpoint.selectedStep}, n_params ${report.parameterCount}, ${bytes.length} bytes = 8 + 12·${report.parameterCount}\n`);
     ctx.stderr.write(
       c.yellow(
@@ -94,7 +96,6 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
     );
     if (checkpoint.optimizer.moments.length === 0) ctx.stderr.write(c.yellow('note: step 0 has no AdamW state; m and v are written as zeros\n'));
     if (options.configOut !== undefined) {
-      await writeOutputFile(ctx, options.configOut, new TextEncoder().encode(andreaImportConfigJson(checkpoint)), force);
       ctx.stdout.write(`wrote ${options.configOut}: import config (llmcp import --from andrea-bin ${out} --config ${options.configOut})\n`);
     }
   }
@@ -133,8 +134,9 @@ export function exportCommand(ctx: CliContext, setExit: SetExit): Command {
         'llmcp and pass token ids. A run directory exports its best slot (or the one a resume would use); run:slot names the slot.\n\n' +
         'Every form takes a checkpoint file, a run directory (its best slot; --latest: its newest verified checkpoint), a slot directory, or run:slot. ' +
         'The default output is named after the run and slot (default-best.safetensors, default-step_000600.gguf, default-best-hf/).\n\n' +
-        'Outputs are written atomically; an existing output is never replaced silently: the export is refused naming the file, and --force replaces it.\n' +
-        'Exit status: 0 ok, 2 bad options, 3 invalid input, 4 write failed or output exists.',
+        'Outputs are written atomically; an existing output is never replaced silently: the export is refused naming the file, and --force replaces it ' +
+        '(only a regular file: a directory, FIFO, socket or device is refused). An output inside a run directory is refused: only the trainer writes there.\n' +
+        'Exit status: 0 ok, 2 bad options, 3 invalid input or output path (inside a run, not a regular file), 4 write failed or output exists.',
     )
     .addOption(new Option('--to <format>', 'target format').choices(['safetensors', 'andrea-bin', 'hf', 'gguf']).makeOptionMandatory())
     .argument('<checkpoint>', 'checkpoint file (.llmcp), run directory (its best slot), slot directory, or run:slot (runs/a:best, runs/a:step_000600, runs/a:latest)')

@@ -16,10 +16,11 @@ import { CliError } from '../errors.ts';
 import { EXIT_CODES } from '../exit-codes.ts';
 import { ERROR_SCHEMA_ID } from '../error-report.ts';
 import { foreignFileJson, describeForeignFile, type ForeignFileJson } from '@llmcp/format/foreign';
-import { isRunDirectory, parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
+import { parseCheckpointAddress, runSlots } from '../internal/checkpoint-address.ts';
 import { readInputFile, requirePath, resolvePath } from '../internal/files.ts';
 import { foreignErrorJson, foreignErrorText, foreignKindName, readForeignInput, type ForeignErrorJson, type ForeignInput } from '../internal/foreign.ts';
 import { alignTable, plural } from '../internal/text.ts';
+import { loadTrainer } from '../trainer.ts';
 
 /** Identifier of the JSON document (`schema` member). */
 export const VERIFY_SCHEMA_ID = 'llmcp-verify/1';
@@ -125,18 +126,18 @@ function verifyFile(ctx: CliContext, file: string, options: VerifyOptions): numb
 /** `dir` is the run directory as given, `absolute` the path it resolves to. */
 async function verifyRunDir(ctx: CliContext, runDir: { readonly dir: string; readonly absolute: string }, options: VerifyOptions): Promise<number> {
   const { dir, absolute } = runDir;
-  if (!existsSync(path.join(absolute, 'run.json')) && !existsSync(path.join(absolute, 'checkpoints'))) {
-    throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is a directory but not a run directory (no run.json, no checkpoints/)`, {
+  const { verifyRun, isRunDirectory } = await loadTrainer();
+  if (!isRunDirectory(absolute)) {
+    throw new CliError('CLI_WRONG_FILE_KIND', `${dir} is a directory but not a run directory (no run.json, run.lock or checkpoints/)`, {
       path: absolute,
       hint: existsSync(path.join(absolute, 'state.llmcp')) ? `verify the checkpoint file: llmcp verify ${path.join(dir, 'state.llmcp')}` : 'give a checkpoint file or a run directory',
     });
   }
-  const { verifyRun } = await import('@llmcp/trainer');
   const run = await verifyRun(absolute);
   if (options.json === true) {
     const doc: VerifyRunJson = { schema: VERIFY_SCHEMA_ID, kind: 'run', path: dir, ok: run.ok, run };
     ctx.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-    return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
+    return runExit(run);
   }
   const c = colorsFor(ctx.stdout, ctx.env);
   const verdict = run.ok ? c.green('ok') : run.settled ? c.red('FAILED') : c.yellow('UNSETTLED');
@@ -161,7 +162,17 @@ async function verifyRunDir(ctx: CliContext, runDir: { readonly dir: string; rea
   out.push(`  run.json: ${run.manifest.ok ? c.green('ok') : c.red('FAILED')}, ${plural(run.manifest.events, 'event')}${run.manifest.problem === null ? '' : ` — ${run.manifest.problem}`}`);
   if (!run.entries.ok) out.push(`  layout: ${c.red('FAILED')} — ${run.entries.problem ?? ''}`);
   ctx.stdout.write(`${out.join('\n')}\n`);
-  return run.ok ? EXIT_CODES.OK : EXIT_CODES.FAILED;
+  return runExit(run);
+}
+
+/**
+ * The exit code of a run's verdict, which the verdict printed says in words:
+ * ok → 0; FAILED (a failure seen while nothing changed, or in a run nobody
+ * trains) → 1; UNSETTLED (a run being trained whose slots changed during every
+ * attempt, so no failure was established) → 4, not "verification failed".
+ */
+function runExit(run: RunVerification): number {
+  return run.ok ? EXIT_CODES.OK : run.settled ? EXIT_CODES.FAILED : EXIT_CODES.RUNTIME;
 }
 
 /** `llmcp verify --json` for one slot of a run (`run:slot` or a slot directory). */
@@ -215,7 +226,7 @@ async function verifySlotAddress(ctx: CliContext, at: { readonly target: string;
 export async function runVerify(ctx: CliContext, target: string, options: VerifyOptions): Promise<number> {
   // One slot of a run: run:slot (not itself a path), or a slot directory <run>/checkpoints/<slot>.
   const whole = resolvePath(ctx, target);
-  const slotDir = existsSync(whole) && path.basename(path.dirname(whole)) === 'checkpoints' && isRunDirectory(path.dirname(path.dirname(whole)));
+  const slotDir = existsSync(whole) && path.basename(path.dirname(whole)) === 'checkpoints' && (await loadTrainer()).isRunDirectory(path.dirname(path.dirname(whole)));
   if ((!existsSync(whole) && target.lastIndexOf(':') > 0) || slotDir) {
     const address = await parseCheckpointAddress(ctx, target, { what: 'checkpoint or run directory' });
     if (address.kind === 'run' && address.slot !== null) return verifySlotAddress(ctx, { target, run: address.run, runDir: address.runDir, slot: address.slot }, options);
@@ -235,11 +246,12 @@ export function verifyCommand(ctx: CliContext, setExit: SetExit): Command {
     .description(
       'Verify a checkpoint file (every LLMCP35 v1 rule) or a run directory (every checkpoint slot: job digest and schema, ' +
         'state file, job/state pairing; loss.jsonl continuity and prefix hash; run.json).\n\n' +
-        'A run that is being trained (run.lock names a live process) is verified at a moment when none of its slots changes; ' +
-        'the report says which process uses it, and UNSETTLED if its slots kept changing during every attempt.\n\n' +
+        'A run that is being trained (run.lock names a live process) is verified at a moment when none of its slots changes ' +
+        '(each attempt re-reads only the slots that changed); a failure counts only when it was seen while nothing changed. ' +
+        'The report says which process uses it, and UNSETTLED if its slots kept changing during every attempt.\n\n' +
         'A safetensors or GGUF file is recognised and its header and tensor table are checked (data ranges inside the file, ' +
         'no overlaps; safetensors: no holes): ok says what it is, never a bad LLMCP35 magic.\n\n' +
-        'Exit status: 0 everything verifies, 1 something does not (or UNSETTLED), 3 path missing or not a checkpoint/run.',
+        'Exit status: 0 everything verifies, 1 something does not, 3 path missing or not a checkpoint/run, 4 UNSETTLED (no verdict: the slots of a run being trained changed during every attempt).',
     )
     .argument('<path>', 'checkpoint file (.llmcp), run directory, or one slot of a run: run:slot (runs/a:step_000600) or a slot directory')
     .option('--json', `print a JSON document (schema "${VERIFY_SCHEMA_ID}"; a failure: "${ERROR_SCHEMA_ID}" on stdout)`)

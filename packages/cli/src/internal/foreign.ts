@@ -4,7 +4,8 @@
  * bounded prefix, so a multi-gigabyte GGUF costs only its header) with
  * `@llmcp/format/foreign`, the one home of those readers.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
+import { openRegularFileSync } from '@llmcp/format/node';
 import { detectFileKind, FILE_KIND_PREFIX_BYTES, isForeignFileError, readForeignFile, type ForeignFile, type ForeignFileError } from '@llmcp/format/foreign';
 import type { CliContext } from '../context.ts';
 import { CliError } from '../errors.ts';
@@ -23,7 +24,8 @@ export interface ForeignInput {
 
 function readPrefix(absolute: string, length: number): Uint8Array {
   const out = new Uint8Array(length);
-  const fd = openSync(absolute, 'r');
+  // The input rule: a regular file, opened without blocking (requirePath refused other kinds; this closes the race).
+  const { fd } = openRegularFileSync(absolute);
   try {
     let at = 0;
     while (at < length) {
