@@ -29,7 +29,7 @@ import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './er
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
 import type { EvaluationRecord, InputIdentity, Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
-import { appendRunEvent, readRunManifest, type EngineRecord, type RunEvent } from './run-manifest.ts';
+import { appendRunEvent, readRunManifest, type EngineRecord, type ProvenanceRecord, type RunEvent } from './run-manifest.ts';
 import {
   applyRetention,
   assertRunEntries,
@@ -61,6 +61,10 @@ import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs 
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 import { pivotHeldRun } from './pivot.ts';
 import { describeStepBudgetChange, type StepBudgetChange } from './step-budget.ts';
+import { parentLink } from './checkpoint-manifest.ts';
+import { removeLineageLeftovers } from './lineage-store.ts';
+import type { LineageParent } from './provenance.ts';
+import type { SigningKey } from './signing-key.ts';
 
 /** Options shared by every operation that trains. */
 export interface TrainingOptions {
@@ -74,6 +78,11 @@ export interface TrainingOptions {
   readonly saveMode?: SaveMode;
   /** This machine's settings for a torch engine (interpreter, local ranks, rendezvous); never part of the config. */
   readonly torch?: TorchEngineOptions;
+  /**
+   * Signs every checkpoint's provenance manifest (`loadSigningKey`; `--sign-key`). Without it the manifests are
+   * written unsigned (their hashes and lineage are still checked). The key is never written anywhere.
+   */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** Options of {@link trainRun}. */
@@ -190,6 +199,11 @@ const nowIso = (): string => new Date().toISOString();
 /** What run.json records of the engine that computes a segment of the run. */
 function engineRecord(engine: TrainingEngine): EngineRecord {
   return { kind: engine.description.kind, worldSize: engine.description.worldSize };
+}
+
+/** What run.json records of the manifests of a segment of the run: written, and by which key (its hint) or unsigned. */
+function provenanceRecord(options: TrainingOptions): ProvenanceRecord {
+  return { manifests: true, signer: options.signingKey?.hint ?? null };
 }
 
 /** The torch engine's settings with its start-up lines reported as events. */
@@ -421,6 +435,8 @@ interface JobSetup {
   readonly repaired: readonly string[];
   readonly budgetChange: StepBudgetChange | null;
   readonly lossRecordsCut: number;
+  /** The checkpoint the trajectory continues (the resumed slot), or null for a fresh model: the parent of the first save. */
+  readonly lineageHead: LineageParent | null;
 }
 
 /** The newest evaluation of a job (for the progress display of a resumed run), or null. */
@@ -471,6 +487,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
       hadCheckpoint: setup.resumedFrom !== null,
       // Half a validation interval: a save starved by other work finishes before the next one can be due.
       hurryAfterSteps: Math.max(1, Math.floor(setup.config.evaluation.validateEvery / 2)),
+      provenance: { key: options.signingKey ?? null, head: setup.lineageHead },
     }),
     lock,
     control,
@@ -630,10 +647,18 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       const lossLog = LossLog.create(lossFile);
       createdEntries.push(lossFile);
       createdEntries.push(path.join(runDir, RUN_FILES.manifest));
-      await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config, engine: engineRecord(engine) });
+      await appendRunEvent(runDir, runId, {
+        event: 'created',
+        time: nowIso(),
+        configDigest: canonicalDigest(config),
+        steps: config.steps,
+        config,
+        engine: engineRecord(engine),
+        provenance: provenanceRecord(options),
+      });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0 },
+        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0, lineageHead: null },
         options,
         lock,
       );
@@ -862,6 +887,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         config: plan.config,
         changes: [...RESUME_CHANGEABLE_FIELDS],
         reason: `step budget changed from ${recorded.steps} to ${plan.config.steps} on resume`,
+        signingKey: options.signingKey ?? null,
       });
       budgetChange = {
         step: pivot.step,
@@ -889,6 +915,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
     const complete = job.step >= plan.config.steps && job.phase.validated && job.phase.audited;
     // Everything verified: from here on the resume changes the directory.
     removeLeftovers(checkpointsDir(runDir));
+    removeLineageLeftovers(runDir);
     let repaired: string[];
     try {
       repaired = await completeDueWork(plan, evidence, complete);
@@ -937,6 +964,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       refused: loadReport.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
       ...(repaired.length === 0 ? {} : { repaired }),
       engine: engineRecord(engine),
+      provenance: provenanceRecord(options),
     });
     const state: JobState = {
       step: job.step,
@@ -965,6 +993,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         repaired,
         budgetChange,
         lossRecordsCut: plan.lossPlan.orphanedRecords,
+        lineageHead: parentLink(job, plan.chosen.manifest?.parsed.digest ?? null),
       },
       options,
       lock,
@@ -1053,6 +1082,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
   const inputs = await prepareInputs(config, {});
   const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
   removeLeftovers(checkpointsDir(runDir));
+  removeLineageLeftovers(runDir);
   makeDirectories(checkpointsDir(runDir));
   const lossLog = LossLog.resume(lossPlan);
   await appendRunEvent(runDir, manifest.runId, {
@@ -1062,9 +1092,25 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     orphanedLossRecords: lossPlan.orphanedRecords,
     orphanedLossSha256: lossPlan.orphanedSha256,
     engine: engineRecord(engine),
+    provenance: provenanceRecord(options),
   });
   return executeJob(
-    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },
+    {
+      runDir,
+      config,
+      inputs,
+      engine,
+      lossLog,
+      runId: manifest.runId,
+      pivots: 0,
+      state: freshState(config),
+      resumedFrom: null,
+      loadReport: null,
+      repaired: [],
+      budgetChange: null,
+      lossRecordsCut: lossPlan.orphanedRecords,
+      lineageHead: null,
+    },
     options,
     lock,
   );

@@ -23,6 +23,9 @@ import {
   type RetentionResult,
   type StateFileFacts,
 } from './run-directory.ts';
+import { parentLink, writeCheckpointManifest, type LineageStep } from './checkpoint-manifest.ts';
+import type { LineageParent } from './provenance.ts';
+import type { SigningKey } from './signing-key.ts';
 import { canonicalJson } from './internal/canonical-json.ts';
 import { discardEntry, fsyncFile } from './internal/durable-fs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
@@ -49,6 +52,12 @@ export interface SaveRequest {
   readonly latestIsValid: boolean;
   /** Whether the current `best/` verified. */
   readonly bestIsValid: boolean;
+  /**
+   * The checkpoint's provenance manifest: how it continues its parent (the
+   * saver sets it from the last checkpoint of the trajectory) and the key
+   * that signs it (null: unsigned). Absent: no manifest (tests of older layouts).
+   */
+  readonly provenance?: { readonly lineage: LineageStep; readonly key: SigningKey | null };
 }
 
 /** What a save did. */
@@ -64,6 +73,8 @@ export interface SaveResult {
   readonly audit: SampleAudit | null;
   /** Milliseconds spent in the save (encode, audit, writes). */
   readonly durationMs: number;
+  /** The manifest written (its subject digest), and how the next checkpoint of the trajectory names this one; null without a manifest. */
+  readonly manifest: { readonly digest: string; readonly link: LineageParent } | null;
 }
 
 /** Slot publication order of one save: `best` and `latest` first (the resume point moves as early as possible), then the step snapshot. */
@@ -105,13 +116,20 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     job = sealJob({ ...request.job, format: JOB_FORMAT, sampling: { ...request.job.sampling, nextState: nextState ?? u64Hex(request.state.samplingRngState) }, state: facts });
     return encodeJob(job);
   };
+  const provenance = request.provenance;
+  const manifest =
+    provenance === undefined
+      ? {}
+      : { manifest: (dir: string, shards: Parameters<typeof writeCheckpointManifest>[1]['shards']) => writeCheckpointManifest(dir, { job: job as unknown as Job, shards, provenance: { ...provenance.lineage, key: provenance.key } }) };
   const tmps: string[] = [];
   const written: string[] = [];
   let facts: StateFileFacts;
+  let digest: string | null = null;
   try {
     const firstSlot = planned[0]?.slot ?? 'latest';
-    const first = await writeCheckpointFromState(request.runDir, { state: request.state, seal }, firstSlot);
+    const first = await writeCheckpointFromState(request.runDir, { state: request.state, seal, ...manifest }, firstSlot);
     facts = first.facts;
+    digest = first.manifest?.digest ?? null;
     tmps.push(first.tmp);
     for (const p of planned.slice(1)) tmps.push(copyCheckpointDirectory(request.runDir, first.tmp, p.slot));
     planned.forEach((p, i) => {
@@ -146,6 +164,7 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     retention,
     audit,
     durationMs: performance.now() - started,
+    manifest: digest === null ? null : { digest, link: parentLink(sealed, digest) },
   };
 }
 
