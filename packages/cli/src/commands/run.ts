@@ -17,6 +17,7 @@ import { CONFIG_PRESETS, configOptions, readTrainConfig, type ConfigFlags } from
 import { requireCreatableDirectory, requirePath, resolvePath } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
 import { resumeReportLines } from '../resume-report.ts';
+import { readSigningKey } from '../internal/keys.ts';
 import { loadTrainer, trainer, type Trainer } from '../trainer.ts';
 
 /** Identifier of the `status --json` document. */
@@ -29,6 +30,8 @@ interface TrainFlags extends ConfigFlags, EngineFlags {
   readonly steps?: number;
   /** `--threads`: model worker threads (default: this machine's cores; never changes bits). */
   readonly threads?: number;
+  /** `--sign-key`: the private key that signs every checkpoint's provenance manifest. */
+  readonly signKey?: string;
 }
 
 /**
@@ -82,6 +85,8 @@ function engineFlagOptions(): Option[] {
 }
 
 async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ options: TrainingOptions; finish: () => void }> {
+  // A key that cannot sign is refused before anything starts (and is never written anywhere).
+  const signingKey = await readSigningKey(ctx, flags.signKey);
   const { createProgressRenderer } = await loadTrainer();
   const { torch } = await trainer((t) => t.engineSettings(flags), 'engine options');
   const progress = createProgressRenderer({ stream: ctx.stderr, env: ctx.env, ...(flags.plain === true ? { live: false } : {}), plainIntervalMs: 5000 });
@@ -100,6 +105,7 @@ async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ op
     handleSignals: ctx.handleSignals === true,
     ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
     torch,
+    signingKey,
   };
   let finished = false;
   const finish = (): void => {
@@ -188,6 +194,8 @@ interface PolicyFlags {
   readonly config?: string;
   readonly change?: string[];
   readonly reason?: string;
+  /** `--sign-key`: signs the manifest of the checkpoint the pivot or fork writes. */
+  readonly signKey?: string;
 }
 
 /**
@@ -202,8 +210,9 @@ interface PolicyFlags {
 export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFlags & { readonly config: string }): Promise<number> {
   requirePath(ctx, runDir, 'directory', 'run directory');
   const config = (await readConfig(ctx, { config: flags.config })) as TrainerConfig;
+  const signingKey = await readSigningKey(ctx, flags.signKey);
   const r = await trainer(
-    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes: flags.change ?? [], ...(flags.reason === undefined ? {} : { reason: flags.reason }) }),
+    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes: flags.change ?? [], ...(flags.reason === undefined ? {} : { reason: flags.reason }), signingKey }),
     `pivot ${runDir}`,
   );
   ctx.stdout.write(`pivot ${r.pivot} of ${runDir} at step ${r.step} (from ${r.slot}): changed ${r.changed.length === 0 ? 'nothing' : r.changed.join(', ')}\n`);
@@ -233,6 +242,7 @@ export async function runFork(ctx: CliContext, dirs: readonly [source: string, t
   // A plain slot name (never a path: `../../etc` must not reach the file system) that the run has; else CLI_UNKNOWN_SLOT listing its slots.
   if (flags.slot !== undefined) await runSlots(named?.run ?? source, sourceDir, flags.slot, named === null ? '--slot' : 'slot');
   const config = await readConfig(ctx, flags.config === undefined ? {} : { config: flags.config });
+  const signingKey = await readSigningKey(ctx, flags.signKey);
   const targetDir = requireCreatableDirectory(ctx, target, 'fork target');
   const r = await trainer(
     (t) =>
@@ -241,6 +251,7 @@ export async function runFork(ctx: CliContext, dirs: readonly [source: string, t
         ...(config === undefined ? {} : { config }),
         ...(flags.change === undefined ? {} : { changes: flags.change }),
         ...(flags.reason === undefined ? {} : { reason: flags.reason }),
+        signingKey,
       }),
     `fork ${source}`,
   );
@@ -335,6 +346,8 @@ export async function runStatusCommand(ctx: CliContext, dir: string, options: { 
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), ...value.split(',').map((s) => s.trim()).filter((s) => s !== '')];
 
+const SIGN_KEY_HELP = "sign every checkpoint's provenance manifest (model.sig) with this private key (llmcp keygen, or any ECDSA P-256/P-384 or Ed25519 PEM key); it is never written anywhere. Without it the manifests are unsigned (hashes and lineage are still checked)";
+
 const SIGNALS_HELP = 'Ctrl-C (SIGINT) or SIGTERM finishes the current step, writes a checkpoint and exits with 130; SIGUSR1 writes a checkpoint and continues.';
 
 /**
@@ -362,7 +375,8 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
     .addOption(set)
     .option('--steps <n>', "step budget (overrides the config's)", positiveInteger('--steps'))
     .option('--threads <n>', "model worker threads (default: this machine's cores; the bits never depend on it)", positiveInteger('--threads'))
-    .option('--plain', 'plain progress lines even on a terminal');
+    .option('--plain', 'plain progress lines even on a terminal')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP);
   for (const option of engineFlagOptions()) command.addOption(option);
   return command
     .addHelpText(
@@ -401,7 +415,8 @@ export function resumeCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('-c, --config <file>', 'config to continue with (must equal the recorded one but for steps; use pivot to change other policy)')
     .option('--steps <n>', 'a new step budget (extend a finished or interrupted run): applied as a recorded pivot of steps, then training goes on', positiveInteger('--steps'))
     .option('--threads <n>', 'model worker threads (default: the recorded value; never a config change, the bits never depend on it)', positiveInteger('--threads'))
-    .option('--plain', 'plain progress lines even on a terminal');
+    .option('--plain', 'plain progress lines even on a terminal')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP);
   for (const option of engineFlagOptions()) command.addOption(option);
   return command
     .addHelpText(
@@ -436,6 +451,7 @@ export function pivotCommand(ctx: CliContext, setExit: SetExit): Command {
     .requiredOption('-c, --config <file>', 'the new config (JSON)')
     .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable), e.g. steps,schedule', collect)
     .option('--reason <text>', 'why (recorded in run.json)')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP)
     .addHelpText(
       'after',
       `
@@ -467,6 +483,7 @@ export function forkCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('-c, --config <file>', "the fork's config (default: the checkpoint's)")
     .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable)', collect)
     .option('--reason <text>', 'why (recorded in both run.json files)')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP)
     .addHelpText(
       'after',
       `

@@ -216,6 +216,26 @@ export function readCheckpointFile(ctx: CliContext, file: string): { checkpoint:
  * @throws CliError `CLI_WRITE_FAILED` when the file exists without `force`, or the write fails.
  */
 export async function writeOutputFile(ctx: CliContext, file: string, bytes: Uint8Array, force: boolean): Promise<string> {
+  const absolute = assertOutputWritable(ctx, file, force);
+  try {
+    await writeFileAtomic(absolute, bytes);
+  } catch (e) {
+    throw new CliError('CLI_WRITE_FAILED', `cannot write ${file}: ${(e as Error).message}`, { path: absolute, cause: e });
+  }
+  return absolute;
+}
+
+/**
+ * The output rule, checked before anything is written: an output is not a
+ * directory, does not exist unless `force`, and its directory exists.
+ *
+ * @param ctx - the command context.
+ * @param file - the path as typed.
+ * @param force - replace an existing file.
+ * @returns the absolute path.
+ * @throws CliError `CLI_WRONG_FILE_KIND` (a directory), `CLI_WRITE_FAILED` (exists without `force`, or no such directory).
+ */
+export function assertOutputWritable(ctx: CliContext, file: string, force: boolean): string {
   const absolute = resolvePath(ctx, file);
   const existing = statOrNull(absolute);
   if (existing !== null && existing.isDirectory()) {
@@ -228,11 +248,6 @@ export async function writeOutputFile(ctx: CliContext, file: string, bytes: Uint
   const dir = statOrNull(path.dirname(absolute));
   if (dir === null || !dir.isDirectory()) {
     throw new CliError('CLI_WRITE_FAILED', `cannot write ${file}: directory ${path.dirname(file) || '.'} does not exist`, { path: absolute, hint: 'create the directory first' });
-  }
-  try {
-    await writeFileAtomic(absolute, bytes);
-  } catch (e) {
-    throw new CliError('CLI_WRITE_FAILED', `cannot write ${file}: ${(e as Error).message}`, { path: absolute, cause: e });
   }
   return absolute;
 }
