@@ -39,6 +39,43 @@ export interface ChainContext {
   readonly manifestsAfter: number | null;
 }
 
+/** The events of `run.json` {@link chainContext} reads (a structural subset of `RunEvent`). */
+export interface ChainEvents {
+  readonly events: readonly {
+    readonly event: string;
+    readonly step?: number;
+    readonly runId?: string;
+    readonly stateChecksum?: string;
+    readonly provenance?: { readonly signer: string | null };
+  }[];
+}
+
+/**
+ * What run.json says about a run's manifests and forks, and the signers it
+ * records for its segments (null: it records none).
+ *
+ * @param runJson - the run's run.json (null: none).
+ * @param runId - the run's id.
+ * @returns the chain's context and the recorded signers.
+ */
+export function chainContext(runJson: ChainEvents | null, runId: string): { context: ChainContext; signers: Set<string | null> | null } {
+  let after: number | null = null;
+  const signers = new Set<string | null>();
+  const forkedFrom: { runId: string; step: number; stateChecksum: string | null }[] = [];
+  for (const e of runJson?.events ?? []) {
+    if (['created', 'restarted', 'resumed', 'pivot'].includes(e.event) && e.provenance !== undefined) {
+      signers.add(e.provenance.signer);
+      if (e.event !== 'pivot') {
+        // A resume from a checkpoint without a manifest: that checkpoint may lack one, every later one has one.
+        const from = e.event === 'resumed' ? (e.step ?? -1) : -1;
+        after = after === null ? from : Math.min(after, from);
+      }
+    }
+    if (e.event === 'forked-from' && e.runId !== undefined && e.step !== undefined) forkedFrom.push({ runId: e.runId, step: e.step, stateChecksum: e.stateChecksum ?? null });
+  }
+  return { context: { runId, forkedFrom, manifestsAfter: after }, signers: signers.size === 0 ? null : signers };
+}
+
 /** How one checkpoint of a chain links to its parent. */
 export type LinkStatus =
   /** A fresh model: no parent. */

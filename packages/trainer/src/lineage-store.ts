@@ -15,11 +15,10 @@
  */
 import { closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, lstatSync } from 'node:fs';
 import path from 'node:path';
-import { MANIFEST_SUFFIX } from './provenance.ts';
+import { LINEAGE_DIR, MANIFEST_SUFFIX } from './provenance.ts';
 import { fsyncDirectory, makeDirectories, removeLeftovers, uniqueSibling, writeAllSync } from './internal/durable-fs.ts';
 
-/** The lineage store's directory name inside a run. */
-export const LINEAGE_DIR = 'lineage';
+export { LINEAGE_DIR };
 
 const ENTRY = /^step_(\d{6,})-([0-9a-f]{64})\.sig$/;
 

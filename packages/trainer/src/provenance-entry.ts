@@ -6,6 +6,7 @@
 export {
   MANIFEST_FILE,
   MANIFEST_SUFFIX,
+  LINEAGE_DIR,
   SHARD_SIZE,
   LINEAGE_FORMAT,
   IN_TOTO_STATEMENT_TYPE,
@@ -19,5 +20,5 @@ export {
   pae,
 } from './provenance.ts';
 export type { Lineage, LineageParent, LineageVia, ManifestResource, ParsedManifest, SignatureStatus, TrustedKey, KeyAlgorithm } from './provenance.ts';
-export { indexChain, walkChain } from './lineage-chain.ts';
-export type { ChainEntry, ChainContext, ChainLink, ChainIndex, LinkStatus } from './lineage-chain.ts';
+export { chainContext, indexChain, walkChain } from './lineage-chain.ts';
+export type { ChainEntry, ChainContext, ChainEvents, ChainLink, ChainIndex, LinkStatus } from './lineage-chain.ts';

@@ -39,6 +39,8 @@ import { canonicalJson } from './internal/canonical-text.ts';
 
 /** The manifest's file name inside a checkpoint slot or an exported directory (the `model_signing` tool's default). */
 export const MANIFEST_FILE = 'model.sig';
+/** A run's lineage store: every checkpoint manifest it published (lineage-store.ts). */
+export const LINEAGE_DIR = 'lineage';
 /** The suffix of the manifest beside a single exported file (`model.safetensors.sig`). */
 export const MANIFEST_SUFFIX = '.sig';
 /** in-toto Statement v1. */

@@ -19,7 +19,7 @@
  * before manifests: its report says so ("no manifest") and passes.
  */
 import path from 'node:path';
-import { indexChain, walkChain, type ChainContext, type ChainEntry, type ChainLink } from './lineage-chain.ts';
+import { chainContext, indexChain, walkChain, type ChainEntry, type ChainLink } from './lineage-chain.ts';
 import { LINEAGE_DIR, lineageEntryName, parseLineageEntryName, readLineageStore } from './lineage-store.ts';
 import { MANIFEST_FILE, parseManifest, verifyManifestSignature, type ParsedManifest, type SignatureStatus, type TrustedKey } from './provenance.ts';
 import type { RunManifest } from './run-manifest.ts';
@@ -74,24 +74,6 @@ export interface RunProvenanceInput {
   readonly trustKey: TrustedKey | null;
 }
 
-/** What run.json says about manifests and forks (lineage-chain.ts's context), and the signers it records. */
-function contextOf(runJson: RunManifest | null, runId: string): { context: ChainContext; signers: Set<string | null> | null } {
-  let after: number | null = null;
-  const signers = new Set<string | null>();
-  const forkedFrom: { runId: string; step: number; stateChecksum: string | null }[] = [];
-  for (const e of runJson?.events ?? []) {
-    if ((e.event === 'created' || e.event === 'restarted' || e.event === 'resumed' || e.event === 'pivot') && e.provenance !== undefined) {
-      signers.add(e.provenance.signer);
-      if (e.event !== 'pivot') {
-        const from = e.event === 'resumed' ? e.step : -1;
-        after = after === null ? from : Math.min(after, from);
-      }
-    }
-    if (e.event === 'forked-from') forkedFrom.push({ runId: e.runId, step: e.step, stateChecksum: e.stateChecksum ?? null });
-  }
-  return { context: { runId, forkedFrom, manifestsAfter: after }, signers: signers.size === 0 ? null : signers };
-}
-
 /**
  * Checks a run's provenance (see the module comment).
  *
@@ -105,7 +87,7 @@ export async function checkRunProvenance(input: RunProvenanceInput): Promise<Pro
   const problem = (code: ProvenanceProblem['code'], message: string, file: string | null): void => {
     if (!problems.some((p) => p.message === message)) problems.push({ code, message, file });
   };
-  const { context, signers } = contextOf(runJson, runId);
+  const { context, signers } = chainContext(runJson, runId);
 
   // The lineage store: every entry read, named for what it holds, of this run.
   const stored = new Map<string, { where: string; manifest: ParsedManifest }>();
