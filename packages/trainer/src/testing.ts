@@ -9,3 +9,5 @@ export { resumeRunWithFaults } from './run.ts';
 export type { ResumeFaults } from './run.ts';
 export type { EngineFaults } from './llmcp-engine.ts';
 export type { PublishHook, PublishStage } from './run-directory.ts';
+export { forgeManifest } from './manifest-forgery.ts';
+export type { ForgedSignature } from './manifest-forgery.ts';

@@ -13,13 +13,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig, type TrainerConfig } from '../src/config.ts';
 import { CH33_CONFIG_INPUT } from '../src/presets.ts';
-import { encodeBundleJson, importTrustedKey, parseManifest, type TrustedKey } from '../src/provenance.ts';
+import { importTrustedKey, type TrustedKey } from '../src/provenance.ts';
+import { forgeManifest } from '../src/manifest-forgery.ts';
 import { forkRun, pivotRun } from '../src/pivot.ts';
 import { readRunManifest, writeRunManifest } from '../src/run-manifest.ts';
 import { resumeRun, trainRun } from '../src/run.ts';
-import { generateSigningKeyPair, signingKeyFromPem, signPayload, type SigningKey } from '../src/signing-key.ts';
+import { generateSigningKeyPair, signingKeyFromPem, type SigningKey } from '../src/signing-key.ts';
 import { verifyRun, type RunVerification } from '../src/status.ts';
-import { canonicalJson } from '../src/internal/canonical-json.ts';
 import { runDirectory, tempDir } from './helpers/run-fixture.ts';
 import { asWrittenBeforeManifests } from './helpers/run-files.ts';
 
@@ -55,19 +55,14 @@ function problemsOf(v: RunVerification): string[] {
   return [...v.provenance.problems.map((p) => `${p.code} ${p.file ?? ''}: ${p.message}`), ...v.slots.filter((s) => !s.ok).map((s) => `${s.code ?? ''} checkpoints/${s.slot}: ${s.message ?? ''}`)];
 }
 
-/** Rewrites a manifest's statement (lineage edited), keeping its old signature and hint: a forged link. */
+/** Rewrites a manifest's lineage, keeping its old signature: a forged link. */
 function forge(file: string, edit: (lineage: Record<string, unknown>) => void): void {
-  const bundle = JSON.parse(readFileSync(file, 'utf8')) as { dsseEnvelope: { payload: string; signatures: { sig: string }[] }; verificationMaterial: { publicKey?: { hint: string } } };
-  const statement = JSON.parse(Buffer.from(bundle.dsseEnvelope.payload, 'base64').toString('utf8')) as { predicate: { llmcp: Record<string, unknown> } };
-  edit(statement.predicate.llmcp);
-  const sig = bundle.dsseEnvelope.signatures[0];
-  writeFileSync(file, encodeBundleJson({ payload: new TextEncoder().encode(canonicalJson(statement)), signature: sig === undefined ? null : { sig: Buffer.from(sig.sig, 'base64') }, hint: bundle.verificationMaterial.publicKey?.hint ?? null }));
+  writeFileSync(file, forgeManifest(new Uint8Array(readFileSync(file)), { edit: (s) => edit(s.predicate.llmcp), signature: 'keep' }));
 }
 
 /** Re-signs a manifest's statement with another key. */
 function resign(file: string, key: SigningKey): void {
-  const m = parseManifest(new Uint8Array(readFileSync(file)), file);
-  writeFileSync(file, encodeBundleJson({ payload: m.payload, signature: { sig: signPayload(key, m.payload) }, hint: key.hint }));
+  writeFileSync(file, forgeManifest(new Uint8Array(readFileSync(file)), { signature: { key } }));
 }
 
 const storeEntries = (dir: string): string[] => readdirSync(path.join(dir, 'lineage')).sort();

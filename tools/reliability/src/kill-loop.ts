@@ -12,15 +12,22 @@
  * event in run.json written by a resume while checkpoints or loss history
  * existed).
  *
+ * With `provenance` every process signs its checkpoints (`--sign-key`), and
+ * after every process — killed or not — the run's provenance is verified
+ * against the key in-process: any problem with a manifest, a signature, the
+ * lineage store or a lineage link is a false alarm (interrupted and resumed
+ * runs must keep an unbroken chain).
+ *
  * With `engine` the runs use the torch engine (docs/engine-protocol.md) with
  * that many ranks, and two more things are checked: a SIGKILL of one rank
  * (instead of the trainer, at a random time) ends the trainer with the typed
  * `TRAINER_ENGINE_FAILED`, and no rank outlives its trainer, however the
  * trainer ended.
  */
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { SplitMix64 } from '@llmcp/format';
+import { generateSigningKeyPair, importTrustedKey, verifyRun, type TrustedKey } from '@llmcp/trainer';
 import { childPids, processGone } from './proc.ts';
 import { classifyCli, describeExit, finalDifference, harnessConfig, llmcp, referenceRun, REPRO_DIR, runEvents, scratch, slotNames, waitForText } from './run-harness.ts';
 import type { FaultRule } from './shim.ts';
@@ -48,12 +55,14 @@ export interface KillLoopOptions {
   readonly onProgress?: (kills: number) => void;
   /** Train with the torch engine (default: the llmcp engine). */
   readonly engine?: KillLoopEngine;
+  /** Sign every checkpoint and verify the run's provenance after every process (default false). */
+  readonly provenance?: boolean;
 }
 
 /** A rule broken in a chain. */
 export interface KillLoopFailure {
   readonly chain: number;
-  readonly what: 'untyped' | 'hang' | 'failed-after-kill' | 'non-identical' | 'silent-restart' | 'orphan' | 'rank-kill';
+  readonly what: 'untyped' | 'hang' | 'failed-after-kill' | 'non-identical' | 'silent-restart' | 'orphan' | 'rank-kill' | 'provenance-false-alarm';
   readonly detail: string;
 }
 
@@ -75,6 +84,12 @@ export interface KillLoopReport {
   /** Engine ranks that were running when their trainer ended, and that outlived it (torch engine). */
   readonly ranksWatched: number;
   readonly orphans: number;
+  /** Provenance verifications (after every process of a signed chain), and the slots and manifests they checked. */
+  readonly provenanceChecks: number;
+  readonly provenanceSlotsChecked: number;
+  readonly provenanceManifestsChecked: number;
+  /** Verifications that reported a problem on a run nobody tampered with. */
+  readonly provenanceFalseAlarms: number;
   readonly failures: readonly KillLoopFailure[];
   readonly seconds: number;
 }
@@ -115,6 +130,10 @@ interface ChainResult {
   hangs: number;
   ranksWatched: number;
   orphans: number;
+  provenanceChecks: number;
+  provenanceSlots: number;
+  provenanceManifests: number;
+  provenanceFalseAlarms: number;
   failures: KillLoopFailure[];
 }
 
@@ -124,12 +143,14 @@ interface ChainSetup {
   readonly runDir: string;
   readonly reference: string;
   readonly engine: KillLoopEngine | undefined;
+  /** The signing key file and the trusted key of a signed chain. */
+  readonly sign: { readonly keyFile: string; readonly trustKey: TrustedKey } | undefined;
 }
 
 const NO_KILLS = (): Record<KillKind, number> => ({ 'random-time': 0, 'publication-kill': 0, 'publication-kill-after': 0, 'any-call': 0, rank: 0 });
 
 async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, setup: ChainSetup, onKill: () => void): Promise<ChainResult> {
-  const { configFile, runDir, reference, engine } = setup;
+  const { configFile, runDir, reference, engine, sign } = setup;
   const out: ChainResult = {
     kills: 0,
     byKind: NO_KILLS(),
@@ -141,12 +162,35 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     hangs: 0,
     ranksWatched: 0,
     orphans: 0,
+    provenanceChecks: 0,
+    provenanceSlots: 0,
+    provenanceManifests: 0,
+    provenanceFalseAlarms: 0,
     failures: [],
+  };
+  /** The run's provenance, verified with the key: on a run nobody tampered with, any problem is a false alarm. */
+  const checkProvenance = async (after: string): Promise<void> => {
+    if (sign === undefined || !existsSync(path.join(runDir, 'run.json'))) return;
+    const v = await verifyRun(runDir, { trustKey: sign.trustKey });
+    out.provenanceChecks += 1;
+    out.provenanceSlots += v.slots.length;
+    out.provenanceManifests += v.provenance.manifests.length;
+    const alarms = [
+      ...v.provenance.problems.map((p) => `${p.code} ${p.message}`),
+      ...v.slots.filter((s) => !s.ok && /MANIFEST|SIGNATURE|LINEAGE/.test(s.code ?? '')).map((s) => `${s.slot}: ${s.code ?? ''} ${s.message ?? ''}`),
+      ...v.provenance.chain.filter((l) => l.status === 'broken').map((l) => `broken link at step ${l.step}: ${l.problem ?? ''}`),
+    ];
+    if (v.slots.length > 0 && v.provenance.state !== 'checked') alarms.push(`provenance state ${v.provenance.state} on a signed run`);
+    if (alarms.length > 0) {
+      out.provenanceFalseAlarms += 1;
+      out.failures.push({ chain, what: 'provenance-false-alarm', detail: `after ${after}: ${[...new Set(alarms)].join(' | ')}` });
+    }
   };
   let started = false;
   let complete = false;
   const machine = engine === undefined ? [] : ['--python', engine.python];
-  const args = (): string[] => [...(existsSync(path.join(runDir, 'run.json')) ? ['resume', runDir, '--plain'] : ['train', runDir, '--config', configFile, '--plain']), ...machine];
+  const signing = sign === undefined ? [] : ['--sign-key', sign.keyFile];
+  const args = (): string[] => [...(existsSync(path.join(runDir, 'run.json')) ? ['resume', runDir, '--plain'] : ['train', runDir, '--config', configFile, '--plain']), ...machine, ...signing];
   const step = async (kill: ReturnType<typeof chooseKill> | null): Promise<void> => {
     const history = hadHistory(runDir);
     const slotsBefore = slotNames(runDir);
@@ -211,8 +255,13 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
       out.failures.push({ chain, what: o.kind === 'untyped' || o.kind === 'hang' ? o.kind : 'failed-after-kill', detail: `${args().join(' ')}: ${describeExit(o.exit)}` });
     }
   };
-  for (let k = 0; k < killsPerChain && !complete; k += 1) await step(chooseKill(rng, runDir, engine !== undefined));
+  for (let k = 0; k < killsPerChain && !complete; k += 1) {
+    const kill = chooseKill(rng, runDir, engine !== undefined);
+    await step(kill);
+    await checkProvenance(`kill ${k + 1} (${kill.kind})`);
+  }
   if (!complete) await step(null);
+  await checkProvenance('the final process');
   if (complete) {
     const diff = finalDifference(reference, runDir);
     out.identical = diff === null;
@@ -241,6 +290,13 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
   const reference = await referenceRun(config, engine === undefined ? [] : ['--python', engine.python]);
   const s = scratch('llmcp-kill-');
   const configFile = s.config('cfg.json', config);
+  let sign: ChainSetup['sign'];
+  if (options.provenance === true) {
+    const pair = generateSigningKeyPair('ecdsa-p256');
+    const keyFile = path.join(s.dir, 'key.pem');
+    writeFileSync(keyFile, pair.privatePem, { mode: 0o600 });
+    sign = { keyFile, trustKey: await importTrustedKey(pair.publicPem, 'key.pub.pem') };
+  }
   const results: ChainResult[] = [];
   let kills = 0;
   try {
@@ -253,7 +309,7 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
         const rng = new SplitMix64(((options.seed ?? 0x4b111n) << 20n) + BigInt(chain));
         const runDir = path.join(s.dir, `chain-${chain}`);
         results.push(
-          await runChain(chain, rng, options.killsPerChain, { configFile, runDir, reference, engine }, () => {
+          await runChain(chain, rng, options.killsPerChain, { configFile, runDir, reference, engine, sign }, () => {
             kills += 1;
             options.onProgress?.(kills);
           }),
@@ -280,6 +336,10 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
     hangs: sum((r) => r.hangs),
     ranksWatched: sum((r) => r.ranksWatched),
     orphans: sum((r) => r.orphans),
+    provenanceChecks: sum((r) => r.provenanceChecks),
+    provenanceSlotsChecked: sum((r) => r.provenanceSlots),
+    provenanceManifestsChecked: sum((r) => r.provenanceManifests),
+    provenanceFalseAlarms: sum((r) => r.provenanceFalseAlarms),
     failures: results.flatMap((r) => r.failures),
     seconds: (performance.now() - started) / 1000,
   };
@@ -291,7 +351,7 @@ export function formatKillLoopReport(r: KillLoopReport): string {
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
   const lines = [
-    `kill loop: ${r.chains} chains, ${r.kills} SIGKILLs (${kinds}) → ${r.resumes} resumes → ${r.identical} byte-identical, ${r.nonIdentical} not; ${r.silentRestarts} silent restarts (${r.cleanRestarts} clean restarts with nothing to lose), ${r.untyped} untyped errors, ${r.hangs} hangs${r.ranksWatched === 0 ? '' : `; ${r.ranksWatched} engine ranks watched, ${r.orphans} outlived their trainer`}; ${r.seconds.toFixed(0)} s`,
+    `kill loop: ${r.chains} chains, ${r.kills} SIGKILLs (${kinds}) → ${r.resumes} resumes → ${r.identical} byte-identical, ${r.nonIdentical} not; ${r.silentRestarts} silent restarts (${r.cleanRestarts} clean restarts with nothing to lose), ${r.untyped} untyped errors, ${r.hangs} hangs${r.ranksWatched === 0 ? '' : `; ${r.ranksWatched} engine ranks watched, ${r.orphans} outlived their trainer`}${r.provenanceChecks === 0 ? '' : `; signed: ${r.provenanceChecks} provenance verifications after every process (${r.provenanceSlotsChecked} slots, ${r.provenanceManifestsChecked} manifests checked with the key), ${r.provenanceFalseAlarms} false alarms`}; ${r.seconds.toFixed(0)} s`,
   ];
   for (const f of r.failures.slice(0, 20)) lines.push(`    chain ${f.chain} [${f.what}] ${f.detail}`);
   return lines.join('\n');
