@@ -3,7 +3,7 @@
  * parent link by parent link, back to the fresh model (step 0), to the
  * fork point in another run, or to a checkpoint written before manifests.
  * The one rule for what makes a link hold, shared by `verifyRun` and the
- * inspector (docs/DESIGN.md "Lineage").
+ * inspector (../../../docs/DESIGN.md "Provenance: manifests, signatures and lineage").
  *
  * A link holds when the parent it names is a manifest of the run (a slot's
  * or the lineage store's: present or pruned) of the run and step the link

@@ -147,7 +147,7 @@ const utf8 = new TextEncoder();
 
 /**
  * DSSE's pre-authentication encoding: `"DSSEv1" SP LEN(type) SP type SP LEN(body) SP body`,
- * lengths as ASCII decimals of byte counts (secure-systems-lab/dsse v1.0.0, protocol.md).
+ * lengths as ASCII decimals of byte counts (secure-systems-lab/dsse v1.0.0, its protocol document).
  *
  * @param payloadType - the payload type (UTF-8).
  * @param payload - the payload bytes.
