@@ -689,7 +689,7 @@ export async function writeCheckpointFromState(
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
     let manifest: WrittenManifest | null = null;
     if (shards !== null && checkpoint.manifest !== undefined) {
-      const all = [...shardBytes(RUN_FILES.job, jobBytes), ...shards.digests()];
+      const all = [...shardBytes(RUN_FILES.job, jobBytes), ...(await shards.digests())];
       manifest = writeManifestOf(runDir, tmp, { manifest: checkpoint.manifest, step: Number(state.selectedStep), shards: all });
     }
     fsyncDirectory(tmp);

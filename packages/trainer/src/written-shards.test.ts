@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCheckpoint } from '@llmcp/format';
@@ -75,7 +76,7 @@ describe('WrittenShardHasher', () => {
           await handle.sync();
           await handle.close();
           expect(readFileSync(file).equals(final)).toBe(true);
-          expect(tap.digests()).toEqual(shardFile(file, 'f', shardSize).shards);
+          expect(await tap.digests()).toEqual(shardFile(file, 'f', shardSize).shards);
         },
       ),
       { numRuns: 60 },
@@ -89,11 +90,27 @@ describe('WrittenShardHasher', () => {
       const tap = new WrittenShardHasher('state.llmcp', shardSize);
       const file = path.join(dir, `s-${serial++}.llmcp`);
       await saveCheckpointAtomic(file, state, { hashInWorker: false, fileSystem: tap.fileSystem });
-      const digests = tap.digests();
+      const digests = await tap.digests();
       expect(readFileSync(file).equals(encodeCheckpoint(state))).toBe(true);
       expect(digests).toEqual(shardFile(file, 'state.llmcp', shardSize).shards);
       expect(digests.length).toBe(Math.ceil(readFileSync(file).length / shardSize));
     }
+  });
+
+  it('takes over the shards of a hash thread that stalls, or that cannot start, with the same digests', async () => {
+    const content = Uint8Array.from({ length: 1000 }, (_, i) => (i * 7) & 0xff);
+    // A thread that takes every job and never answers (a starved idle-priority thread), and none at all.
+    const stuck: Worker[] = [];
+    for (const hashThread of [(): Worker => stuck[stuck.push(new Worker('setInterval(() => {}, 1000)', { eval: true })) - 1] as Worker, (): null => null]) {
+      const tap = new WrittenShardHasher('f', 64, hashThread);
+      const file = path.join(dir, `stall-${serial++}`);
+      const handle = await tap.fileSystem.open(file, 'wx');
+      for (let at = 0; at < content.length; at += 100) await handle.write(content.subarray(at, at + 100), 0, Math.min(100, content.length - at), at);
+      await handle.sync();
+      await handle.close();
+      expect(await tap.digests()).toEqual(shardFile(file, 'f', 64).shards);
+    }
+    for (const w of stuck) await w.terminate();
   });
 
   it('refuses to give digests of a file with bytes never written, and lets everything go after a failed save', async () => {
@@ -103,9 +120,9 @@ describe('WrittenShardHasher', () => {
     await handle.write(new Uint8Array(8), 0, 8, 20);
     await handle.sync();
     await handle.close();
-    expect(() => tap.digests()).toThrow(/bytes \[16, 28\) of f were not all written|bytes \[0, 16\) of f were not all written/);
+    await expect(tap.digests()).rejects.toThrow(/bytes \[16, 28\) of f were not all written|bytes \[0, 16\) of f were not all written/);
     const idle = new WrittenShardHasher('f', 16);
     idle.dispose();
-    expect(() => idle.digests()).toThrow(/no file was written/);
+    await expect(idle.digests()).rejects.toThrow(/no file was written/);
   });
 });

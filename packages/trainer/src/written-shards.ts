@@ -16,9 +16,10 @@
  * hashed again once the writer syncs the file, when every write is done.
  *
  * The hashes are of the file's bytes as written, not of memory. When the
- * save ends, shards the hash thread has not finished (a starved
- * idle-priority thread, a failed or missing worker) are hashed on the
- * calling thread, so a save never waits on the hash thread.
+ * save ends, the calling thread waits for the hash thread while it makes
+ * progress, and takes over the shards left only when it makes none for
+ * {@link STALL_MS} (a thread the machine does not schedule) or is gone (a failed or
+ * missing worker), so a save never waits on a thread that does not run.
  */
 import { Worker } from 'node:worker_threads';
 import { closeSync, openSync, readSync } from 'node:fs';
@@ -58,6 +59,8 @@ parentPort.on('message', (m) => {
 const READ_BYTES = 1 << 20;
 /** How long a finished hash thread waits for the next save. */
 const IDLE_MS = 30_000;
+/** A hash thread that finishes no shard for this long while shards wait is starved: the calling thread hashes what is left. */
+const STALL_MS = 50;
 
 /** The parked hash thread of this JavaScript thread (one at most), and its idle timer. */
 let parked: { worker: Worker; timer: ReturnType<typeof setTimeout> } | null = null;
@@ -71,7 +74,15 @@ function takeWorker(): Worker | null {
     return worker;
   }
   try {
-    return new Worker(WORKER_SOURCE, { eval: true, workerData: { bufferBytes: READ_BYTES } });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { bufferBytes: READ_BYTES } });
+    // A parked thread that ends (terminated, or crashed) is never handed out again.
+    worker.once('exit', () => {
+      if (parked?.worker === worker) {
+        clearTimeout(parked.timer);
+        parked = null;
+      }
+    });
+    return worker;
   } catch {
     return null; // no worker threads here: the calling thread hashes
   }
@@ -163,17 +174,24 @@ export class WrittenShardHasher {
   #onMessage: ((m: { id: number; digest?: string; error?: string }) => void) | null = null;
   #onFailure: (() => void) | null = null;
   #waiters: (() => void)[] = [];
+  /** When the hash thread last finished a shard (or was handed one while idle). */
+  #lastProgress = 0;
+  #progressWaiters: (() => void)[] = [];
 
   /** The file system to pass to the atomic writer (`saveCheckpointAtomic(path, state, { fileSystem })`). */
   readonly fileSystem: AtomicFileSystem;
 
+  readonly #takeWorker: () => Worker | null;
+
   /**
    * @param path - the file's name in the manifest (`state.llmcp`).
    * @param shardSize - the shard size (default {@link SHARD_SIZE}; tests shrink it).
+   * @param hashThread - starts (or takes the parked) hash thread; tests inject one that never answers.
    */
-  constructor(path: string, shardSize: number = SHARD_SIZE) {
+  constructor(path: string, shardSize: number = SHARD_SIZE, hashThread: () => Worker | null = takeWorker) {
     this.#path = path;
     this.#shardSize = shardSize;
+    this.#takeWorker = hashThread;
     this.fileSystem = {
       open: async (file, flags) => {
         const handle = await nodeFileSystem.open(file, flags);
@@ -245,7 +263,7 @@ export class WrittenShardHasher {
 
   #startWorker(): Worker | null {
     if (this.#worker !== null || this.#workerBroken) return this.#worker;
-    const worker = takeWorker();
+    const worker = this.#takeWorker();
     if (worker === null) {
       this.#workerBroken = true;
       return null;
@@ -254,8 +272,10 @@ export class WrittenShardHasher {
       const out = this.#outstanding;
       if (out === null || out.id !== m.id) return;
       this.#outstanding = null;
+      this.#lastProgress = performance.now();
       const s = this.#shards.get(out.index);
-      if (s !== undefined && m.digest !== undefined && out.generation === s.generation) s.result = { generation: out.generation, digest: m.digest };
+      if (s !== undefined && m.digest !== undefined && out.generation === s.generation && s.result?.generation !== out.generation) s.result = { generation: out.generation, digest: m.digest };
+      for (const w of this.#progressWaiters.splice(0)) w();
       this.#pump();
     };
     this.#onFailure = () => {
@@ -264,6 +284,7 @@ export class WrittenShardHasher {
       this.#outstanding = null;
       this.#detach(false);
       this.#settle();
+      for (const w of this.#progressWaiters.splice(0)) w();
     };
     worker.on('message', this.#onMessage);
     worker.once('error', this.#onFailure);
@@ -313,6 +334,8 @@ export class WrittenShardHasher {
         return;
       }
       const end = Math.min((job.index + 1) * this.#shardSize, this.#sealed ? this.#size : (job.index + 1) * this.#shardSize);
+      // An idle thread handed a job: its clock for stalls starts now.
+      this.#lastProgress = Math.max(this.#lastProgress, performance.now());
       this.#outstanding = { id: this.#nextId++, index: job.index, generation: job.generation };
       worker.postMessage({ id: this.#outstanding.id, fd: this.#fd, start: job.index * this.#shardSize, end });
       return;
@@ -348,28 +371,53 @@ export class WrittenShardHasher {
     this.#fd = null;
   }
 
+  /** Resolves on the hash thread's next finished shard, or after `ms`. */
+  #progress(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#progressWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
   /**
    * The shard digests of the file as written, once the atomic writer has
-   * finished. Shards the hash thread has not done yet are hashed here.
+   * finished. Waits for the hash thread while it makes progress; shards it
+   * does not get to (it stalls for {@link STALL_MS}, or there is none) are
+   * hashed here, from the last one back.
    *
    * @returns the shards in file order.
    * @throws Error when no file was written through {@link WrittenShardHasher.fileSystem}, or a byte of it was never written.
    */
-  digests(): ShardDigest[] {
+  async digests(): Promise<ShardDigest[]> {
     try {
-      if (this.#fd === null) throw new Error('WrittenShardHasher: no file was written through its file system');
+      const fd = this.#fd;
+      if (fd === null) throw new Error('WrittenShardHasher: no file was written through its file system');
       if (!this.#sealed) this.#seal();
-      const out: ShardDigest[] = [];
       const count = Math.ceil(this.#size / this.#shardSize);
+      const range = (k: number): [number, number] => [k * this.#shardSize, Math.min(this.#size, (k + 1) * this.#shardSize)];
       for (let k = 0; k < count; k += 1) {
-        const s = this.#shard(k);
-        const start = k * this.#shardSize;
-        const end = Math.min(this.#size, start + this.#shardSize);
-        if (!isCovered(s.covered, start, end)) throw new Error(`WrittenShardHasher: bytes [${start}, ${end}) of ${this.#path} were not all written`);
-        const digest = s.result?.generation === s.generation ? s.result.digest : hashRange(this.#fd, start, end);
-        out.push({ path: this.#path, start, end, digest });
+        const [start, end] = range(k);
+        if (!isCovered(this.#shard(k).covered, start, end)) throw new Error(`WrittenShardHasher: bytes [${start}, ${end}) of ${this.#path} were not all written`);
       }
-      return out;
+      const stale = (): Shard[] => [...Array(count).keys()].map((k) => this.#shard(k)).filter((s) => s.result?.generation !== s.generation);
+      for (let missing = stale(); missing.length > 0; missing = stale()) {
+        const working = this.#worker !== null && this.#outstanding !== null;
+        if (working && performance.now() - this.#lastProgress < STALL_MS) {
+          await this.#progress(STALL_MS);
+          continue;
+        }
+        // The hash thread stalls or is gone: take the last shard it is not working on (or that one, when it is the last).
+        const s = [...missing].reverse().find((x) => x.index !== this.#outstanding?.index) ?? (missing[0] as Shard);
+        const [start, end] = range(s.index);
+        s.result = { generation: s.generation, digest: hashRange(fd, start, end) };
+      }
+      return [...Array(count).keys()].map((k) => {
+        const [start, end] = range(k);
+        return { path: this.#path, start, end, digest: (this.#shard(k).result as { digest: string }).digest };
+      });
     } finally {
       this.#queue.length = 0;
       this.#detach(!this.#workerBroken);
