@@ -16,6 +16,7 @@ import type { SaveWorkerData, SaveWorkerReady, SaveWorkerRequest, SaveWorkerResp
 import { canRestorePriority, restoreThreadPriority, savePriorityFromEnv, type SavePriority } from './save-priority.ts';
 import type { PublishHook } from './run-directory.ts';
 import type { LineageParent, LineageVia } from './provenance.ts';
+import type { LineageStep } from './checkpoint-manifest.ts';
 import type { SigningKey } from './signing-key.ts';
 
 /** How saves run. */
@@ -56,8 +57,10 @@ export interface CheckpointSaverOptions {
    * (null: unsigned) and the checkpoint the trajectory continues — the slot a
    * resume started from, or null for a fresh model. Each save names the
    * previous save of this saver (or that checkpoint) as its parent.
+   * `headLineage`: how that checkpoint continued its own parent, when its
+   * manifest says (a save of the same files is that checkpoint again).
    */
-  readonly provenance?: { readonly key: SigningKey | null; readonly head: LineageParent | null };
+  readonly provenance?: { readonly key: SigningKey | null; readonly head: LineageParent | null; readonly headLineage?: LineageStep | null };
 }
 
 /** How saves ran: on the calling thread (`inline`), or on the save thread at the priority it reached. */
@@ -89,6 +92,8 @@ export class CheckpointSaver {
   readonly #manifests: boolean;
   /** The newest checkpoint of the trajectory: the parent of the next save. */
   #head: LineageParent | null;
+  /** How {@link CheckpointSaver.#head} continued its own parent, or null when unknown. */
+  #headLineage: LineageStep | null;
   /** How the next save continues {@link CheckpointSaver.#head}: `resume` until this saver's first save, then `train`. */
   #via: LineageVia;
 
@@ -111,6 +116,7 @@ export class CheckpointSaver {
     this.#manifests = options.provenance !== undefined;
     this.#key = options.provenance?.key ?? null;
     this.#head = options.provenance?.head ?? null;
+    this.#headLineage = options.provenance?.headLineage ?? null;
     this.#via = this.#head === null ? 'init' : 'resume';
   }
 
@@ -263,7 +269,7 @@ export class CheckpointSaver {
     await this.flush();
     // The parent is known only now: the previous save (if any) has finished.
     const request: SaveRequest = this.#manifests
-      ? { ...submitted, provenance: { lineage: this.#head === null ? { via: 'init', parent: null } : { via: this.#via, parent: this.#head }, key: this.#key } }
+      ? { ...submitted, provenance: { lineage: this.#head === null ? { via: 'init', parent: null } : { via: this.#via, parent: this.#head, parentLineage: this.#headLineage }, key: this.#key } }
       : submitted;
     const run = (): Promise<SaveResult> => {
       if (this.mode === 'inline') return performSave(request, this.#hook);
@@ -283,6 +289,7 @@ export class CheckpointSaver {
         this.#last = result;
         if (result.manifest !== null) {
           this.#head = result.manifest.link;
+          this.#headLineage = { via: result.manifest.lineage.via, parent: result.manifest.lineage.parent };
           this.#via = 'train';
         }
         this.#inflight = null;

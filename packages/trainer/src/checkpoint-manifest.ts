@@ -23,6 +23,14 @@ export interface LineageStep {
   readonly via: LineageVia;
   /** Null exactly for `init`. */
   readonly parent: LineageParent | null;
+  /**
+   * How the parent itself continued its own parent, when known (it has a
+   * manifest). A checkpoint whose files are the parent's (the same step
+   * saved again unchanged: a stop checkpoint right after a best-only save of
+   * that step) is the parent, not its child: it takes this lineage, so its
+   * statement — and its `lineage/` entry — is the parent's.
+   */
+  readonly parentLineage?: { readonly via: LineageVia; readonly parent: LineageParent | null } | null;
 }
 
 /** What a save or a pivot needs to write a checkpoint's manifest. */
@@ -113,12 +121,24 @@ export function statementDigest(payload: Uint8Array): string {
  * @param parts.provenance - via, parent and key.
  * @returns the manifest.
  */
-export function writeCheckpointManifest(dir: string, parts: { readonly job: Job; readonly shards: readonly ShardDigest[]; readonly provenance: CheckpointProvenance }): WrittenManifest {
+export function writeCheckpointManifest(
+  dir: string,
+  parts: { readonly job: Job; readonly shards: readonly ShardDigest[]; readonly provenance: CheckpointProvenance },
+): WrittenManifest & { readonly lineage: LineageStep } {
   const { job, shards, provenance } = parts;
-  const lineage = checkpointLineage(job, provenance);
-  const manifest = encodeManifest({ name: `${job.run.id}:step_${String(job.step).padStart(6, '0')}`, shards, ignorePaths: [MANIFEST_FILE], lineage, key: provenance.key });
+  const encode = (step: LineageStep): WrittenManifest =>
+    encodeManifest({ name: `${job.run.id}:step_${String(job.step).padStart(6, '0')}`, shards, ignorePaths: [MANIFEST_FILE], lineage: checkpointLineage(job, step), key: provenance.key });
+  let step: LineageStep = { via: provenance.via, parent: provenance.parent };
+  let manifest = encode(step);
+  const parent = provenance.parent;
+  const own = provenance.parentLineage;
+  // The parent's own files saved again (the subject digest covers every byte): it is the parent, with the parent's lineage.
+  if (parent !== null && own !== undefined && own !== null && parent.run === job.run.id && parent.step === job.step && parent.job === job.digest && parent.manifest === manifest.digest) {
+    step = { via: own.via, parent: own.parent };
+    manifest = encode(step);
+  }
   writeNewFileDurable(path.join(dir, MANIFEST_FILE), manifest.bytes);
-  return manifest;
+  return { ...manifest, lineage: step };
 }
 
 function mismatch(where: string, what: string, slot: string | undefined): never {

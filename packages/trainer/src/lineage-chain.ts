@@ -127,7 +127,8 @@ function describeEntry(e: { readonly digest: string; readonly lineage: Lineage }
 }
 
 /** How `entry` links to its parent, and the parent entry to walk on to (null: the chain ends). */
-function linkOf(entry: ChainEntry, index: ChainIndex, context: ChainContext): { status: LinkStatus; problem: string | null; next: ChainEntry | null } {
+function linkOf(entry: ChainEntry, index: ChainIndex, walk: { readonly context: ChainContext; readonly seen: ReadonlySet<ChainEntry> }): { status: LinkStatus; problem: string | null; next: ChainEntry | null } {
+  const { context, seen } = walk;
   const { lineage } = entry;
   const parent = lineage.parent;
   const here = `${entry.source} (${describeEntry(entry)})`;
@@ -147,7 +148,9 @@ function linkOf(entry: ChainEntry, index: ChainIndex, context: ChainContext): { 
     return { status: 'before-manifests', problem: null, next: null };
   }
   const found = index.get(parent.manifest) ?? [];
-  const match = found.find((e) => e.lineage.run === parent.run && e.lineage.step === parent.step);
+  // The same files may have several manifests (saved again on another path); walk on through one not on the chain yet.
+  const fits = (e: ChainEntry): boolean => e.lineage.run === parent.run && e.lineage.step === parent.step;
+  const match = found.find((e) => fits(e) && !seen.has(e)) ?? found.find(fits);
   if (match === undefined) {
     const other = found[0];
     return {
@@ -181,7 +184,7 @@ export function walkChain(start: ChainEntry, index: ChainIndex, context: ChainCo
       break;
     }
     seen.add(entry);
-    const { status, problem, next } = linkOf(entry, index, context);
+    const { status, problem, next } = linkOf(entry, index, { context, seen });
     const { lineage } = entry;
     links.push({ digest: entry.digest, step: lineage.step, run: lineage.run, via: lineage.via, source: entry.source, slots: entry.slots, status, problem, parent: lineage.parent?.manifest ?? null });
     entry = next;

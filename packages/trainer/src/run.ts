@@ -61,7 +61,7 @@ import { diffInputs, implementationIdentity, prepareInputs, type PreparedInputs 
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
 import { pivotHeldRun } from './pivot.ts';
 import { describeStepBudgetChange, type StepBudgetChange } from './step-budget.ts';
-import { parentLink } from './checkpoint-manifest.ts';
+import { parentLink, type LineageStep } from './checkpoint-manifest.ts';
 import { removeLineageLeftovers } from './lineage-store.ts';
 import type { LineageParent } from './provenance.ts';
 import type { SigningKey } from './signing-key.ts';
@@ -437,6 +437,13 @@ interface JobSetup {
   readonly lossRecordsCut: number;
   /** The checkpoint the trajectory continues (the resumed slot), or null for a fresh model: the parent of the first save. */
   readonly lineageHead: LineageParent | null;
+  /** How the head continued its own parent (its manifest's lineage), or null when it has none. */
+  readonly headLineage: LineageStep | null;
+}
+
+/** How a resumed slot continued its own parent, as its manifest says (null: no manifest, or none of llmcp's lineage). */
+function headLineageOf(lineage: { readonly via: LineageStep['via']; readonly parent: LineageStep['parent'] } | null): LineageStep | null {
+  return lineage === null ? null : { via: lineage.via, parent: lineage.parent };
 }
 
 /** The newest evaluation of a job (for the progress display of a resumed run), or null. */
@@ -487,7 +494,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
       hadCheckpoint: setup.resumedFrom !== null,
       // Half a validation interval: a save starved by other work finishes before the next one can be due.
       hurryAfterSteps: Math.max(1, Math.floor(setup.config.evaluation.validateEvery / 2)),
-      provenance: { key: options.signingKey ?? null, head: setup.lineageHead },
+      provenance: { key: options.signingKey ?? null, head: setup.lineageHead, headLineage: setup.headLineage },
     }),
     lock,
     control,
@@ -658,7 +665,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0, lineageHead: null },
+        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], budgetChange: null, lossRecordsCut: 0, lineageHead: null, headLineage: null },
         options,
         lock,
       );
@@ -994,6 +1001,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         budgetChange,
         lossRecordsCut: plan.lossPlan.orphanedRecords,
         lineageHead: parentLink(job, plan.chosen.manifest?.parsed.digest ?? null),
+        headLineage: headLineageOf(plan.chosen.manifest?.parsed.lineage ?? null),
       },
       options,
       lock,
@@ -1110,6 +1118,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
       budgetChange: null,
       lossRecordsCut: lossPlan.orphanedRecords,
       lineageHead: null,
+      headLineage: null,
     },
     options,
     lock,

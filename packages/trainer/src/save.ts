@@ -73,8 +73,13 @@ export interface SaveResult {
   readonly audit: SampleAudit | null;
   /** Milliseconds spent in the save (encode, audit, writes). */
   readonly durationMs: number;
-  /** The manifest written (its subject digest), and how the next checkpoint of the trajectory names this one; null without a manifest. */
-  readonly manifest: { readonly digest: string; readonly link: LineageParent } | null;
+  /**
+   * The manifest written (its subject digest), how the next checkpoint of the
+   * trajectory names this one, and how this one continues its parent (as
+   * written: the parent's own lineage when it is the parent saved again); null
+   * without a manifest.
+   */
+  readonly manifest: { readonly digest: string; readonly link: LineageParent; readonly lineage: LineageStep } | null;
 }
 
 /** Slot publication order of one save: `best` and `latest` first (the resume point moves as early as possible), then the step snapshot. */
@@ -117,10 +122,17 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     return encodeJob(job);
   };
   const provenance = request.provenance;
+  let lineage: LineageStep | null = null;
   const manifest =
     provenance === undefined
       ? {}
-      : { manifest: (dir: string, shards: Parameters<typeof writeCheckpointManifest>[1]['shards']) => writeCheckpointManifest(dir, { job: job as unknown as Job, shards, provenance: { ...provenance.lineage, key: provenance.key } }) };
+      : {
+          manifest: (dir: string, shards: Parameters<typeof writeCheckpointManifest>[1]['shards']) => {
+            const m = writeCheckpointManifest(dir, { job: job as unknown as Job, shards, provenance: { ...provenance.lineage, key: provenance.key } });
+            lineage = m.lineage;
+            return m;
+          },
+        };
   const tmps: string[] = [];
   const written: string[] = [];
   let facts: StateFileFacts;
@@ -148,6 +160,7 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     throw e;
   }
   const sealed = job as unknown as Job;
+  const writtenLineage = lineage as LineageStep | null; // set by the manifest writer
   let retention: RetentionResult | null = null;
   if (request.slots.step && request.keepSteps > 0) {
     retention = await applyRetention(request.runDir, request.keepSteps, request.slots.latest ? 'latest' : stepSlotName(sealed.step));
@@ -164,7 +177,7 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     retention,
     audit,
     durationMs: performance.now() - started,
-    manifest: digest === null ? null : { digest, link: parentLink(sealed, digest) },
+    manifest: digest === null || writtenLineage === null ? null : { digest, link: parentLink(sealed, digest), lineage: writtenLineage },
   };
 }
 

@@ -178,6 +178,31 @@ describe('lineage across fallbacks, pivots and forks', () => {
     expect(resumed?.step).toBeGreaterThan(0);
   });
 
+  it('a stop right after a best-only save writes the same checkpoint again: the same statement and lineage/ entry, never a link to itself', async () => {
+    const k = await keys();
+    const dir = runDirectory();
+    const stop = new AbortController();
+    let stoppedAt = -1;
+    const onEvent = (e: { type: string; step?: number; reason?: string }): void => {
+      if (stoppedAt < 0 && e.type === 'checkpoint' && e.reason === 'best' && (e.step ?? 0) > 4) {
+        stoppedAt = e.step ?? -1;
+        stop.abort();
+      }
+    };
+    await trainRun({ runDir: dir, config: config({ checkpoint: { every: 100, keepSteps: 2 } }), saveMode: 'inline', signingKey: k.signing, signal: stop.signal, onEvent });
+    expect(stoppedAt).toBeGreaterThan(4);
+    const statement = (slot: string): string => (JSON.parse(readFileSync(path.join(dir, 'checkpoints', slot, 'model.sig'), 'utf8')) as { dsseEnvelope: { payload: string } }).dsseEnvelope.payload;
+    // Both slots hold the stopped step's files; the stop checkpoint is the best-only save again, not its child (ECDSA signs anew).
+    expect(statement('latest')).toBe(statement('best'));
+    expect(storeEntries(dir).filter((n) => n.startsWith(`step_${String(stoppedAt).padStart(6, '0')}-`))).toHaveLength(1);
+    await resumeRun(dir, { saveMode: 'inline', signingKey: k.signing });
+    const v = await verifyRun(dir, { trustKey: k.trusted });
+    expect(problemsOf(v)).toEqual([]);
+    const steps = v.provenance.chain.map((l) => l.step);
+    expect(steps.filter((s) => s === stoppedAt)).toHaveLength(1);
+    expect(v.provenance.chain.at(-1)).toMatchObject({ step: 0, status: 'root' });
+  });
+
   it('a pivot links its checkpoint to the one it changed; a fork starts its chain at the fork point in the source run', async () => {
     const k = await keys();
     const dir = await signedRun(k);
