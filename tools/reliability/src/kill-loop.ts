@@ -12,8 +12,10 @@
  * event in run.json written by a resume while checkpoints or loss history
  * existed).
  *
- * With `provenance` every process signs its checkpoints (`--sign-key`), and
- * after every process — killed or not — the run's provenance is verified
+ * With `provenance` every process signs its checkpoints (`--sign-key`), one
+ * interruption in three is a SIGINT instead of a SIGKILL (a graceful stop:
+ * the stop checkpoint, exit 130, then a resume), and after every process —
+ * killed, stopped or not — the run's provenance is verified
  * against the key in-process: any problem with a manifest, a signature, the
  * lineage store or a lineage link is a false alarm (interrupted and resumed
  * runs must keep an unbroken chain).
@@ -71,6 +73,8 @@ export interface KillLoopReport {
   readonly chains: number;
   readonly kills: number;
   readonly killsByKind: Record<KillKind, number>;
+  /** Graceful stops (SIGINT; signed chains only): the stop checkpoint, exit 130, then a resume. */
+  readonly stops: number;
   /** Processes started on a killed run (`resume`, or `train` again when it was killed before run.json existed). */
   readonly resumes: number;
   /** Chains whose final files equal the uninterrupted run. */
@@ -103,7 +107,9 @@ function hadHistory(runDir: string): boolean {
   return slotNames(runDir).length > 0 || runEvents(runDir).some((e) => ['stopped', 'completed', 'resumed', 'pivot', 'forked-from'].includes(String(e.event)));
 }
 
-function chooseKill(rng: SplitMix64, runDir: string, engine: boolean): { kind: KillKind; rules: FaultRule[]; delayMs: number } {
+function chooseKill(rng: SplitMix64, runDir: string, engine: boolean, stops: boolean): { kind: KillKind | 'stop'; rules: FaultRule[]; delayMs: number } {
+  // Signed chains: one interruption in three is a graceful stop (SIGINT at a random time).
+  if (stops && rng.nextBelow(3) === 0) return { kind: 'stop', rules: [], delayMs: rng.nextBelow(700) };
   // With an engine, one kill in four takes a single rank instead of the trainer.
   if (engine && rng.nextBelow(4) === 0) return { kind: 'rank', rules: [], delayMs: rng.nextBelow(1500) };
   const r = rng.nextBelow(10);
@@ -122,6 +128,7 @@ function chooseKill(rng: SplitMix64, runDir: string, engine: boolean): { kind: K
 interface ChainResult {
   kills: number;
   byKind: Record<KillKind, number>;
+  stops: number;
   resumes: number;
   identical: boolean;
   silentRestarts: number;
@@ -154,6 +161,7 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
   const out: ChainResult = {
     kills: 0,
     byKind: NO_KILLS(),
+    stops: 0,
     resumes: 0,
     identical: false,
     silentRestarts: 0,
@@ -200,14 +208,14 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     const child = llmcp(args(), kill === null || kill.rules.length === 0 ? {} : { rules: kill.rules });
     // The engine's ranks are running once the trainer says it is training.
     let ranks: number[] = [];
-    if (engine !== undefined || (kill !== null && kill.kind === 'random-time')) {
+    if (engine !== undefined || (kill !== null && (kill.kind === 'random-time' || kill.kind === 'stop'))) {
       if (await waitForText(child, /^(training|resuming) /m, 20_000)) {
         ranks = engine === undefined ? [] : childPids(child.pid);
-        if (kill !== null && (kill.kind === 'random-time' || kill.kind === 'rank')) {
+        if (kill !== null && (kill.kind === 'random-time' || kill.kind === 'rank' || kill.kind === 'stop')) {
           await new Promise((r) => setTimeout(r, kill.delayMs));
           const victim = ranks[rng.nextBelow(Math.max(1, ranks.length))];
           if (kill.kind === 'rank' && victim !== undefined) process.kill(victim, 'SIGKILL');
-          else child.kill('SIGKILL');
+          else child.kill(kill.kind === 'stop' ? 'SIGINT' : 'SIGKILL');
         }
       }
     }
@@ -246,9 +254,10 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     }
     if (o.kind === 'killed') {
       out.kills += 1;
-      if (kill !== null) out.byKind[kill.kind] += 1;
+      if (kill !== null && kill.kind !== 'stop') out.byKind[kill.kind] += 1;
       onKill();
-    } else if (o.kind === 'ok') complete = true;
+    } else if (o.kind === 'interrupted' && kill?.kind === 'stop') out.stops += 1;
+    else if (o.kind === 'ok') complete = true;
     else {
       if (o.kind === 'untyped') out.untyped += 1;
       if (o.kind === 'hang') out.hangs += 1;
@@ -256,7 +265,7 @@ async function runChain(chain: number, rng: SplitMix64, killsPerChain: number, s
     }
   };
   for (let k = 0; k < killsPerChain && !complete; k += 1) {
-    const kill = chooseKill(rng, runDir, engine !== undefined);
+    const kill = chooseKill(rng, runDir, engine !== undefined, sign !== undefined);
     await step(kill);
     await checkProvenance(`kill ${k + 1} (${kill.kind})`);
   }
@@ -327,6 +336,7 @@ export async function runKillLoop(options: KillLoopOptions): Promise<KillLoopRep
     chains: results.length,
     kills: sum((r) => r.kills),
     killsByKind: byKind,
+    stops: sum((r) => r.stops),
     resumes: sum((r) => r.resumes),
     identical: sum((r) => (r.identical ? 1 : 0)),
     nonIdentical: sum((r) => (r.identical ? 0 : 1)),
@@ -351,7 +361,7 @@ export function formatKillLoopReport(r: KillLoopReport): string {
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
   const lines = [
-    `kill loop: ${r.chains} chains, ${r.kills} SIGKILLs (${kinds}) → ${r.resumes} resumes → ${r.identical} byte-identical, ${r.nonIdentical} not; ${r.silentRestarts} silent restarts (${r.cleanRestarts} clean restarts with nothing to lose), ${r.untyped} untyped errors, ${r.hangs} hangs${r.ranksWatched === 0 ? '' : `; ${r.ranksWatched} engine ranks watched, ${r.orphans} outlived their trainer`}${r.provenanceChecks === 0 ? '' : `; signed: ${r.provenanceChecks} provenance verifications after every process (${r.provenanceSlotsChecked} slots, ${r.provenanceManifestsChecked} manifests checked with the key), ${r.provenanceFalseAlarms} false alarms`}; ${r.seconds.toFixed(0)} s`,
+    `kill loop: ${r.chains} chains, ${r.kills} SIGKILLs (${kinds}) → ${r.resumes} resumes → ${r.identical} byte-identical, ${r.nonIdentical} not; ${r.silentRestarts} silent restarts (${r.cleanRestarts} clean restarts with nothing to lose), ${r.untyped} untyped errors, ${r.hangs} hangs${r.ranksWatched === 0 ? '' : `; ${r.ranksWatched} engine ranks watched, ${r.orphans} outlived their trainer`}${r.provenanceChecks === 0 ? '' : `; signed: ${r.stops} SIGINT stops, ${r.provenanceChecks} provenance verifications after every process (${r.provenanceSlotsChecked} slots, ${r.provenanceManifestsChecked} manifests checked with the key), ${r.provenanceFalseAlarms} false alarms`}; ${r.seconds.toFixed(0)} s`,
   ];
   for (const f of r.failures.slice(0, 20)) lines.push(`    chain ${f.chain} [${f.what}] ${f.detail}`);
   return lines.join('\n');

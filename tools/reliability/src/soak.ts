@@ -141,14 +141,14 @@ if (only.has('provenance')) {
   summary.push(`${r.cases} signed-run tamperings: ${r.cases - r.failures.length} detected and named, ${r.falseAlarms.length} false alarms`);
   if ('skip' in shim) sections.push(`signed kill loop: skipped (${shim.skip})`);
   else {
-    // Interrupted and resumed signed runs: their provenance verified after every process, never a false alarm.
+    // Interrupted (SIGKILL, or one in three a SIGINT stop) and resumed signed runs: their provenance verified after every process, never a false alarm.
     const chains = Math.max(2, Math.ceil(30 * size));
     process.stderr.write(`signed kill loop: ${chains} chains × 8 kills, ${jobs} jobs\n`);
     const k: KillLoopReport = await runKillLoop({ chains, killsPerChain: 8, seed: seed + 7n, jobs, provenance: true, onProgress: progress('signed kills') });
     process.stderr.write('\n');
     sections.push(`signed ${formatKillLoopReport(k)}`);
     bad += k.failures.length;
-    summary.push(`signed kill loop: ${k.kills} kills, ${k.provenanceChecks} provenance verifications, ${k.provenanceFalseAlarms} false alarms`);
+    summary.push(`signed kill loop: ${k.kills} kills, ${k.stops} stops, ${k.provenanceChecks} provenance verifications, ${k.provenanceFalseAlarms} false alarms`);
   }
 }
 

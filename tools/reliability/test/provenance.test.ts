@@ -3,7 +3,7 @@
  * seeded sample of the tamperings of a signed run, each detected by
  * `llmcp verify --trust-key` with the file or link named and no false alarm
  * on the untouched run; and a signed kill loop whose run verifies, provenance
- * included, after every SIGKILL and at the end.
+ * included, after every SIGKILL or SIGINT stop and at the end.
  */
 import { describe, expect, it } from 'vitest';
 import { formatKillLoopReport, runKillLoop } from '../src/kill-loop.ts';
@@ -24,7 +24,7 @@ describe('runProvenanceTamperCampaign', () => {
 });
 
 describe.skipIf('skip' in shim)(`runKillLoop with signed checkpoints${'skip' in shim ? ` (skipped: ${shim.skip})` : ''}`, () => {
-  it('verifies the provenance of the run after every SIGKILL and at the end: no false alarm, an unbroken chain, the bytes of an uninterrupted run', async () => {
+  it('verifies the provenance of the run after every SIGKILL or SIGINT stop and at the end: no false alarm, an unbroken chain, the bytes of an uninterrupted run', async () => {
     const report = await runKillLoop({ chains: 2, killsPerChain: 3, seed: 0x5191n, provenance: true });
     const text = formatKillLoopReport(report);
     console.log(text);
