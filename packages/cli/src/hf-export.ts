@@ -32,13 +32,14 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { checksumLabel, type DecodedCheckpoint, type DecoderConfig } from '@llmcp/format';
 import { BOS_ID, BYTE_TOKEN_OFFSET, EOS_ID, FIRST_MERGE_TOKEN_ID, tokenizerFromState } from '@llmcp/tokenizer';
-import type { Job } from '@llmcp/trainer';
+import type { Job, SigningKey } from '@llmcp/trainer';
 import type { CliContext } from './context.ts';
 import { CliError } from './errors.ts';
 import { assertVocabularySpellable, GGUF_BOS_TEXT, GGUF_EOS_TEXT, gpt2ByteCharacters } from './gguf.ts';
 import { resolveCheckpoint } from './internal/checkpoint-address.ts';
 import { exactDecoderSizes, exactSizeText, stringifyExact } from './internal/exact-json.ts';
 import { requireOutputDirectory, writeOutputDirectory } from './internal/files.ts';
+import { exportManifestFile, manifestLine } from './internal/export-manifest.ts';
 import { encodeSafetensorsTensors, totalParameters, type SafetensorsDType, type SafetensorsTensor } from './safetensors.ts';
 
 /** Text of the begin-of-document token (id 0) in `tokenizer.json` (the same as in a GGUF export). */
@@ -433,9 +434,9 @@ export function hfExportFiles(source: HfExportSource, options: HfExportOptions =
  * @returns checkpoint, job and description.
  * @throws CliError `CLI_FILE_NOT_FOUND`, `CLI_WRONG_FILE_KIND`, `CLI_UNKNOWN_SLOT` (a slot that is not a slot name or not the run's), `CLI_INVALID_CHECKPOINT`.
  */
-export async function resolveExportSource(ctx: CliContext, spec: string, options: { readonly latest?: boolean } = {}): Promise<HfExportSource & { readonly outputStem: string }> {
+export async function resolveExportSource(ctx: CliContext, spec: string, options: { readonly latest?: boolean } = {}): Promise<HfExportSource & { readonly outputStem: string; readonly manifest: string | null }> {
   const r = await resolveCheckpoint(ctx, spec, options.latest === true ? { latest: true } : {});
-  return { checkpoint: r.checkpoint, job: r.job, description: r.description, outputStem: r.outputStem };
+  return { checkpoint: r.checkpoint, job: r.job, description: r.description, outputStem: r.outputStem, manifest: r.manifest };
 }
 
 /** Options of {@link runHfExport}. */
@@ -446,12 +447,15 @@ export interface RunHfExportOptions {
   readonly force?: boolean;
   /** A run's newest verified checkpoint instead of its best. */
   readonly latest?: boolean;
+  /** Signs the directory's provenance manifest (`model.sig`); null or absent: unsigned. */
+  readonly signingKey?: SigningKey | null;
 }
 
 /**
  * Runs `llmcp export --to hf <source> <dir>`: resolves the source, checks
  * the directory (a non-empty one is replaced only with `--force`; files of
- * the export are replaced, others are left), writes every file atomically.
+ * the export are replaced, others are left), writes every file atomically
+ * with the directory's provenance manifest (`model.sig`, listing every file).
  *
  * @param ctx - the command context.
  * @param spec - `<checkpoint|run[:slot]|slot-dir>`.
@@ -469,10 +473,14 @@ export async function runHfExport(ctx: CliContext, spec: string, options: RunHfE
   const dtype: SafetensorsDType = options.dtype === 'f32' ? 'F32' : 'F64';
   // Every file encoded before anything is written; then the output rule for each (only regular files replaced).
   const files = hfExportFiles(source, { dtype, name: path.basename(absolute) });
-  await writeOutputDirectory(ctx, dir, files, options.force === true);
+  const key = options.signingKey ?? null;
+  // The directory's provenance manifest (model.sig, listing every file) is one more file of the directory, written with them.
+  const manifest = await exportManifestFile(ctx, { dir }, files.map((f) => ({ path: f.name, bytes: f.bytes })), { source, format: 'hf', dtype, key });
+  await writeOutputDirectory(ctx, dir, [...files, { name: path.basename(manifest.file), bytes: manifest.bytes }], options.force === true);
   const c = source.checkpoint;
   ctx.stdout.write(`wrote ${dir}: Hugging Face LlamaForCausalLM from ${source.description} (step ${source.job?.step ?? c.selectedStep}), ${totalParameters(c)} parameters (${dtype})\n`);
   for (const f of files) ctx.stdout.write(`  ${f.name}  ${f.bytes.length} bytes\n`);
+  ctx.stdout.write(`  ${manifestLine(path.basename(manifest.file), key).replace(/^wrote /, '')}\n`);
   if (c.tokenizer.kind !== 'bpe') ctx.stderr.write('note: a literal tokenizer has no Hugging Face equivalent; no tokenizer.json was written (give token ids directly)\n');
   if (dtype === 'F32') ctx.stderr.write('note: --dtype f32 rounds every f64 value to the nearest f32 (lossy)\n');
   return 0;

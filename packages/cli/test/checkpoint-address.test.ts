@@ -88,7 +88,7 @@ describe('llmcp verify <one slot>', () => {
   it('verifies run:slot or a slot directory in full; a damaged slot fails (exit 1)', async () => {
     const ok = await llmcp(['verify', `${run}:step_000008`]);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stdout).toBe(`ok  ${run}:step_000008  fnv1a64:2b8b6097eaed6a91  step 8: job digest, state file and pairing verify\n`);
+    expect(ok.stdout).toBe(`ok  ${run}:step_000008  fnv1a64:2b8b6097eaed6a91  step 8: job digest, state file and pairing verify, manifest unsigned\n`);
     const json = await llmcp(['verify', path.join(run, 'checkpoints', 'best'), '--json']);
     expect(JSON.parse(json.stdout)).toEqual({
       schema: 'llmcp-verify/1',
@@ -99,6 +99,7 @@ describe('llmcp verify <one slot>', () => {
       ok: true,
       step: 8,
       checksum: 'fnv1a64:2b8b6097eaed6a91',
+      manifest: { digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), signature: 'unsigned', signer: null, lineage: expect.objectContaining({ kind: 'checkpoint', step: 8 }) },
       error: null,
     });
     const unknown = await llmcp(['verify', `${run}:nope`]);

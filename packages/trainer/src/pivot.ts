@@ -30,6 +30,9 @@ import { acquireRunLock } from './internal/run-lock.ts';
 import { assertNewRunDirectory, createRunDirectory } from './internal/new-run-directory.ts';
 import { diffInputs, prepareInputs } from './inputs.ts';
 import { adamWConfigOf } from './llmcp-engine.ts';
+import { parentLink, writeCheckpointManifest, type CheckpointProvenance } from './checkpoint-manifest.ts';
+import { removeLineageLeftovers } from './lineage-store.ts';
+import type { SigningKey } from './signing-key.ts';
 
 const nowIso = (): string => new Date().toISOString();
 
@@ -45,6 +48,8 @@ export interface PivotOptions {
   readonly changes: readonly string[];
   /** Why (recorded in run.json). */
   readonly reason?: string;
+  /** Signs the manifest of the pivot's checkpoint (null or absent: unsigned). */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** What a pivot did. */
@@ -104,6 +109,19 @@ function withOptimizerConfig(state: CheckpointState, config: TrainerConfig): Che
 interface Continuation {
   readonly stateBytes: Uint8Array;
   readonly job: Job;
+}
+
+/**
+ * The files of a continued checkpoint with its manifest writer: the
+ * checkpoint continues `source` (via a pivot or a fork), signed with `key`.
+ */
+function continuationFiles(next: Continuation, source: VerifiedSlot, lineage: { readonly via: 'pivot' | 'fork'; readonly key: SigningKey | null }): { stateBytes: Uint8Array; jobBytes: Uint8Array; manifest: { step: number; write: (dir: string, shards: Parameters<typeof writeCheckpointManifest>[1]['shards']) => ReturnType<typeof writeCheckpointManifest> } } {
+  const provenance: CheckpointProvenance = { via: lineage.via, parent: parentLink(source.job, source.manifest?.parsed.digest ?? null), key: lineage.key };
+  return {
+    stateBytes: next.stateBytes,
+    jobBytes: encodeJob(next.job),
+    manifest: { step: next.job.step, write: (dir, shards) => writeCheckpointManifest(dir, { job: next.job, shards, provenance }) },
+  };
 }
 
 /** A checkpoint continued under a new config: the state (optimizer config updated) and a resealed job. */
@@ -193,6 +211,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
 
   // Everything checked; now change the directory.
   removeLeftovers(checkpointsDir(runDir));
+  removeLineageLeftovers(runDir);
   const archiveRoot = path.join(runDir, RUN_FILES.archive);
   makeDirectories(archiveRoot);
   const archive = path.join(archiveRoot, `pivot-${pivot}`);
@@ -205,7 +224,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
   fsyncDirectory(tmp);
   renameSync(tmp, archive);
   fsyncDirectory(archiveRoot);
-  writeSlot(runDir, { slot: 'latest', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
+  writeSlot(runDir, { slot: 'latest', ...continuationFiles(next, chosen, { via: 'pivot', key: options.signingKey ?? null }) }, { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
   rmSync(samples, { force: true });
   LossLog.resume(lossPlan).close();
   const archiveRel = path.relative(runDir, archive);
@@ -221,6 +240,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
     reason: options.reason ?? '',
     // The records of steps a crash lost beyond the checkpoint were cut (the resumed run recomputes them): say so.
     ...(lossPlan.orphanedRecords === 0 ? {} : { orphanedLossRecords: lossPlan.orphanedRecords, orphanedLossSha256: lossPlan.orphanedSha256 }),
+    provenance: { manifests: true, signer: options.signingKey?.hint ?? null },
   });
   return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report, lossRecordsCut: lossPlan.orphanedRecords, lossRecordsCutSha256: lossPlan.orphanedSha256 };
 }
@@ -235,6 +255,8 @@ export interface ForkOptions {
   readonly changes?: readonly string[];
   /** Why (recorded in both run.json files). */
   readonly reason?: string;
+  /** Signs the manifests of the new run's checkpoint (null or absent: unsigned). */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** What a fork did. */
@@ -298,14 +320,15 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
     try {
       makeDirectories(checkpointsDir(targetDir));
       await copyLossLogPrefix(path.join(sourceDir, RUN_FILES.lossLog), path.join(targetDir, RUN_FILES.lossLog), source.job.lossLog);
-      writeSlot(targetDir, { slot: 'latest', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true });
+      const files = continuationFiles(next, source, { via: 'fork', key: options.signingKey ?? null });
+      writeSlot(targetDir, { slot: 'latest', ...files }, { keepBackup: true });
       if (source.job.best !== null && source.job.best.step === source.job.step) {
-        writeSlot(targetDir, { slot: 'best', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true });
+        writeSlot(targetDir, { slot: 'best', ...files }, { keepBackup: true });
       }
       const sourceAbs = path.resolve(sourceDir);
       const targetAbs = path.resolve(targetDir);
       const time = nowIso();
-      await appendRunEvent(targetDir, runId, { event: 'created', time, configDigest: next.job.configDigest, steps: config.steps, config });
+      await appendRunEvent(targetDir, runId, { event: 'created', time, configDigest: next.job.configDigest, steps: config.steps, config, provenance: { manifests: true, signer: options.signingKey?.hint ?? null } });
       await appendRunEvent(targetDir, runId, {
         event: 'forked-from',
         time,

@@ -24,6 +24,11 @@ import { TrainerError, isTrainerError } from './errors.ts';
 import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
 import { RUN_FILES } from './run-layout.ts';
 import { readRunManifest } from './run-manifest.ts';
+import { checkSlotManifest, type WrittenManifest } from './checkpoint-manifest.ts';
+import { storeManifest } from './lineage-store.ts';
+import { MANIFEST_FILE, parseManifest, type ParsedManifest } from './provenance.ts';
+import { ShardHasher, shardBytes, type ShardDigest } from './shard-hasher.ts';
+import { WrittenShardHasher } from './written-shards.ts';
 import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
 export { RUN_FILES } from './run-layout.ts';
@@ -147,6 +152,33 @@ export interface VerifiedSlot {
   readonly state: CheckpointState;
   /** Absolute path of the slot's `state.llmcp` (its bytes are the ones verified). */
   readonly stateFile: string;
+  /** The slot's provenance manifest (`model.sig`), checked against both files; null for a slot written before manifests. */
+  readonly manifest: SlotManifest | null;
+}
+
+/** A slot's manifest as read and checked against the slot's files (its signature is not checked here). */
+export interface SlotManifest {
+  readonly parsed: ParsedManifest;
+  readonly bytes: Uint8Array;
+}
+
+/** A slot's `model.sig`, or null when it has none. */
+function readSlotManifest(dir: string, slot: SlotName): SlotManifest | null {
+  const file = path.join(dir, MANIFEST_FILE);
+  let bytes: Uint8Array;
+  try {
+    // The input rule: a regular file (a FIFO or device in a slot is damage, refused without blocking), bounded.
+    bytes = readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: `checkpoints/${slot}/${MANIFEST_FILE}` });
+  } catch (e) {
+    if (isFormatError(e) && e.reason === 'not-found') return null;
+    throw new TrainerError('TRAINER_MANIFEST_INVALID', isFormatError(e) ? e.message : `checkpoints/${slot}/${MANIFEST_FILE} cannot be read: ${(e as Error).message}`, { path: file, slot, cause: e });
+  }
+  try {
+    return { parsed: parseManifest(bytes, `checkpoints/${slot}/${MANIFEST_FILE}`), bytes };
+  } catch (e) {
+    if (isTrainerError(e)) throw new TrainerError(e.code, e.message, { path: file, slot, cause: e });
+    throw e;
+  }
 }
 
 function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' | 'TRAINER_STATE_INVALID'): Uint8Array {
@@ -266,6 +298,10 @@ export function setSlotReadHooks(next: SlotReadHooks): void {
  * `latest`, the first `times` times, `latest` and `latest.backup` change
  * places by three renames, as a publication rotates them.
  *
+ * After an odd number of disturbances `latest` holds the older checkpoint, a
+ * state no publication leaves (the run's provenance check reports it as
+ * swapped slots): a test that expects a sound run disturbs an even number.
+ *
  * @param times - how many reads are disturbed (`Infinity`: every one).
  * @returns how many were.
  */
@@ -286,7 +322,11 @@ export function publishDuringSlotReads(times: number): { readonly count: () => n
 
 /**
  * Fully verifies one slot: `job.json` (JSON, schema, SHA-256 digest, config),
- * `state.llmcp` (every LLMCP35 rule, streamed: any size), and their pairing.
+ * `state.llmcp` (every LLMCP35 rule, streamed: any size), their pairing, and
+ * — when the slot has one — its provenance manifest: the SHA-256 of every
+ * shard of both files (taken over the bytes the load reads: one read) and
+ * the lineage's run and step against the job's. The manifest's signature
+ * is not checked here (`verifyRun` with a trusted key does that).
  *
  * A run being trained replaces its slots by renames (latest → latest.backup,
  * a new latest); a read that straddles one can pair the old job with the new
@@ -298,7 +338,7 @@ export function publishDuringSlotReads(times: number): { readonly count: () => n
  * @param runDir - the run directory.
  * @param slot - the slot name.
  * @returns the verified slot.
- * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID`, `TRAINER_PAIR_MISMATCH`, or `TRAINER_SLOT_FOREIGN` (a checkpoint of another run).
+ * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID`, `TRAINER_PAIR_MISMATCH`, `TRAINER_SLOT_FOREIGN` (a checkpoint of another run), `TRAINER_MANIFEST_INVALID` or `TRAINER_MANIFEST_MISMATCH`.
  */
 export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   for (let attempt = 1; ; attempt += 1) {
@@ -319,17 +359,25 @@ async function verifySlotOnce(runDir: string, slot: SlotName): Promise<VerifiedS
     if (isTrainerError(e)) throw e;
   }
   const jobFile = path.join(dir, RUN_FILES.job);
-  const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
+  const jobBytes = readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID');
+  const job = decodeJob(jobBytes, `${slot}/job.json`);
   assertOwnSlot(runDir, slot, job);
   slotReadHooks.betweenFiles?.(runDir, slot);
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
+  const manifest = readSlotManifest(dir, slot);
   let decoded;
   // A job of the older formats pairs by SHA-256, taken over the very bytes the load validates (one read of the file);
-  // an llmcp-job/3 job pairs by the LLMCP35 checksum that the load itself verifies over every byte.
+  // an llmcp-job/3 job pairs by the LLMCP35 checksum that the load itself verifies over every byte. The manifest's
+  // shard digests are taken over the same bytes.
   const sha = pairsBySha256(job) ? createHash('sha256') : null;
+  const shards = manifest === null ? null : new ShardHasher(RUN_FILES.state);
+  const observe = (chunk: Uint8Array): void => {
+    sha?.update(chunk);
+    shards?.update(chunk);
+  };
   try {
-    decoded = await loadCheckpoint(stateFile, sha === null ? {} : { onFileBytes: (chunk) => sha.update(chunk) });
+    decoded = await loadCheckpoint(stateFile, sha === null && shards === null ? {} : { onFileBytes: observe });
   } catch (cause) {
     throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is not a valid LLMCP35 checkpoint: ${(cause as Error).message}`, {
       path: stateFile,
@@ -340,7 +388,14 @@ async function verifySlotOnce(runDir: string, slot: SlotName): Promise<VerifiedS
   const { layout, ...state } = decoded;
   const facts: StateFileFacts = { bytes: layout.fileLength, checksum: layout.checksumLabel, ...(sha === null ? {} : { sha256: `sha256:${sha.digest('hex')}` }) };
   verifyPairing({ job, state, facts }, slot);
-  return { slot, dir, job, state, stateFile };
+  if (manifest !== null && shards !== null) {
+    const files = new Map<string, readonly ShardDigest[]>([
+      [RUN_FILES.job, shardBytes(RUN_FILES.job, jobBytes)],
+      [RUN_FILES.state, shards.finish()],
+    ]);
+    checkSlotManifest(manifest.parsed, { name: slot, where: `${RUN_FILES.checkpoints}/${slot}`, job, files, step: stepOfSlot(slot) });
+  }
+  return { slot, dir, job, state, stateFile, manifest };
 }
 
 /** The verdict on one slot considered by {@link chooseCheckpoint}. */
@@ -678,20 +733,36 @@ function inTempDirectory<T>(runDir: string, label: string, fill: (tmp: string) =
   }
 }
 
+/**
+ * Writes a checkpoint's manifest into its directory, from the shard digests
+ * of both files, and adds it to the run's lineage store — before any slot
+ * holding the checkpoint is published (see lineage-store.ts).
+ */
+export type ManifestWriter = (dir: string, shards: readonly ShardDigest[]) => WrittenManifest;
+
+/** Writes the manifest of a checkpoint directory and stores it in `lineage/`: the one home of that order. */
+function writeManifestOf(runDir: string, tmp: string, write: { readonly manifest: ManifestWriter; readonly step: number; readonly shards: readonly ShardDigest[] }): WrittenManifest {
+  const written = write.manifest(tmp, write.shards);
+  storeManifest(runDir, { step: write.step, payloadDigest: written.payloadDigest, bytes: written.bytes });
+  return written;
+}
+
 /** The two files of a checkpoint, encoded. */
 export interface CheckpointBytes {
   /** Encoded `state.llmcp`. */
   readonly stateBytes: Uint8Array;
   /** Encoded `job.json`. */
   readonly jobBytes: Uint8Array;
+  /** Writes the checkpoint's provenance manifest (and its step, for the lineage store); absent: none (tests of older layouts). */
+  readonly manifest?: { readonly step: number; readonly write: ManifestWriter };
 }
 
 /**
- * Writes a checkpoint (state + job bytes) durably into a fresh temporary
- * directory inside `checkpoints/`.
+ * Writes a checkpoint (state + job bytes, and its manifest) durably into a
+ * fresh temporary directory inside `checkpoints/`.
  *
  * @param runDir - the run directory.
- * @param checkpoint - the encoded `state.llmcp` and `job.json`.
+ * @param checkpoint - the encoded `state.llmcp` and `job.json`, and the manifest writer.
  * @param label - slot label for the temporary name.
  * @returns the temporary directory.
  */
@@ -699,6 +770,11 @@ export function writeCheckpointDirectory(runDir: string, checkpoint: CheckpointB
   return inTempDirectory(runDir, label, (tmp) => {
     writeNewFileDurable(path.join(tmp, RUN_FILES.state), checkpoint.stateBytes);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), checkpoint.jobBytes);
+    const m = checkpoint.manifest;
+    if (m !== undefined) {
+      const shards = [...shardBytes(RUN_FILES.job, checkpoint.jobBytes), ...shardBytes(RUN_FILES.state, checkpoint.stateBytes)];
+      writeManifestOf(runDir, tmp, { manifest: m.write, step: m.step, shards });
+    }
   }).tmp;
 }
 
@@ -706,33 +782,45 @@ export function writeCheckpointDirectory(runDir: string, checkpoint: CheckpointB
  * Writes a checkpoint into a fresh temporary directory by streaming the state
  * through `@llmcp/format/node`'s atomic save (bounded memory, any size), then
  * the job that `sealJob` builds from the written file's size and LLMCP35
- * checksum (the format's one pass over the bytes; no other hash of them).
+ * checksum, then the manifest. The format's writer takes the one pass over
+ * the bytes that computes the checksum; the manifest's SHA-256 of every
+ * shard is taken as the shards are written, by a hash thread reading them
+ * back from the page cache (written-shards.ts): the writing thread does not
+ * hash them.
  *
  * @param runDir - the run directory.
- * @param checkpoint - `state`: the checkpoint state; `seal`: builds the job bytes from the state file's facts.
+ * @param checkpoint - `state`: the checkpoint state; `seal`: builds the job bytes from the state file's facts; `manifest`: writes the manifest (absent: none).
  * @param label - slot label for the temporary name.
- * @returns the temporary directory, the facts and the job bytes.
+ * @returns the temporary directory, the facts, the job bytes and the manifest written.
  */
 export async function writeCheckpointFromState(
   runDir: string,
-  checkpoint: { readonly state: CheckpointState; readonly seal: (facts: StateFileFacts) => Uint8Array },
+  checkpoint: { readonly state: CheckpointState; readonly seal: (facts: StateFileFacts) => Uint8Array; readonly manifest?: ManifestWriter },
   label: string,
-): Promise<{ tmp: string; facts: StateFileFacts; jobBytes: Uint8Array }> {
+): Promise<{ tmp: string; facts: StateFileFacts; jobBytes: Uint8Array; manifest: WrittenManifest | null }> {
   const { state, seal } = checkpoint;
   const parent = checkpointsDir(runDir);
   makeDirectories(parent);
   const tmp = makeTempDirectory(parent, `tmp-${label}`);
+  const shards = checkpoint.manifest === undefined ? null : new WrittenShardHasher(RUN_FILES.state);
   try {
     const stateFile = path.join(tmp, RUN_FILES.state);
-    // One pass over the bytes: the format's writer computes the LLMCP35 checksum that job.json records and the
-    // load verifies; nothing else hashes the state (llmcp-job/3 records no SHA-256 of it).
-    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false });
+    // One pass over the bytes on this thread: the format's writer computes the LLMCP35 checksum that job.json
+    // records and the load verifies (llmcp-job/3 records no SHA-256 of the state; the manifest's shards are hashed
+    // on the hash thread as they are written).
+    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false, ...(shards === null ? {} : { fileSystem: shards.fileSystem }) });
     const facts: StateFileFacts = { bytes: saved.byteLength, checksum: saved.checksumLabel };
     const jobBytes = seal(facts);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
+    let manifest: WrittenManifest | null = null;
+    if (shards !== null && checkpoint.manifest !== undefined) {
+      const all = [...shardBytes(RUN_FILES.job, jobBytes), ...(await shards.digests())];
+      manifest = writeManifestOf(runDir, tmp, { manifest: checkpoint.manifest, step: Number(state.selectedStep), shards: all });
+    }
     fsyncDirectory(tmp);
-    return { tmp, facts, jobBytes };
+    return { tmp, facts, jobBytes, manifest };
   } catch (e) {
+    shards?.dispose();
     try {
       discardEntry(parent, tmp);
     } catch {
@@ -754,7 +842,8 @@ export async function writeCheckpointFromState(
  */
 export function copyCheckpointDirectory(runDir: string, from: string, label: string): string {
   return inTempDirectory(runDir, label, (tmp) => {
-    for (const name of [RUN_FILES.state, RUN_FILES.job]) {
+    // The manifest travels with its checkpoint (a slot written before manifests has none).
+    for (const name of [RUN_FILES.state, RUN_FILES.job, ...(existsSync(path.join(from, MANIFEST_FILE)) ? [MANIFEST_FILE] : [])]) {
       const target = path.join(tmp, name);
       copyFileSync(path.join(from, name), target, constants.COPYFILE_EXCL);
       fsyncFile(target);

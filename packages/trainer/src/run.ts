@@ -29,7 +29,7 @@ import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './er
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
 import type { EvaluationRecord, InputIdentity, Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
-import { appendRunEvent, readRunManifest, type EngineRecord, type RunEvent } from './run-manifest.ts';
+import { appendRunEvent, readRunManifest, type EngineRecord, type ProvenanceRecord, type RunEvent } from './run-manifest.ts';
 import {
   applyRetention,
   writesSnapshot,
@@ -63,6 +63,10 @@ import { auditSettingsOf, runSampleAudit, type SampleAudit } from './sample-audi
 import { pivotHeldRun } from './pivot.ts';
 import { runPlanOf } from './run-plan.ts';
 import { describeStepBudgetChange, type StepBudgetChange } from './step-budget.ts';
+import { parentLink, type LineageStep } from './checkpoint-manifest.ts';
+import { removeLineageLeftovers } from './lineage-store.ts';
+import type { LineageParent } from './provenance.ts';
+import type { SigningKey } from './signing-key.ts';
 
 /** Options shared by every operation that trains. */
 export interface TrainingOptions {
@@ -78,6 +82,11 @@ export interface TrainingOptions {
   readonly torch?: TorchEngineOptions;
   /** The clock of `checkpoint.everyMinutes`, in milliseconds (default `performance.now`); tests drive it. */
   readonly now?: () => number;
+  /**
+   * Signs every checkpoint's provenance manifest (`loadSigningKey`; `--sign-key`). Without it the manifests are
+   * written unsigned (their hashes and lineage are still checked). The key is never written anywhere.
+   */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** Options of {@link trainRun}. */
@@ -202,6 +211,11 @@ const nowIso = (): string => new Date().toISOString();
 /** What run.json records of the engine that computes a segment of the run. */
 function engineRecord(engine: TrainingEngine): EngineRecord {
   return { kind: engine.description.kind, worldSize: engine.description.worldSize };
+}
+
+/** What run.json records of the manifests of a segment of the run: written, and by which key (its hint) or unsigned. */
+function provenanceRecord(options: TrainingOptions): ProvenanceRecord {
+  return { manifests: true, signer: options.signingKey?.hint ?? null };
 }
 
 /** The torch engine's settings with its start-up lines reported as events. */
@@ -434,6 +448,15 @@ interface JobSetup {
   readonly repairedAfter: RunResult['repairedAfter'];
   readonly budgetChange: StepBudgetChange | null;
   readonly lossRecordsCut: number;
+  /** The checkpoint the trajectory continues (the resumed slot), or null for a fresh model: the parent of the first save. */
+  readonly lineageHead: LineageParent | null;
+  /** How the head continued its own parent (its manifest's lineage), or null when it has none. */
+  readonly headLineage: LineageStep | null;
+}
+
+/** How a resumed slot continued its own parent, as its manifest says (null: no manifest, or none of llmcp's lineage). */
+function headLineageOf(lineage: { readonly via: LineageStep['via']; readonly parent: LineageStep['parent'] } | null): LineageStep | null {
+  return lineage === null ? null : { via: lineage.via, parent: lineage.parent };
 }
 
 /** The newest evaluation of a job (for the progress display of a resumed run), or null. */
@@ -485,6 +508,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
       hadCheckpoint: setup.resumedFrom !== null,
       // Half a validation interval: a save starved by other work finishes before the next one can be due.
       hurryAfterSteps: Math.max(1, Math.floor(setup.config.evaluation.validateEvery / 2)),
+      provenance: { key: options.signingKey ?? null, head: setup.lineageHead, headLineage: setup.headLineage },
     }),
     lock,
     control,
@@ -634,10 +658,35 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       const runId = randomUUID();
       makeDirectories(checkpointsDir(runDir));
       const lossLog = LossLog.create(path.join(runDir, RUN_FILES.lossLog));
-      await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config, engine: engineRecord(engine) });
+      await appendRunEvent(runDir, runId, {
+        event: 'created',
+        time: nowIso(),
+        configDigest: canonicalDigest(config),
+        steps: config.steps,
+        config,
+        engine: engineRecord(engine),
+        provenance: provenanceRecord(options),
+      });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: 0 },
+        {
+          runDir,
+          config,
+          inputs,
+          engine,
+          lossLog,
+          runId,
+          pivots: 0,
+          state: freshState(config),
+          resumedFrom: null,
+          loadReport: null,
+          repaired: [],
+          repairedAfter: null,
+          budgetChange: null,
+          lossRecordsCut: 0,
+          lineageHead: null,
+          headLineage: null,
+        },
         options,
         created.lock,
       );
@@ -835,6 +884,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         config: plan.config,
         changes: [...RESUME_CHANGEABLE_FIELDS],
         reason: `step budget changed from ${recorded.steps} to ${plan.config.steps} on resume`,
+        signingKey: options.signingKey ?? null,
       });
       budgetChange = {
         step: pivot.step,
@@ -865,6 +915,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
     const engine = complete ? null : await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults, torch: engineOptions(options), order });
     // Everything verified: from here on the resume changes the directory.
     removeLeftovers(checkpointsDir(runDir));
+    removeLineageLeftovers(runDir);
     let repaired: string[];
     try {
       repaired = await completeDueWork(plan, evidence, complete);
@@ -915,6 +966,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       refused: loadReport.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
       ...(repaired.length === 0 ? {} : { repaired }),
       engine: engineRecord(engine),
+      provenance: provenanceRecord(options),
     });
     const state: JobState = {
       step: job.step,
@@ -944,6 +996,8 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         repairedAfter,
         budgetChange,
         lossRecordsCut: (cutBeforeResume ?? plan.lossPlan).orphanedRecords,
+        lineageHead: parentLink(job, plan.chosen.manifest?.parsed.digest ?? null),
+        headLineage: headLineageOf(plan.chosen.manifest?.parsed.lineage ?? null),
       },
       options,
       lock,
@@ -1033,6 +1087,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
   const inputs = await prepareInputs(config, {});
   const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
   removeLeftovers(checkpointsDir(runDir));
+  removeLineageLeftovers(runDir);
   makeDirectories(checkpointsDir(runDir));
   const lossLog = LossLog.resume(lossPlan);
   await appendRunEvent(runDir, manifest.runId, {
@@ -1042,9 +1097,27 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     orphanedLossRecords: lossPlan.orphanedRecords,
     orphanedLossSha256: lossPlan.orphanedSha256,
     engine: engineRecord(engine),
+    provenance: provenanceRecord(options),
   });
   return executeJob(
-    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },
+    {
+      runDir,
+      config,
+      inputs,
+      engine,
+      lossLog,
+      runId: manifest.runId,
+      pivots: 0,
+      state: freshState(config),
+      resumedFrom: null,
+      loadReport: null,
+      repaired: [],
+      repairedAfter: null,
+      budgetChange: null,
+      lossRecordsCut: lossPlan.orphanedRecords,
+      lineageHead: null,
+      headLineage: null,
+    },
     options,
     lock,
   );

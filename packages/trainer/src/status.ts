@@ -9,7 +9,7 @@ import path from 'node:path';
 import { isTrainerError } from './errors.ts';
 import type { Job } from './job.ts';
 import { scanLossLog, type LossLogScan } from './loss-log.ts';
-import { readRunManifest, requireRunManifest } from './run-manifest.ts';
+import { readRunManifest, requireRunManifest, type RunManifest } from './run-manifest.ts';
 import {
   assertRunEntries,
   bestCheckpointSlot,
@@ -28,6 +28,8 @@ import {
   type VerifiedSlot,
 } from './run-directory.ts';
 import { lockHolder } from './internal/run-lock.ts';
+import { checkRunProvenance, type ProvenanceReport } from './run-provenance.ts';
+import type { TrustedKey } from './provenance.ts';
 
 /** The checkpoint a resume would use. */
 export interface LoadedRunCheckpoint {
@@ -155,6 +157,12 @@ export interface RunVerification {
   /** Whether every entry of the run directory is of its kind (files are regular files, slots real directories). */
   readonly entries: { readonly ok: boolean; readonly problem: string | null };
   /**
+   * The provenance manifests: signatures (against the trusted key, when one was given), the lineage store, and
+   * the lineage chain from the newest checkpoint back to its origin. `state: 'none'` for a run written before
+   * manifests (nothing to check).
+   */
+  readonly provenance: ProvenanceReport;
+  /**
    * The process training the run while it was verified (from `run.lock`), or
    * null. A live run rotates its slots; the verdict is taken from a moment
    * when nothing changed while it was read, when there was one.
@@ -186,9 +194,18 @@ const LIVE_ATTEMPTS = 20;
 /** The verdict on a slot, kept by slot name and fingerprint across the attempts of one verification. */
 type SlotOutcome = { readonly verified: VerifiedSlot; readonly row: SlotVerification } | { readonly verified: null; readonly row: SlotVerification };
 
+/** Options of {@link verifyRun}. */
+export interface VerifyRunOptions {
+  /** The public key every manifest must be signed by (`loadTrustedKey`, `--trust-key`); without it signatures are not checked against a key. */
+  readonly trustKey?: TrustedKey | null;
+}
+
 /**
  * Verifies every checkpoint slot (job digest and schema, LLMCP35 validation,
- * job/state pairing), the loss log's continuity (one training record per
+ * job/state pairing, the files against the slot's provenance manifest), the
+ * run's provenance (see run-provenance.ts: the lineage store, the chain from
+ * the newest checkpoint, and the signatures against a trusted key), the
+ * loss log's continuity (one training record per
  * step, in order, each evaluation record after its step's, and the prefix
  * hash recorded by the resume checkpoint), and run.json; it names the best
  * checkpoint by the rule `runStatus` uses. Never throws for a damaged run; the
@@ -203,14 +220,15 @@ type SlotOutcome = { readonly verified: VerifiedSlot; readonly row: SlotVerifica
  * and `latest/` briefly absent while its replacement is being published.
  *
  * @param runDir - the run directory.
+ * @param options - the trusted key.
  * @returns the verification result.
  * @example
  * ```ts
- * const v = await verifyRun('runs/a');
+ * const v = await verifyRun('runs/a', { trustKey: await loadTrustedKey('key.pub.pem') });
  * if (!v.ok) console.log(JSON.stringify(v, null, 2));
  * ```
  */
-export async function verifyRun(runDir: string): Promise<RunVerification> {
+export async function verifyRun(runDir: string, options: VerifyRunOptions = {}): Promise<RunVerification> {
   const holder = lockHolder(runDir);
   const owner = holder?.state === 'alive' ? holder.owner : null;
   const inUse = owner === null ? null : { pid: owner.pid, host: owner.host, since: owner.since };
@@ -220,7 +238,7 @@ export async function verifyRun(runDir: string): Promise<RunVerification> {
   let settled = false;
   for (let attempt = 0; attempt < attempts; attempt += 1) {
     const before = directoryFingerprint(runDir);
-    result = await verifyOnce(runDir, inUse !== null, known);
+    result = await verifyOnce(runDir, { live: inUse !== null, trustKey: options.trustKey ?? null }, known);
     settled = directoryFingerprint(runDir) === before;
     if (settled) break;
   }
@@ -237,7 +255,12 @@ async function verifySlotOutcome(runDir: string, slot: string): Promise<SlotOutc
   }
 }
 
-async function verifyOnce(runDir: string, live: boolean, known: Map<string, SlotOutcome>): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
+async function verifyOnce(
+  runDir: string,
+  how: { readonly live: boolean; readonly trustKey: TrustedKey | null },
+  known: Map<string, SlotOutcome>,
+): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
+  const { live } = how;
   const slots: SlotVerification[] = [];
   const ordered = listSlots(runDir).sort((a, b) => {
     const rank = (n: string): number => (n === 'latest' ? 0 : n === 'latest.backup' ? 1 : n === 'best' ? 2 : n === 'best.backup' ? 3 : 4);
@@ -280,13 +303,16 @@ async function verifyOnce(runDir: string, live: boolean, known: Map<string, Slot
   }
   let manifestProblem: string | null = null;
   let events = 0;
+  let runJson: RunManifest | null = null;
   try {
-    const m = readRunManifest(runDir);
-    if (m === null) manifestProblem = 'run.json is missing';
-    else events = m.events.length;
+    runJson = readRunManifest(runDir);
+    if (runJson === null) manifestProblem = 'run.json is missing';
+    else events = runJson.events.length;
   } catch (e) {
     manifestProblem = (e as Error).message;
   }
+  // After the slots (a slot seen published has its manifest in the lineage store already).
+  const provenance = await checkRunProvenance({ runDir, runJson, slots: verified, resumeSlot: resume?.slot ?? null, trustKey: how.trustKey });
   let entriesProblem: string | null = null;
   try {
     assertRunEntries(runDir);
@@ -299,7 +325,7 @@ async function verifyOnce(runDir: string, live: boolean, known: Map<string, Slot
   // latest/ must be present and sound (best/ may legitimately be newer: a best-only save between cadence checkpoints).
   const resumeOk = resume !== null && (verified.has('latest') || publishing);
   return {
-    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null && entriesProblem === null,
+    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null && entriesProblem === null && provenance.ok,
     runDir,
     slots,
     resumeSlot: resume?.slot ?? null,
@@ -307,6 +333,7 @@ async function verifyOnce(runDir: string, live: boolean, known: Map<string, Slot
     lossLog: { ok: lossOk, records: scan.records, evaluations: scan.evaluations, orphaned, prefixMatches, problem },
     manifest: { ok: manifestProblem === null, events, problem: manifestProblem },
     entries: { ok: entriesProblem === null, problem: entriesProblem },
+    provenance,
   };
 }
 

@@ -11,3 +11,5 @@ export type { ResumeFaults } from './run.ts';
 export type { EngineFaults } from './llmcp-engine.ts';
 export type { PublishHook, PublishStage, SlotReadHooks } from './run-directory.ts';
 export { publishDuringSlotReads, setSlotReadHooks } from './run-directory.ts';
+export { forgeManifest } from './manifest-forgery.ts';
+export type { ForgedSignature } from './manifest-forgery.ts';

@@ -25,7 +25,7 @@ import { makeDirectories } from '../src/internal/durable-fs.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
 import { lockRecord, otherProcess } from './helpers/live-owner.ts';
 import { tempDir } from './helpers/run-fixture.ts';
-import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
+import { asWrittenBeforeManifests, finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
   try {
@@ -392,7 +392,8 @@ describe('defect 10: job.json records the LLMCP35 checksum of its state, and the
       fields: ['state.checksum'],
       message: expect.stringMatching(/state file expected fnv1a64:0000000000000001 \(\d+ bytes\) \(from job\.json\), found fnv1a64:2b8b6097eaed6a91 \(\d+ bytes\)/),
     });
-    // A second-format job (the SHA-256 of the state recorded too) compares both.
+    // A second-format job (the SHA-256 of the state recorded too) compares both; the trainer that wrote those left no manifest.
+    asWrittenBeforeManifests(dir);
     const stateBytes = readFileSync(path.join(dir, 'checkpoints', 'latest', 'state.llmcp'));
     const sha256 = `sha256:${createHash('sha256').update(stateBytes).digest('hex')}`;
     writeFileSync(file, encodeJob(sealJob({ ...job, format: JOB_FORMAT_V2, state: { ...job.state, sha256, checksum: 'fnv1a64:0000000000000001' } })));

@@ -257,6 +257,8 @@ export interface ResolvedCheckpoint extends LocatedCheckpoint {
   readonly bytes: Uint8Array;
   /** The slot's job (for a file: the `job.json` beside it when it pairs with it), else null. */
   readonly job: Job | null;
+  /** The subject digest of the slot's provenance manifest, checked against the slot's files (null: a file, or a slot written before manifests). */
+  readonly manifest: string | null;
 }
 
 /**
@@ -297,7 +299,7 @@ export async function resolveCheckpoint(ctx: CliContext, spec: string, options: 
   if (address.kind === 'file') {
     const { checkpoint, bytes } = readCheckpointFile(ctx, address.file);
     const run = address.within === null ? null : { dir: address.within.runDir, name: address.within.run, slot: address.within.slot };
-    return { ...located(address, address.absolute, run), checkpoint, bytes, job: await pairedJob(address.absolute, checkpoint) };
+    return { ...located(address, address.absolute, run), checkpoint, bytes, job: await pairedJob(address.absolute, checkpoint), manifest: null };
   }
   const slots = await runSlots(address.run, address.runDir, address.slot);
   const named = address.slot ?? (!address.latest && slots.includes('best') ? 'best' : null);
@@ -307,7 +309,7 @@ export async function resolveCheckpoint(ctx: CliContext, spec: string, options: 
       ? await trainerCall(`no checkpoint of ${address.run} verifies`, runDir, async (t) => (await t.loadRunCheckpoint(runDir)).checkpoint)
       : await trainerCall(`slot ${named} of ${address.run} does not verify`, runDir, (t) => t.verifySlot(runDir, named));
   const { checkpoint, bytes } = readCheckpointFile(ctx, verified.stateFile);
-  return { ...located(address, verified.stateFile, { dir: runDir, name: address.run, slot: verified.slot }), checkpoint, bytes, job: verified.job };
+  return { ...located(address, verified.stateFile, { dir: runDir, name: address.run, slot: verified.slot }), checkpoint, bytes, job: verified.job, manifest: verified.manifest?.parsed.digest ?? null };
 }
 
 /**

@@ -22,7 +22,14 @@ export interface ForeignInput {
   readonly error: ForeignFileError | null;
 }
 
-function readPrefix(absolute: string, length: number): Uint8Array {
+/**
+ * The first `length` bytes of a file (fewer for a shorter file).
+ *
+ * @param absolute - the file.
+ * @param length - bytes wanted.
+ * @returns them.
+ */
+export function readFilePrefix(absolute: string, length: number): Uint8Array {
   const out = new Uint8Array(length);
   // The input rule: a regular file, opened without blocking (requirePath refused other kinds; this closes the race).
   const { fd } = openRegularFileSync(absolute);
@@ -52,10 +59,10 @@ function readPrefix(absolute: string, length: number): Uint8Array {
 export function readForeignInput(ctx: CliContext, file: string, what: string): ForeignInput | null {
   const { absolute, size } = requirePath(ctx, file, 'file', what);
   try {
-    const head = readPrefix(absolute, Math.min(size, FILE_KIND_PREFIX_BYTES));
+    const head = readFilePrefix(absolute, Math.min(size, FILE_KIND_PREFIX_BYTES));
     const kind = detectFileKind(head, size);
     if (kind !== 'safetensors' && kind !== 'gguf') return null;
-    const prefix = readPrefix(absolute, Math.min(size, FOREIGN_PREFIX_BYTES));
+    const prefix = readFilePrefix(absolute, Math.min(size, FOREIGN_PREFIX_BYTES));
     try {
       return { kind, size, header: readForeignFile(prefix, { fileLength: size }), error: null };
     } catch (e) {
