@@ -501,11 +501,12 @@ function recordedRunId(runDir: string): string | null {
 function assertOwnSlot(runDir: string, slot: SlotName, job: Job): void {
   const runId = recordedRunId(runDir);
   if (runId === null || job.run.id === runId) return;
-  throw new TrainerError('TRAINER_SLOT_FOREIGN', `${slot} holds a checkpoint of another run (run id ${job.run.id}), not of this run (${runId}, run.json); it is never resumed from: move it out of checkpoints/`, {
-    path: path.join(checkpointsDir(runDir), slot),
-    slot,
-    step: job.step,
-  });
+  // The job names the run: the file that says so is named (a job.json swapped in alone is found here too).
+  throw new TrainerError(
+    'TRAINER_SLOT_FOREIGN',
+    `${slot} holds a checkpoint of another run: its ${RUN_FILES.job} names run ${job.run.id}, not this run (${runId}, run.json); it is never resumed from: move it out of checkpoints/`,
+    { path: path.join(checkpointsDir(runDir), slot, RUN_FILES.job), slot, step: job.step },
+  );
 }
 
 function isForeign(error: unknown): boolean {
