@@ -5,9 +5,14 @@
  * manifest, and the reference's traces and math vectors in `vectors/` with a
  * SHA-256 manifest. Every read is checked against its recorded SHA-256, so a
  * test can never run against a changed copy.
+ *
+ * It also makes the hostile file kinds every package's tests put where a file
+ * is expected ({@link makeSpecialFile}: FIFOs, sockets, device nodes, links to
+ * them), always inside a scratch folder — never the real `/dev`.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -147,4 +152,58 @@ export function versionOneBatchState(s: BatchStateSnapshot): Record<string, unkn
     rngState: s.rngState === null ? null : `0x${s.rngState.toString(16).padStart(16, '0')}`,
     order: Array.from(s.order),
   };
+}
+
+// ── Hostile file kinds: what a test puts where llmcp expects a regular file (or an output path).
+
+/** The kinds {@link makeSpecialFile} makes. */
+export const SPECIAL_FILE_KINDS = ['fifo', 'socket', 'character-device', 'directory', 'symlink-to-fifo', 'symlink-to-character-device', 'symlink-to-directory'] as const;
+
+/** One of {@link SPECIAL_FILE_KINDS}. */
+export type SpecialFileKind = (typeof SPECIAL_FILE_KINDS)[number];
+
+let mknodAllowed: boolean | undefined;
+
+/**
+ * Whether this process may make device nodes (`mknod` needs CAP_MKNOD, i.e. root in most containers).
+ *
+ * @param scratch - a scratch folder to probe in (the probe node is removed).
+ * @returns true when a character device can be made there.
+ */
+export function canMakeDeviceNodes(scratch: string): boolean {
+  if (mknodAllowed === undefined) {
+    const probe = `${scratch}/.mknod-probe-${process.pid}`;
+    try {
+      execFileSync('mknod', [probe, 'c', '1', '3'], { stdio: 'ignore' });
+      execFileSync('rm', ['-f', probe]);
+      mknodAllowed = true;
+    } catch {
+      mknodAllowed = false;
+    }
+  }
+  return mknodAllowed;
+}
+
+/**
+ * Makes a special file at `file`, inside a scratch folder: a FIFO (`mkfifo`), a
+ * Unix socket (bound by Debian's python3 and left behind), a character device
+ * with the numbers of `/dev/zero` (1, 5: reads never end, writes are discarded;
+ * `mknod`, needs {@link canMakeDeviceNodes}), a directory, or a symbolic link to
+ * one of those made beside it (`<file>.target`).
+ *
+ * @param file - where (its folder must exist; never under `/dev`).
+ * @param kind - what.
+ * @returns `file`.
+ */
+export function makeSpecialFile(file: string, kind: SpecialFileKind): string {
+  if (file.startsWith('/dev/')) throw new Error(`makeSpecialFile: ${file} is under /dev; make special files in a scratch folder`);
+  const link = /^symlink-to-(.*)$/.exec(kind)?.[1] as SpecialFileKind | undefined;
+  if (link !== undefined) {
+    makeSpecialFile(`${file}.target`, link);
+    symlinkSync(`${file}.target`, file);
+  } else if (kind === 'fifo') execFileSync('mkfifo', [file]);
+  else if (kind === 'socket') execFileSync('/usr/bin/python3', ['-c', 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', file]);
+  else if (kind === 'character-device') execFileSync('mknod', [file, 'c', '1', '5']);
+  else mkdirSync(file);
+  return file;
 }

@@ -63,7 +63,7 @@ class EngineTest(unittest.TestCase):
             self.assertLess(abs(a - b) / abs(a), 1e-12)
 
     def test_a_run_resumed_from_its_handed_over_state_equals_the_uninterrupted_run_bit_for_bit(self):
-        for world_size in (1, 2):
+        for world_size in (2,):
             whole_losses, whole_state = train(world_size, 8)
             _, middle = train(world_size, 3)
             rest_losses, resumed_state = train(world_size, 8, start=middle)

@@ -259,6 +259,13 @@ describe('inspector page', () => {
     expect(await run.locator('[data-role=slots] tbody tr').first().textContent()).toContain('6 330 bytes');
     const events = await run.locator('[data-role=events] tbody tr td:nth-child(2)').allTextContents();
     expect(events).toEqual(['created', 'completed', 'forked-to']);
+    // The lineage: every slot against its manifest, the chain from latest (step 16) back to the fresh model, unbroken.
+    await expect(run.locator('[data-role=lineage]').getAttribute('data-ok')).resolves.toBe('true');
+    const chain = await run.locator('[data-role=chain] tbody tr td:first-child').allTextContents();
+    expect(chain[0]).toBe('16');
+    expect(chain.at(-1)).toBe('0');
+    await expect(run.locator('[data-role=chain] tbody tr').last().textContent()).resolves.toContain('fresh model');
+    expect(await run.locator('[data-role=slots] tbody tr').first().textContent()).toContain('ok, unsigned');
     await expect(page.locator('[data-role=markers] li').allTextContents()).resolves.toEqual(['A: fork at step 8 (forked-to)']);
     await expect(page.locator('[data-role=chart-loss]').getAttribute('data-series')).resolves.toMatch(/^A: training loss/);
     const hasEvaluations = readFileSync(path.join(runs.a, 'loss.jsonl'), 'utf8').includes('"validationLoss"');
@@ -289,6 +296,9 @@ describe('inspector page', () => {
     expect(series.split('|').filter((s) => s.endsWith('training loss'))).toEqual(['A: training loss', 'B: training loss']);
     await expect(page.locator('[data-role=markers] li').allTextContents()).resolves.toEqual(['A: fork at step 8 (forked-to)', 'B: fork at step 8 (forked-from)', 'B: resume at step 8 (resumed)']);
     expect(await page.locator('[data-role=run-events]').nth(1).textContent()).toContain('forked-from');
+    // Run B's chain ends at its fork point in run A.
+    await expect(page.locator('[data-role=lineage]').nth(1).getAttribute('data-ok')).resolves.toBe('true');
+    await expect(page.locator('[data-role=chain]').nth(1).locator('tbody tr').last().textContent()).resolves.toContain('fork point');
     // Run B's curves are teal (loss) and pink (learning rate), run A's blue and violet.
     expect(await pixelsNear('[data-role=chart-loss] canvas', [0x25, 0x63, 0xeb])).toBeGreaterThan(100);
     expect(await pixelsNear('[data-role=chart-loss] canvas', [0x0d, 0x94, 0x88])).toBeGreaterThan(50);
@@ -305,6 +315,10 @@ describe('inspector page', () => {
     const { offset, name, element } = runs.flipped;
     await expect(cp.locator('[data-role=corruption-run]').allTextContents()).resolves.toEqual([`bytes ${offset}–${offset + 7} differ: record \`${name}\` (model-parameter) element ${element} (1 bit)`]);
     await keepScreenshot('corruption-located.png', await cp.locator('[data-role=copy-check]').screenshot());
+    // The lineage names the changed file against its manifest.
+    await expect(page.locator('[data-role=lineage]').getAttribute('data-ok')).resolves.toBe('false');
+    await expect(page.locator('[data-role=lineage-problems]').textContent()).resolves.toMatch(/checkpoints\/latest\/state\.llmcp: bytes \[0, 6330\) differ from model\.sig/);
+    await keepScreenshot('lineage-broken.png', await page.locator('[data-role=run-lineage]').screenshot());
   });
 
   it('opens a run directory dropped as a folder (DataTransfer entries walked recursively)', async () => {

@@ -15,6 +15,7 @@ import { diffView } from './views/diff.ts';
 import { foreignView } from './views/foreign.ts';
 import { lossView, type CurveSource } from './views/loss.ts';
 import { runView } from './views/run.ts';
+import { importTrustedKey, type TrustedKey } from '@llmcp/trainer/provenance';
 
 /** The checkpoint of a run's slot, shown with its copy check. */
 interface OpenedSlot {
@@ -34,9 +35,11 @@ interface State {
   foreign: OpenedForeign[];
   loss: OpenedLossLog | null;
   job: OpenedJob | null;
+  /** A public key opened (a `.pem` file): run manifests' signatures are checked against it. */
+  trustKey: TrustedKey | null;
 }
 
-const state: State = { runs: [], slot: null, checkpoints: [], foreign: [], loss: null, job: null };
+const state: State = { runs: [], slot: null, checkpoints: [], foreign: [], loss: null, job: null, trustKey: null };
 
 function element<T extends HTMLElement>(id: string): T {
   const el = document.getElementById(id);
@@ -109,9 +112,19 @@ async function openSlot(run: OpenedRun, slot: SlotInfo): Promise<void> {
 
 async function open(files: readonly PathedFile[]): Promise<void> {
   const status = element<HTMLParagraphElement>('status');
-  const { runs, rest } = groupRunFiles(files);
+  const { runs, rest: others } = groupRunFiles(files);
+  // A public key opened with (or before) a run: its manifests' signatures are checked against it.
+  const keys = others.filter((f) => f.path.endsWith('.pem'));
+  for (const k of keys) {
+    try {
+      state.trustKey = await importTrustedKey(await k.file.text(), k.path);
+    } catch (e) {
+      status.textContent = `${k.path}: ${(e as Error).message}`;
+    }
+  }
+  const rest = others.filter((f) => !f.path.endsWith('.pem'));
   const openedRuns: OpenedRun[] = [];
-  for (const dir of runs) openedRuns.push(await readRun(dir));
+  for (const dir of runs) openedRuns.push(await readRun(dir, state.trustKey));
   const opened: Opened[] = [];
   for (const f of rest) opened.push(classify(f.path.split('/').at(-1) ?? f.path, await bytesOf(f.file)));
   if (openedRuns.length > 0) {
@@ -131,6 +144,7 @@ async function open(files: readonly PathedFile[]): Promise<void> {
     if (o.kind === 'job') state.job = o;
   }
   const what = [
+    ...(keys.length === 0 || state.trustKey === null ? [] : [`public key ${state.trustKey.hint.slice(0, 16)}… (signatures are checked against it)`]),
     ...openedRuns.map((r) => `run directory ${r.name} (${r.slots.length} slot(s), ${r.loss?.training.length ?? 0} loss records)`),
     ...opened.map((o) => `${o.name} (${o.kind === 'foreign' ? `${o.format}, not an LLMCP35 checkpoint` : o.kind})`),
   ];

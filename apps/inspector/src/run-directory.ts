@@ -9,6 +9,8 @@
 import { parseLossHistory, type LossHistory } from './loss-history.ts';
 import { eventMarkers, parseRunManifest, type EventMarker, type RunManifestView } from './run-events.ts';
 import { compareSlots, isSlotName, RUN_FILES, stepOfSlot } from './run-layout.ts';
+import { readLineage, type LineageView } from './run-lineage.ts';
+import type { TrustedKey } from '@llmcp/trainer/provenance';
 
 /** A file with its path inside what was opened (`/`-separated, no leading `/`). */
 export interface PathedFile {
@@ -76,6 +78,8 @@ export interface OpenedRun {
   readonly slots: readonly SlotInfo[];
   readonly markers: readonly EventMarker[];
   readonly fileCount: number;
+  /** Its provenance manifests checked and its lineage chain (`state: 'none'` for a run written before manifests). */
+  readonly lineage: LineageView;
 }
 
 function normal(p: string): string {
@@ -138,12 +142,13 @@ async function jobStep(job: Blob): Promise<{ step: number | null; problem: strin
 }
 
 /**
- * Reads a run: its manifest, its loss history and its slots.
+ * Reads a run: its manifest, its loss history, its slots and its lineage.
  *
  * @param dir - the run's files.
+ * @param trustKey - a public key opened with it (signatures are checked against it), or null.
  * @returns the run as shown.
  */
-export async function readRun(dir: RunDirectory): Promise<OpenedRun> {
+export async function readRun(dir: RunDirectory, trustKey: TrustedKey | null = null): Promise<OpenedRun> {
   const manifestFile = dir.files.get(RUN_FILES.manifest);
   const lossFile = dir.files.get(RUN_FILES.lossLog);
   const manifest = manifestFile === undefined ? null : parseRunManifest(await manifestFile.text());
@@ -162,7 +167,8 @@ export async function readRun(dir: RunDirectory): Promise<OpenedRun> {
     const read = job === null ? { step: stepOfSlot(name), problem: 'no job.json' } : await jobStep(job);
     slots.push({ name, step: read.step, state, job, jobProblem: read.problem });
   }
-  return { name: dir.name, manifest, loss, samples, slots, markers: manifest === null ? [] : eventMarkers(manifest), fileCount: dir.files.size };
+  const lineage = await readLineage(dir.files, trustKey);
+  return { name: dir.name, manifest, loss, samples, slots, markers: manifest === null ? [] : eventMarkers(manifest), fileCount: dir.files.size, lineage };
 }
 
 /**

@@ -10,7 +10,7 @@
  * its `processOutput`, so a pipe reader that dies (`pnpm start | tee log`, then
  * Ctrl-C) never costs the stop checkpoint.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,6 +24,7 @@ import {
   isTrainerError,
   loadBestCheckpoint,
   loadConfig,
+  loadSigningKey,
   parseConfig,
   readRunManifest,
   resumeRun,
@@ -32,6 +33,7 @@ import {
   trainRun,
   withEngine,
   type RunResult,
+  type SigningKey,
   type TrainerConfig,
   type TrainerEvent,
   type TorchEngineOptions,
@@ -65,6 +67,9 @@ Options:
   --device <d>        torch: cpu (default) or cuda
   --dtype <t>         torch: f64 (default on the CPU) or f32 (default on CUDA)
   --python <path>     torch: the Python with PyTorch (default: $LLMCP_PYTHON, else python3)
+  --sign-key <file>   sign every checkpoint's provenance manifest with this private key
+                      (llmcp keygen, or an ECDSA P-256/P-384 or Ed25519 PEM key); it is
+                      never written anywhere (without it the manifests are unsigned)
   --no-timing         leave timing out of loss.jsonl (byte-reproducible logs)
   --plain             plain progress lines even on a terminal
   -h, --help          show this help
@@ -97,6 +102,8 @@ interface Options {
   readonly plain: boolean;
   /** The torch engine's machine settings (`--nproc`, `--python`). */
   readonly torch: TorchEngineOptions;
+  /** `--sign-key`: signs the checkpoints' provenance manifests (null: unsigned). */
+  readonly signingKey: SigningKey | null;
 }
 
 // Installed once, before anything is written: output errors (EPIPE from a dead `tee`) end output, never the run.
@@ -137,6 +144,7 @@ function parseOptions(argv: readonly string[]): Options {
         device: { type: 'string' },
         dtype: { type: 'string' },
         python: { type: 'string' },
+        'sign-key': { type: 'string' },
         config: { type: 'string' },
         preset: { type: 'string' },
         'no-timing': { type: 'boolean' },
@@ -170,7 +178,13 @@ function parseOptions(argv: readonly string[]): Options {
   } catch (e) {
     failWith(e);
   }
-  const common = { runDir, steps: undefined, explicit: true, threads, plain: values.plain === true, torch: engine.torch };
+  let signingKey: SigningKey | null = null;
+  try {
+    if (values['sign-key'] !== undefined) signingKey = loadSigningKey(path.resolve(base, values['sign-key']));
+  } catch (e) {
+    failWith(e);
+  }
+  const common = { runDir, steps: undefined, explicit: true, threads, plain: values.plain === true, torch: engine.torch, signingKey };
   const withThreads = (config: TrainerConfig): TrainerConfig => withEngine(threads === undefined ? config : { ...config, threads }, engine.overrides);
   if (values.config !== undefined && values.preset === undefined) {
     try {
@@ -265,8 +279,10 @@ function explainRefusal(refusal: Refusal): string {
   if (fields.some((f) => !isPolicyField(f))) {
     return `${what}.\nThese cannot change in an existing run: use the same options to resume it, or --run-dir <new dir> for a new run.\n`;
   }
-  const file = path.join(tmpdir(), `llmcp-pivot-${path.basename(runDir)}.json`);
-  writeFileSync(file, `${JSON.stringify(requested, null, 2)}\n`);
+  // In a fresh folder of its own (mkdtemp): a fixed name in the shared temporary folder could be a link or a FIFO
+  // someone else put there, which writeFileSync would follow or block on.
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'llmcp-pivot-')), `${path.basename(runDir)}.json`);
+  writeFileSync(file, `${JSON.stringify(requested, null, 2)}\n`, { flag: 'wx' });
   return `${what}.\nTo apply ${fields.length === 1 ? 'it' : 'them'} (a recorded pivot), then resume:\n  llmcp pivot ${runDir} --config ${file} --change ${fields.join(',')}\n  pnpm start -- ${argv.join(' ')}\n`;
 }
 
@@ -309,10 +325,11 @@ async function main(): Promise<void> {
         handleSignals: true,
         onEvent,
         torch: options.torch,
+        signingKey: options.signingKey,
       });
     } else {
       out.write(`Starting a new run in ${runDir} (Ctrl-C checkpoints and exits; run again to resume).\n`);
-      result = await trainRun({ runDir, config, handleSignals: true, onEvent, torch: options.torch });
+      result = await trainRun({ runDir, config, handleSignals: true, onEvent, torch: options.torch, signingKey: options.signingKey });
     }
   } catch (e) {
     progress.finish();

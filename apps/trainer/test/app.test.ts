@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '@llmcp/cli';
-import { CH33_CONFIG_INPUT, verifyRun } from '@llmcp/trainer';
+import { CH33_CONFIG_INPUT, generateSigningKeyPair, importTrustedKey, verifyRun } from '@llmcp/trainer';
 
 const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -125,14 +125,22 @@ describe('the trainer app (pnpm start)', () => {
     expect(rerun.output()).toMatch(/is already complete \(90 steps\)/);
   }, 300_000);
 
-  it('runs the chapter-39 recipe with --preset ch39: step 32 selected, the 30994-byte checkpoint', async () => {
+  it('runs the chapter-39 recipe with --preset ch39: step 32 selected, the 30994-byte checkpoint; --sign-key signs every manifest', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'llmcp-app-ch39-'));
     try {
       const runDir = path.join(dir, 'run');
-      const app = startApp(['--preset', 'ch39', '--run-dir', runDir, '--plain']);
+      const pair = generateSigningKeyPair('ed25519');
+      writeFileSync(path.join(dir, 'key.pem'), pair.privatePem);
+      const refused = startApp(['--preset', 'ch39', '--run-dir', runDir, '--sign-key', path.join(dir, 'missing.pem')]);
+      expect(await refused.exited).toBe(EXIT_CODES.INPUT);
+      expect(existsSync(runDir)).toBe(false);
+      const app = startApp(['--preset', 'ch39', '--run-dir', runDir, '--plain', '--sign-key', path.join(dir, 'key.pem')]);
       expect(await app.exited).toBe(EXIT_CODES.OK);
       expect(app.output()).toMatch(/step 32, validation loss 3\.8895/);
       expect(readFileSync(path.join(runDir, 'checkpoints', 'best', 'state.llmcp')).length).toBe(30994);
+      const verified = await verifyRun(runDir, { trustKey: await importTrustedKey(pair.publicPem, 'key.pub.pem') });
+      expect(verified.provenance.problems).toEqual([]);
+      expect(verified.provenance.manifests.every((m) => m.signature === 'verified')).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

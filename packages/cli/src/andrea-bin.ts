@@ -161,13 +161,17 @@ export function decodeAndreaBin(bytes: Uint8Array): AndreaBin {
 }
 
 function powersAt(step: number, beta1: number, beta2: number): [number, number] {
-  // The optimizer multiplies the running powers once per step, starting at 1.0.
+  // The optimizer multiplies the running powers once per step, starting at 1.0. Once a multiplication changes
+  // neither power — both reached 0, or a subnormal that β rounds back to itself (5e-324 × 0.999 is 5e-324) —
+  // every later step gives the same bits, so the loop stops there: a step of 2^31 − 1 used to run 2^31 times.
   let p1 = 1.0;
   let p2 = 1.0;
   for (let t = 0; t < step; t++) {
-    p1 *= beta1;
-    p2 *= beta2;
-    if (p1 === 0 && p2 === 0) break;
+    const n1 = p1 * beta1;
+    const n2 = p2 * beta2;
+    if (n1 === p1 && n2 === p2) break;
+    p1 = n1;
+    p2 = n2;
   }
   return [p1, p2];
 }

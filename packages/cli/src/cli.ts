@@ -4,7 +4,6 @@
  * User mistakes print one line plus a hint — never a stack trace.
  */
 import { Command, CommanderError } from 'commander';
-import manifest from '../package.json' with { type: 'json' };
 import { configCommand } from './commands/config.ts';
 import { diffCommand } from './commands/diff.ts';
 import { evalCommand, reportCommand } from './commands/eval.ts';
@@ -14,13 +13,14 @@ import { inspectCommand } from './commands/inspect.ts';
 import { forkCommand, pivotCommand, resumeCommand, statusCommand, trainCommand } from './commands/run.ts';
 import { sampleCommand } from './commands/sample.ts';
 import { verifyCommand } from './commands/verify.ts';
+import { keygenCommand } from './commands/keygen.ts';
+import { CLI_VERSION } from './version.ts';
 import type { CliContext } from './context.ts';
 import { reportError } from './error-report.ts';
 import { CliError, isCliError } from './errors.ts';
 import { EXIT_CODES, exitCodesHelp, type SetExit } from './exit-codes.ts';
 
-/** Version of `@llmcp/cli` (printed by `llmcp --version`). */
-export const CLI_VERSION: string = manifest.version;
+export { CLI_VERSION } from './version.ts';
 
 /**
  * What `llmcp --version` prints: the package version, and for the workspace's
@@ -96,6 +96,7 @@ function buildProgram(ctx: CliContext, setExit: SetExit, onUsageError: UsageErro
     configCommand(ctx, setExit),
     evalCommand(ctx, setExit),
     reportCommand(ctx, setExit),
+    keygenCommand(ctx, setExit),
   ]) {
     program.addCommand(cmd);
   }

@@ -20,6 +20,8 @@ export const CLI_ERROR_CODES = {
   CLI_READ_FAILED: 'CLI_READ_FAILED',
   /** An output could not be written, or exists and `--force` was not given. */
   CLI_WRITE_FAILED: 'CLI_WRITE_FAILED',
+  /** An output path lies inside a run directory (a folder holding run.json, run.lock or checkpoints/, at any depth above it): only the trainer writes there. */
+  CLI_OUTPUT_IN_RUN_DIRECTORY: 'CLI_OUTPUT_IN_RUN_DIRECTORY',
   /** A slot (`run:slot`, `--slot`) that is not a slot name or that the run does not have; the message lists the slots it has. */
   CLI_UNKNOWN_SLOT: 'CLI_UNKNOWN_SLOT',
   /** A checkpoint that an operation needs valid does not decode (the format error is the cause). */
@@ -46,6 +48,7 @@ const DEFAULT_EXIT: Record<CliErrorCode, ExitCode> = {
   CLI_WRONG_FILE_KIND: EXIT_CODES.INPUT,
   CLI_READ_FAILED: EXIT_CODES.INPUT,
   CLI_WRITE_FAILED: EXIT_CODES.RUNTIME,
+  CLI_OUTPUT_IN_RUN_DIRECTORY: EXIT_CODES.INPUT,
   CLI_UNKNOWN_SLOT: EXIT_CODES.INPUT,
   CLI_INVALID_CHECKPOINT: EXIT_CODES.INPUT,
   CLI_ANDREA_BIN_INVALID: EXIT_CODES.INPUT,

@@ -40,7 +40,7 @@ export const EXIT_CODE_MEANINGS: Readonly<Record<ExitCodeName, string>> = {
   FAILED: 'verification failed: invalid checkpoint (`inspect`, `verify`), a run that does not verify, `diff` found differences, a resume refused because no slot verifies',
   USAGE: 'usage error: unknown command or flag, missing or extra argument, bad number',
   INPUT: 'input error: missing file, directory instead of file, unreadable or wrong-format input, bad config, changed run inputs',
-  RUNTIME: 'runtime error: an output could not be written or already exists, a training run failed',
+  RUNTIME: 'runtime error: an output could not be written or already exists, a training run failed, `verify` found no moment when a run being trained stood still (UNSETTLED)',
   INTERRUPTED: 'a training run was interrupted (its checkpoint was written first)',
 };
 

@@ -40,6 +40,7 @@
 import { checksumLabel, type CheckpointState } from '@llmcp/format';
 import { BOS_ID, BYTE_TOKEN_OFFSET, EOS_ID, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
 import { CliError } from './errors.ts';
+import { exactSizeText } from './internal/exact-json.ts';
 
 /** `GGUF` as the first four bytes. */
 export const GGUF_MAGIC: Uint8Array = new Uint8Array([0x47, 0x47, 0x55, 0x46]);
@@ -147,6 +148,42 @@ export function gpt2ByteCharacters(): string[] {
   return out;
 }
 
+/**
+ * The most bytes of token text an export that spells every token (a GGUF
+ * vocabulary, a Hugging Face `tokenizer.json`) writes: 32 MiB, hundreds of
+ * times a real vocabulary's (a 100,000-token BPE spells under 1 MB).
+ */
+export const MAX_VOCABULARY_TEXT_BYTES: number = 32 * 1024 * 1024;
+
+/**
+ * Refuses, before spelling any token, a tokenizer whose tokens spell more
+ * than {@link MAX_VOCABULARY_TEXT_BYTES} in all: a valid BPE table of a few
+ * KiB can join a token with itself again and again (64 merges spell 2^64
+ * bytes), and spelling it would run for ever and exhaust memory. The lengths
+ * come from the tokenizer's own bookkeeping (`tokenLength`), one pass over
+ * the vocabulary: an export's cost stays linear in the checkpoint.
+ *
+ * @param tokenizer - the tokenizer.
+ * @param what - the vocabulary being written, for the message (`a GGUF vocabulary`).
+ * @throws CliError `CLI_INVALID_INPUT` naming the total and the longest token.
+ */
+export function assertVocabularySpellable(tokenizer: AnyTokenizer, what: string): void {
+  let total = 0;
+  let longest = { id: 0, bytes: 0 };
+  for (let id = 0; id < tokenizer.vocabularySize; id++) {
+    const bytes = tokenizer.tokenLength(id);
+    total += bytes;
+    if (bytes > longest.bytes) longest = { id, bytes };
+  }
+  if (total <= MAX_VOCABULARY_TEXT_BYTES) return;
+  const size = (n: number): string => (n > Number.MAX_SAFE_INTEGER ? `about 2^${Math.round(Math.log2(n))}` : String(n));
+  throw new CliError(
+    'CLI_INVALID_INPUT',
+    `the tokenizer's ${tokenizer.vocabularySize} tokens spell ${size(total)} bytes (token ${longest.id} alone ${size(longest.bytes)}); ${what} holds every token's text, and an export writes at most ${MAX_VOCABULARY_TEXT_BYTES} bytes of it`,
+    { hint: 'merges that join long tokens again and again spell exponentially long tokens; --to safetensors keeps the merge table instead of the texts' },
+  );
+}
+
 /** Two token ids, `ids` = [earlier, later], spell the same `text` in a vocabulary of the given `kind`. */
 function duplicateTokenError(kind: string, text: string, ids: readonly [first: number, second: number]): CliError {
   const [first, second] = ids;
@@ -162,13 +199,14 @@ function duplicateTokenError(kind: string, text: string, ids: readonly [first: n
  *
  * @param tokenizer - an llmcp tokenizer.
  * @returns tokens, types, merges and BOS/EOS ids.
- * @throws CliError `CLI_INVALID_INPUT` when two ids spell the same text (llama.cpp refuses such a vocabulary).
+ * @throws CliError `CLI_INVALID_INPUT` when two ids spell the same text (llama.cpp refuses such a vocabulary), or the tokens spell more than {@link MAX_VOCABULARY_TEXT_BYTES}.
  * @example
  * ```ts
  * ggufVocabulary(BpeTokenizer.fromPairs([[97, 98]])).merges; // ['a b']
  * ```
  */
 export function ggufVocabulary(tokenizer: AnyTokenizer): GgufVocabulary {
+  assertVocabularySpellable(tokenizer, 'a GGUF vocabulary');
   const tokens: string[] = [];
   const seen = new Map<string, number>();
   const add = (text: string, kind: string): void => {
@@ -192,9 +230,9 @@ export function ggufVocabulary(tokenizer: AnyTokenizer): GgufVocabulary {
   return { model: 'gpt2', pre: 'default', tokens, types: tokens.map(() => GGUF_TOKEN_TYPE.NORMAL), merges: [], bosId: null, eosId: null };
 }
 
-function u32Field(key: string, value: number): GgufMetadataEntry {
+function u32Field(key: string, value: number, exact: string = String(value)): GgufMetadataEntry {
   if (!Number.isSafeInteger(value) || value < 0 || value > U32_MAX) {
-    throw new CliError('CLI_INVALID_INPUT', `${key} = ${value} does not fit the u32 llama.cpp reads`, { hint: 'GGUF export needs sizes below 2^32' });
+    throw new CliError('CLI_INVALID_INPUT', `${key} = ${exact} does not fit the u32 llama.cpp reads`, { hint: 'GGUF export needs sizes below 2^32' });
   }
   return { key, value: { type: 'u32', value } };
 }
@@ -221,7 +259,6 @@ export function ggufMetadata(state: CheckpointState, options: GgufOptions = {}):
   const d = state.decoder;
   const dtype = options.dtype ?? 'F32';
   const tokenizer = tokenizerFromState(state.tokenizer);
-  const vocab = ggufVocabulary(tokenizer);
   const checksum = options.sourceChecksum === undefined ? null : checksumLabel(options.sourceChecksum);
   const str = (key: string, value: string): GgufMetadataEntry => ({ key, value: { type: 'string', value } });
   const entries: GgufMetadataEntry[] = [
@@ -241,17 +278,19 @@ export function ggufMetadata(state: CheckpointState, options: GgufOptions = {}):
     { key: 'general.source.step', value: { type: 'u64', value: state.selectedStep } },
     str('general.source.tokenizer_identity', tokenizer.identity()),
     u32Field('llama.vocab_size', d.vocabularySize),
-    u32Field('llama.context_length', d.maxPositions),
+    u32Field('llama.context_length', d.maxPositions, exactSizeText(d, 'maxPositions')),
     u32Field('llama.embedding_length', d.modelWidth),
     u32Field('llama.block_count', d.layers),
-    u32Field('llama.feed_forward_length', d.feedForwardWidth),
+    u32Field('llama.feed_forward_length', d.feedForwardWidth, exactSizeText(d, 'feedForwardWidth')),
     u32Field('llama.attention.head_count', d.heads),
     u32Field('llama.attention.head_count_kv', d.heads),
     f32Field('llama.attention.layer_norm_rms_epsilon', d.rmsEpsilon),
     f32Field('llama.rope.freq_base', d.ropeBase),
     u32Field('llama.rope.dimension_count', d.modelWidth / d.heads),
-    str('tokenizer.ggml.model', vocab.model),
   );
+  // The vocabulary last: the sizes above are refused first, and its text is bounded before any of it is spelled.
+  const vocab = ggufVocabulary(tokenizer);
+  entries.push(str('tokenizer.ggml.model', vocab.model));
   entries.push(
     str('tokenizer.ggml.pre', vocab.pre),
     { key: 'tokenizer.ggml.tokens', value: { type: 'string[]', value: vocab.tokens } },

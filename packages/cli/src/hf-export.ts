@@ -28,17 +28,18 @@
  *   a head's features, so permuting query and key alike leaves them, and the
  *   logits, unchanged.
  */
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { checksumLabel, type DecodedCheckpoint, type DecoderConfig } from '@llmcp/format';
-import { writeFileAtomic } from '@llmcp/format/node';
 import { BOS_ID, BYTE_TOKEN_OFFSET, EOS_ID, FIRST_MERGE_TOKEN_ID, tokenizerFromState } from '@llmcp/tokenizer';
-import type { Job } from '@llmcp/trainer';
+import type { Job, SigningKey } from '@llmcp/trainer';
 import type { CliContext } from './context.ts';
 import { CliError } from './errors.ts';
-import { GGUF_BOS_TEXT, GGUF_EOS_TEXT, gpt2ByteCharacters } from './gguf.ts';
+import { assertVocabularySpellable, GGUF_BOS_TEXT, GGUF_EOS_TEXT, gpt2ByteCharacters } from './gguf.ts';
 import { resolveCheckpoint } from './internal/checkpoint-address.ts';
-import { requireCreatableDirectory } from './internal/files.ts';
+import { exactDecoderSizes, exactSizeText, stringifyExact } from './internal/exact-json.ts';
+import { requireOutputDirectory, writeOutputDirectory } from './internal/files.ts';
+import { exportManifestFile, manifestLine } from './internal/export-manifest.ts';
 import { encodeSafetensorsTensors, totalParameters, type SafetensorsDType, type SafetensorsTensor } from './safetensors.ts';
 
 /** Text of the begin-of-document token (id 0) in `tokenizer.json` (the same as in a GGUF export). */
@@ -135,18 +136,20 @@ export function hfTensors(checkpoint: Pick<DecodedCheckpoint, 'decoder' | 'param
  * @returns the JSON object.
  */
 export function hfConfig(decoder: DecoderConfig, dtype: SafetensorsDType, bpe: boolean): Record<string, unknown> {
+  // The sizes a 0-layer model may hold above 2^53 − 1 are written exactly (bigint digits in config.json).
+  const exact = exactDecoderSizes(decoder);
   return {
     architectures: ['LlamaForCausalLM'],
     model_type: 'llama',
     vocab_size: decoder.vocabularySize,
     hidden_size: decoder.modelWidth,
-    intermediate_size: decoder.feedForwardWidth,
+    intermediate_size: exact.feedForwardWidth,
     num_hidden_layers: decoder.layers,
     num_attention_heads: decoder.heads,
     num_key_value_heads: decoder.heads,
     head_dim: decoder.modelWidth / decoder.heads,
     hidden_act: 'silu',
-    max_position_embeddings: decoder.maxPositions,
+    max_position_embeddings: exact.maxPositions,
     rms_norm_eps: decoder.rmsEpsilon,
     rope_theta: decoder.ropeBase,
     rope_scaling: null,
@@ -180,11 +183,13 @@ function specialToken(id: number, content: string): Record<string, unknown> {
  *
  * @param checkpoint - a checkpoint with a byte-level BPE tokenizer.
  * @returns the JSON object.
- * @throws CliError `CLI_INVALID_INPUT` when two token ids spell the same bytes (a BPE vocabulary maps each string to one id).
+ * @throws CliError `CLI_INVALID_INPUT` when two token ids spell the same bytes (a BPE vocabulary maps each string to one id), or the tokens spell more than `MAX_VOCABULARY_TEXT_BYTES`.
  */
 export function hfTokenizerJson(checkpoint: Pick<DecodedCheckpoint, 'tokenizer'>): Record<string, unknown> {
   const tokenizer = tokenizerFromState(checkpoint.tokenizer);
   if (tokenizer.kind !== 'bpe') throw new TypeError('hfTokenizerJson needs a byte-level BPE tokenizer');
+  // Bounded before any token is spelled (a valid table can spell exponentially long tokens).
+  assertVocabularySpellable(tokenizer, 'tokenizer.json');
   // The ByteLevel pre-tokenizer and decoder spell byte b as GPT-2's bytes_to_unicode character.
   const alphabet = gpt2ByteCharacters();
   const spelling: string[] = alphabet.slice();
@@ -302,8 +307,8 @@ export function hfModelCard(source: HfExportSource, options: HfExportOptions = {
     ['architecture', 'LlamaForCausalLM (decoder-only: RMSNorm, rotary position embeddings, SwiGLU, no biases, tied embedding/output)'],
     ['parameters', `${totalParameters(c)}`],
     ['vocabulary', `${dec.vocabularySize} (${bpe ? `byte-level BPE, ${c.tokenizer.kind === 'bpe' ? c.tokenizer.pairs.length : 0} merges; BOS 0, EOS 1` : 'literal tokenizer (no tokenizer.json)'})`],
-    ['width / heads / feed-forward / layers', `${dec.modelWidth} / ${dec.heads} / ${dec.feedForwardWidth} / ${dec.layers}`],
-    ['context length', `${dec.maxPositions}`],
+    ['width / heads / feed-forward / layers', `${dec.modelWidth} / ${dec.heads} / ${exactSizeText(dec, 'feedForwardWidth')} / ${dec.layers}`],
+    ['context length', exactSizeText(dec, 'maxPositions')],
     ['RoPE base / RMSNorm epsilon', `${dec.ropeBase} / ${dec.rmsEpsilon}`],
     ['weights', dtype],
     ['training steps', `${job?.step ?? c.selectedStep}${job === null ? '' : ` of ${job.config.steps}`}`],
@@ -363,7 +368,7 @@ convention of \`LlamaForCausalLM\`, which leaves the logits unchanged.
 }
 
 function jsonBytes(value: unknown): Uint8Array {
-  return new TextEncoder().encode(`${JSON.stringify(value, null, 2)}\n`);
+  return new TextEncoder().encode(`${stringifyExact(value, 2)}\n`);
 }
 
 /**
@@ -429,9 +434,9 @@ export function hfExportFiles(source: HfExportSource, options: HfExportOptions =
  * @returns checkpoint, job and description.
  * @throws CliError `CLI_FILE_NOT_FOUND`, `CLI_WRONG_FILE_KIND`, `CLI_UNKNOWN_SLOT` (a slot that is not a slot name or not the run's), `CLI_INVALID_CHECKPOINT`.
  */
-export async function resolveExportSource(ctx: CliContext, spec: string, options: { readonly latest?: boolean } = {}): Promise<HfExportSource & { readonly outputStem: string }> {
+export async function resolveExportSource(ctx: CliContext, spec: string, options: { readonly latest?: boolean } = {}): Promise<HfExportSource & { readonly outputStem: string; readonly manifest: string | null }> {
   const r = await resolveCheckpoint(ctx, spec, options.latest === true ? { latest: true } : {});
-  return { checkpoint: r.checkpoint, job: r.job, description: r.description, outputStem: r.outputStem };
+  return { checkpoint: r.checkpoint, job: r.job, description: r.description, outputStem: r.outputStem, manifest: r.manifest };
 }
 
 /** Options of {@link runHfExport}. */
@@ -442,12 +447,15 @@ export interface RunHfExportOptions {
   readonly force?: boolean;
   /** A run's newest verified checkpoint instead of its best. */
   readonly latest?: boolean;
+  /** Signs the directory's provenance manifest (`model.sig`); null or absent: unsigned. */
+  readonly signingKey?: SigningKey | null;
 }
 
 /**
  * Runs `llmcp export --to hf <source> <dir>`: resolves the source, checks
  * the directory (a non-empty one is replaced only with `--force`; files of
- * the export are replaced, others are left), writes every file atomically.
+ * the export are replaced, others are left), writes every file atomically
+ * with the directory's provenance manifest (`model.sig`, listing every file).
  *
  * @param ctx - the command context.
  * @param spec - `<checkpoint|run[:slot]|slot-dir>`.
@@ -458,22 +466,21 @@ export interface RunHfExportOptions {
 export async function runHfExport(ctx: CliContext, spec: string, options: RunHfExportOptions = {}): Promise<number> {
   const source = await resolveExportSource(ctx, spec, options.latest === true ? { latest: true } : {});
   const dir = options.dir ?? `${source.outputStem}-hf`;
-  const absolute = requireCreatableDirectory(ctx, dir, 'output directory');
+  const absolute = await requireOutputDirectory(ctx, dir);
   if (existsSync(absolute) && readdirSync(absolute).length > 0 && options.force !== true) {
     throw new CliError('CLI_WRITE_FAILED', `output directory ${dir} is not empty`, { path: absolute, hint: 'pass --force to replace the export files in it, or choose an empty or new directory' });
   }
   const dtype: SafetensorsDType = options.dtype === 'f32' ? 'F32' : 'F64';
+  // Every file encoded before anything is written; then the output rule for each (only regular files replaced).
   const files = hfExportFiles(source, { dtype, name: path.basename(absolute) });
-  try {
-    mkdirSync(absolute, { recursive: true });
-    for (const f of files) await writeFileAtomic(path.join(absolute, f.name), f.bytes);
-  } catch (e) {
-    if (e instanceof CliError) throw e;
-    throw new CliError('CLI_WRITE_FAILED', `cannot write ${dir}: ${(e as Error).message}`, { path: absolute, cause: e });
-  }
+  const key = options.signingKey ?? null;
+  // The directory's provenance manifest (model.sig, listing every file) is one more file of the directory, written with them.
+  const manifest = await exportManifestFile(ctx, { dir }, files.map((f) => ({ path: f.name, bytes: f.bytes })), { source, format: 'hf', dtype, key });
+  await writeOutputDirectory(ctx, dir, [...files, { name: path.basename(manifest.file), bytes: manifest.bytes }], options.force === true);
   const c = source.checkpoint;
   ctx.stdout.write(`wrote ${dir}: Hugging Face LlamaForCausalLM from ${source.description} (step ${source.job?.step ?? c.selectedStep}), ${totalParameters(c)} parameters (${dtype})\n`);
   for (const f of files) ctx.stdout.write(`  ${f.name}  ${f.bytes.length} bytes\n`);
+  ctx.stdout.write(`  ${manifestLine(path.basename(manifest.file), key).replace(/^wrote /, '')}\n`);
   if (c.tokenizer.kind !== 'bpe') ctx.stderr.write('note: a literal tokenizer has no Hugging Face equivalent; no tokenizer.json was written (give token ids directly)\n');
   if (dtype === 'F32') ctx.stderr.write('note: --dtype f32 rounds every f64 value to the nearest f32 (lossy)\n');
   return 0;

@@ -10,6 +10,7 @@
  *   "tokenizer": { "format": "llmcp-tokenizer", "version": 1, "kind": "literal", "pieces": ["30", "31"] },
  *   "decoder": { "vocabularySize": 2, "modelWidth": 4, "heads": 2, "feedForwardWidth": 4, "layers": 1,
  *                "maxPositions": 2, "ropeBase": 10000, "rmsEpsilon": 1e-6 },
+ *                (feedForwardWidth and maxPositions above 2^53 - 1: their exact digits as a string)
  *   "adamw": { "learningRate": 0.04, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "weightDecay": 0.01 },
  *   "groups": { "decay": ["…"], "noDecay": ["…"] },
  *   "samplingRngState": "0x9e3779b97f4a7c38"
@@ -24,11 +25,25 @@ import { tokenizerFromJSON, tokenizerFromState } from '@llmcp/tokenizer';
 import { z } from 'zod';
 import type { AndreaImportConfig } from './andrea-bin.ts';
 import { CliError } from './errors.ts';
+import { exactDecoderSizes } from './internal/exact-json.ts';
 
 /** `format` member of an import config document. */
 export const ANDREA_IMPORT_FORMAT = 'llmcp-andrea-import/1';
 
 const size = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const U64_MAX = (1n << 64n) - 1n;
+/**
+ * A size a 0-layer model may hold at any u64 (F, maxPositions): a safe integer, or, above 2^53 − 1, its exact
+ * decimal digits as a string (a JSON number that large is read as the nearest double).
+ */
+const u64Size = z.union([
+  size,
+  z
+    .string()
+    .regex(/^[1-9][0-9]{0,19}$/, 'expected a positive integer, or its decimal digits as a string above 2^53 - 1')
+    .transform((v) => BigInt(v))
+    .refine((v) => v > BigInt(Number.MAX_SAFE_INTEGER) && v <= U64_MAX, 'expected decimal digits of a u64 above 2^53 - 1 (smaller sizes are JSON numbers)'),
+]);
 const BITS = /^0x[0-9a-f]{16}$/;
 
 /** An f64 as a JSON number, or as its exact bit pattern `0x` + 16 hex digits (needed for −0). */
@@ -49,9 +64,9 @@ const schema = z.strictObject({
     vocabularySize: size,
     modelWidth: size,
     heads: size,
-    feedForwardWidth: size,
+    feedForwardWidth: u64Size,
     layers: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-    maxPositions: size,
+    maxPositions: u64Size,
     ropeBase: finite,
     rmsEpsilon: finite,
   }),
@@ -102,7 +117,14 @@ export function parseAndreaImportConfig(bytes: Uint8Array, path: string): Andrea
   } catch (e) {
     throw bad(`config ${path}: tokenizer: ${(e as Error).message}`, path);
   }
-  return { tokenizer, decoder: c.decoder, adamw: c.adamw, groups: c.groups, samplingRngState: BigInt(c.samplingRngState) };
+  const { feedForwardWidth, maxPositions } = c.decoder;
+  // A size above 2^53 − 1 is the nearest double with its exact value beside it (@llmcp/format's DecoderConfig.exact).
+  const exact = {
+    ...(typeof feedForwardWidth === 'bigint' ? { feedForwardWidth } : {}),
+    ...(typeof maxPositions === 'bigint' ? { maxPositions } : {}),
+  };
+  const decoder = { ...c.decoder, feedForwardWidth: Number(feedForwardWidth), maxPositions: Number(maxPositions), ...(Object.keys(exact).length === 0 ? {} : { exact }) };
+  return { tokenizer, decoder, adamw: c.adamw, groups: c.groups, samplingRngState: BigInt(c.samplingRngState) };
 }
 
 /**
@@ -119,7 +141,8 @@ export function andreaImportConfigJson(state: CheckpointState): string {
   const doc = {
     format: ANDREA_IMPORT_FORMAT,
     tokenizer: tokenizerFromState(state.tokenizer).toJSON(),
-    decoder: { ...d, ropeBase: f64Json(d.ropeBase), rmsEpsilon: f64Json(d.rmsEpsilon) },
+    // A u64 size above 2^53 − 1 as its exact digits in a string (read back exactly by parseAndreaImportConfig).
+    decoder: { ...exactDecoderSizes(d, (v) => v.toString()), ropeBase: f64Json(d.ropeBase), rmsEpsilon: f64Json(d.rmsEpsilon) },
     adamw: { learningRate: f64Json(a.learningRate), beta1: f64Json(a.beta1), beta2: f64Json(a.beta2), epsilon: f64Json(a.epsilon), weightDecay: f64Json(a.weightDecay) },
     groups: state.optimizer.groups,
     samplingRngState: `0x${state.samplingRngState.toString(16)}`,

@@ -17,6 +17,7 @@
 import { checksumLabel, f64BitsHex, u64Hex, type CheckpointState } from '@llmcp/format';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { CliError } from './errors.ts';
+import { exactDecoderSizes, stringifyExact } from './internal/exact-json.ts';
 
 /** Element type written to the file. */
 export type SafetensorsDType = 'F64' | 'F32';
@@ -56,7 +57,8 @@ export function safetensorsMetadata(state: CheckpointState, options: Safetensors
     dtype_note: (options.dtype ?? 'F64') === 'F64' ? 'f64 values exactly as stored' : 'f64 values rounded to the nearest f32 (lossy)',
     tokenizer: JSON.stringify(tokenizer.toJSON()),
     tokenizer_identity: tokenizer.identity(),
-    decoder_config: JSON.stringify(state.decoder),
+    // Exact: a u64 size above 2^53 − 1 (a 0-layer model's F, maxPositions) as its digits, not a rounded double.
+    decoder_config: stringifyExact(exactDecoderSizes(state.decoder)),
     adamw_config: JSON.stringify({ ...o.config, bits: Object.fromEntries(Object.entries(o.config).map(([k, v]) => [k, f64BitsHex(v)])) }),
     adamw_groups: JSON.stringify(o.groups),
     adamw_step: o.step.toString(),

@@ -1,9 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointFromAndreaBin, decodeAndreaBin, encodeAndreaBin } from '../src/andrea-bin.ts';
-import { parseAndreaImportConfig } from '../src/import-config.ts';
+import { andreaImportConfigJson, parseAndreaImportConfig } from '../src/import-config.ts';
 import { FIXTURES, GOLDEN, llmcp, tempDir } from './helpers.ts';
 
 const tmp = tempDir();
@@ -105,6 +106,52 @@ describe('llmcp export --to andrea-bin / import --from andrea-bin', () => {
     const tampered = bytes.slice();
     new DataView(tampered.buffer).setFloat32(8 + 4 * N + 4 * 3, 0.5, true);
     expect(() => checkpointFromAndreaBin(decodeAndreaBin(tampered), config)).toThrow(/step is 0 but moment value 3 is non-zero/);
+  });
+
+  it('restores the beta powers of repeated multiplication for any i32 step, stopping where they stop changing', () => {
+    const golden8 = decodeCheckpoint(new Uint8Array(readFileSync(GOLDEN)));
+    const config = parseAndreaImportConfig(encodeCheckpoint(golden8), 'golden');
+    const bin = decodeAndreaBin(encodeAndreaBin(golden8).bytes);
+    /** The optimizer's rule, one multiplication per step (up to `limit`). */
+    const naive = (step: number, limit: number): [number, number] => {
+      let p1 = 1;
+      let p2 = 1;
+      for (let t = 0; t < Math.min(step, limit); t++) {
+        p1 *= config.adamw.beta1;
+        p2 *= config.adamw.beta2;
+      }
+      return [p1, p2];
+    };
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20_000 }), (step) => {
+        const back = checkpointFromAndreaBin({ ...bin, step }, config);
+        expect([back.optimizer.beta1Power, back.optimizer.beta2Power]).toEqual(naive(step, step));
+      }),
+      { numRuns: 50 },
+    );
+    // 0.999 reaches 5e-324, which it rounds back to itself: the powers stop changing there (the old loop went on 2^31 times).
+    const settled = naive(2_000_000, 2_000_000);
+    expect(settled[1] * config.adamw.beta2).toBe(settled[1]);
+    const last = checkpointFromAndreaBin({ ...bin, step: 2 ** 31 - 1 }, config);
+    expect([last.optimizer.beta1Power, last.optimizer.beta2Power]).toEqual(settled);
+  });
+
+  it('carries every u64 size of a 0-layer model exactly through the import config (digits in a string above 2^53 − 1)', () => {
+    const g = decodeCheckpoint(new Uint8Array(readFileSync(GOLDEN)));
+    const zero: CheckpointState = { ...g, decoder: { ...g.decoder, layers: 0 }, parameters: [g.parameters[0]!, g.parameters[g.parameters.length - 1]!], optimizer: { ...g.optimizer, groups: null, step: 0n, beta1Power: 1, beta2Power: 1, moments: [] }, selectedStep: 0n };
+    const size = fc.oneof(fc.integer({ min: 1, max: 2 ** 40 }).map(BigInt), fc.bigInt({ min: BigInt(Number.MAX_SAFE_INTEGER) + 1n, max: (1n << 64n) - 1n }));
+    fc.assert(
+      fc.property(size, size, (f, p) => {
+        const safe = (v: bigint): boolean => v <= BigInt(Number.MAX_SAFE_INTEGER);
+        const exact = { ...(safe(f) ? {} : { feedForwardWidth: f }), ...(safe(p) ? {} : { maxPositions: p }) };
+        const state: CheckpointState = { ...zero, decoder: { ...zero.decoder, feedForwardWidth: Number(f), maxPositions: Number(p), ...(Object.keys(exact).length === 0 ? {} : { exact }) } };
+        const config = parseAndreaImportConfig(new TextEncoder().encode(andreaImportConfigJson(state)), 'x.json');
+        expect(BigInt(config.decoder.exact?.feedForwardWidth ?? config.decoder.feedForwardWidth)).toBe(f);
+        expect(BigInt(config.decoder.exact?.maxPositions ?? config.decoder.maxPositions)).toBe(p);
+        expect(encodeCheckpoint(checkpointFromAndreaBin(decodeAndreaBin(encodeAndreaBin(state).bytes), config))).toEqual(encodeCheckpoint({ ...state, parameters: state.parameters.map((t) => ({ ...t, data: t.data.map(Math.fround) })) }));
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('keeps −0 in the import config (bit form for f64 fields)', () => {

@@ -69,7 +69,7 @@ describe('llmcp inspect <address>', () => {
     mkdirSync(plain);
     const r = await llmcp(['inspect', plain]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toBe(`llmcp inspect: error: ${plain} is a directory but not a run directory (no run.json, no checkpoints/) or a slot directory of one\nhint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot\n`);
+    expect(r.stderr).toBe(`llmcp inspect: error: ${plain} is a directory but not a run directory (no run.json, run.lock or checkpoints/) or a slot directory of one\nhint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot\n`);
     const checkpoints = await llmcp(['inspect', path.join(run, 'checkpoints')], { cwd: tmp.dir });
     expect(checkpoints.stderr.split('\n')[1]).toBe('hint: give the run directory (default) or one of its slots, e.g. default:best');
     const onFile = await llmcp(['inspect', `${path.join(run, 'checkpoints/best/state.llmcp')}:best`]);
@@ -88,7 +88,7 @@ describe('llmcp verify <one slot>', () => {
   it('verifies run:slot or a slot directory in full; a damaged slot fails (exit 1)', async () => {
     const ok = await llmcp(['verify', `${run}:step_000008`]);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stdout).toBe(`ok  ${run}:step_000008  fnv1a64:2b8b6097eaed6a91  step 8: job digest, state file and pairing verify\n`);
+    expect(ok.stdout).toBe(`ok  ${run}:step_000008  fnv1a64:2b8b6097eaed6a91  step 8: job digest, state file and pairing verify, manifest unsigned\n`);
     const json = await llmcp(['verify', path.join(run, 'checkpoints', 'best'), '--json']);
     expect(JSON.parse(json.stdout)).toEqual({
       schema: 'llmcp-verify/1',
@@ -99,6 +99,7 @@ describe('llmcp verify <one slot>', () => {
       ok: true,
       step: 8,
       checksum: 'fnv1a64:2b8b6097eaed6a91',
+      manifest: { digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), signature: 'unsigned', signer: null, lineage: expect.objectContaining({ kind: 'checkpoint', step: 8 }) },
       error: null,
     });
     const unknown = await llmcp(['verify', `${run}:nope`]);

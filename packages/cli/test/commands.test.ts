@@ -84,11 +84,11 @@ describe.each([
     expect(r.code).toBe(3);
     const [line, hint] = errorLines(r.stderr);
     if (argv(aDirectory)[0] === 'verify') {
-      expect(line).toBe(`llmcp verify: error: ${aDirectory} is a directory but not a run directory (no run.json, no checkpoints/)`);
+      expect(line).toBe(`llmcp verify: error: ${aDirectory} is a directory but not a run directory (no run.json, run.lock or checkpoints/)`);
       expect(hint).toBe('hint: give a checkpoint file or a run directory');
     } else {
       // Never a suggestion of a file that is not there: what the argument can be instead.
-      expect(line).toMatch(/^llmcp \w+: error: .*a-directory is a directory but not a run directory \(no run\.json, no checkpoints\/\) or a slot directory of one$/);
+      expect(line).toMatch(/^llmcp \w+: error: .*a-directory is a directory but not a run directory \(no run\.json, run\.lock or checkpoints\/\) or a slot directory of one$/);
       expect(hint).toBe('hint: give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot');
     }
   });

@@ -68,7 +68,7 @@ describe('llmcp export --to hf', () => {
     const r = await llmcp(['export', '--to', 'hf', run, out, '--dtype', 'f64']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split('\n')[0]).toBe(`wrote ${out}: Hugging Face LlamaForCausalLM from ${run}:best (step 12), ${total} parameters (F64)`);
-    expect(readdirSync(out).sort()).toEqual(['README.md', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(readdirSync(out).sort()).toEqual(['README.md', 'config.json', 'generation_config.json', 'model.safetensors', 'model.sig', 'tokenizer.json', 'tokenizer_config.json']);
     const d = best.decoder;
     expect(json(path.join(out, 'config.json'))).toMatchObject({
       architectures: ['LlamaForCausalLM'],

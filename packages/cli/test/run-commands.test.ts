@@ -99,7 +99,7 @@ describe('interrupt, resume, fork, pivot', () => {
   it('fork copies a slot into a new run', async () => {
     const target = path.join(tmp.dir, 'runs', 'ch33-fork');
     const r = await llmcp(['fork', run, target, '--slot', 'step_000008']);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split('\n')[0]).toMatch(new RegExp(`^forked ${run} \\(step_000008, step 8\\) into ${target} as run [0-9a-f-]{36}; changed nothing$`));
     expect((await llmcp(['verify', target])).code).toBe(0);
     const occupied = await llmcp(['fork', run, target]);

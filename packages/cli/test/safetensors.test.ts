@@ -103,7 +103,7 @@ describe('llmcp export --to safetensors', () => {
   it('writes the model weights as F64, bit for bit, readable by an independent reader', async () => {
     const r = await llmcp(['export', '--to', 'safetensors', GOLDEN, '-o', plain]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`wrote ${plain}: safetensors, 11 tensors (F64), ${readFileSync(plain).length} bytes\n`);
+    expect(r.stdout).toBe(`wrote ${plain}: safetensors, 11 tensors (F64), ${readFileSync(plain).length} bytes\nwrote ${plain}.sig: provenance manifest, unsigned (sign with --sign-key)\n`);
     const file = readSafetensors(new Uint8Array(readFileSync(plain)));
     expect(file.order).toEqual(golden.parameters.map((p) => p.name));
     for (const [name, want] of expectedTensors(golden, false)) {

@@ -21,4 +21,4 @@ export { hashSplit, parseTextCorpus } from './text-corpus.ts';
 export type { HashSplitOptions, ResolvedTextDocumentRule, TextCorpus, TextCorpusFile, TextCorpusOptions, TextDocumentRule, TextSource } from './text-corpus.ts';
 export { DATA_ERROR_CODES, DataError, isDataError } from './errors.ts';
 export type { DataErrorCode, DataErrorContext } from './errors.ts';
-export { MAX_JSON_DEPTH } from './internal/strict-json.ts';
+export { jsonDepthExceeded, MAX_JSON_DEPTH } from './internal/strict-json.ts';

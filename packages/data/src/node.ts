@@ -3,19 +3,27 @@
  * the file system, and the path of the bundled tiny bilingual corpus.
  */
 import type { Stats } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isFormatError } from '@llmcp/format';
+import { MAX_FILE_BYTES, MAX_TEXT_FILE_BYTES, readRegularFile } from '@llmcp/format/node';
 import { parseCorpus, type Corpus } from './corpus.ts';
 import { DATA_ERROR_CODES, DataError } from './errors.ts';
 import { parseSplitManifest, partitionCorpus, type CorpusPartitions, type SplitManifest } from './split.ts';
 import { parseTextCorpus, type TextCorpus, type TextCorpusOptions, type TextSource } from './text-corpus.ts';
 
-async function readBytes(file: string): Promise<Uint8Array> {
+/**
+ * Reads a whole input file under the input rule (`@llmcp/format/node`): a
+ * regular file — a FIFO, socket, device or directory is refused, never
+ * opened or waited on — of at most `maxBytes`.
+ */
+async function readBytes(file: string, what: string, maxBytes: number = MAX_FILE_BYTES): Promise<Uint8Array> {
   try {
-    return new Uint8Array(await readFile(file));
+    return await readRegularFile(file, { maxBytes, what });
   } catch (cause) {
-    throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot read ${file}: ${(cause as Error).message}`, { path: file, cause });
+    // The input rule's message names the file and what is wrong with it (its kind, its size).
+    throw new DataError(DATA_ERROR_CODES.DATA_IO, isFormatError(cause) ? cause.message : `cannot read ${what} ${file}: ${(cause as Error).message}`, { path: file, cause });
   }
 }
 
@@ -26,7 +34,7 @@ async function readBytes(file: string): Promise<Uint8Array> {
  * @throws DataError `DATA_IO` or any `parseCorpus` error.
  */
 export async function readCorpusFile(file: string): Promise<Corpus> {
-  return parseCorpus(await readBytes(file));
+  return parseCorpus(await readBytes(file, 'corpus'));
 }
 
 /** A corpus with its manifest, validated and divided. */
@@ -54,7 +62,7 @@ export interface SplitCorpus {
  */
 export async function loadSplitCorpus(corpusFile: string, manifestFile: string): Promise<SplitCorpus> {
   const corpus = await readCorpusFile(corpusFile);
-  const manifest = parseSplitManifest(await readBytes(manifestFile));
+  const manifest = parseSplitManifest(await readBytes(manifestFile, 'split manifest'));
   return { corpus, manifest, partitions: partitionCorpus(corpus, manifest) };
 }
 
@@ -117,9 +125,10 @@ export async function loadTextCorpus(target: string, options: TextCorpusOptions 
       throw new DataError(DATA_ERROR_CODES.DATA_IO, `cannot list ${target}: ${(cause as Error).message}`, { path: target, cause });
     }
     if (files.length === 0) throw new DataError(DATA_ERROR_CODES.DATA_TEXT_CORPUS_INVALID, `folder ${target} contains no .txt or .jsonl files`, { path: target });
-    for (const rel of files) sources.push({ path: rel, bytes: await readBytes(path.join(target, ...rel.split('/'))) });
+    // Each file is decoded as one string: at most MAX_TEXT_FILE_BYTES.
+    for (const rel of files) sources.push({ path: rel, bytes: await readBytes(path.join(target, ...rel.split('/')), 'corpus file', MAX_TEXT_FILE_BYTES) });
   } else {
-    sources.push({ path: path.basename(target), bytes: await readBytes(target) });
+    sources.push({ path: path.basename(target), bytes: await readBytes(target, 'corpus file', MAX_TEXT_FILE_BYTES) });
   }
   return parseTextCorpus(sources, options);
 }

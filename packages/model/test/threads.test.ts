@@ -388,49 +388,53 @@ describe('threaded training', () => {
     }
   });
 
-  it.each(kinds)('gives the bits of one thread when other threads compute the lower rows of every product (help forced; the calling thread, or the workers, run all sequences; %s kernels)', async (kind) => {
+  // One test per kernel set and generated config: every offered product is a hand-over between threads, and on a busy
+  // machine each costs a scheduler wake-up (one test of two configs, six steps of 2–9 sequences, ran 87 s at load 20 and
+  // failed its 60 s timeout). Each of these hands over about a fifth of that: every product of both modes (the calling
+  // thread runs all sequences; the workers do) twice, on 2 and 3 threads with both partial-memory layouts, with
+  // accumulation, then unforced help — what the single test proved, for each config on its own.
+  const helpCases = kinds.flatMap((kind) => [0, 1].map((c) => [kind, c] as const));
+  it.each(helpCases)('gives the bits of one thread when other threads compute the lower rows of every product (help forced; the calling thread, or the workers, run all sequences; %s kernels, generated config %i)', async (kind, c) => {
     // Forced, the lower rows of every product whose operands are all in the running thread's kernel arena are offered and left to a thread with no sequence.
     // With the native kernels too: a threaded decoder's passes then open their arenas on the shared memories, and the helpers run the native kernels there.
     setKernels(kind);
     tuning.helpForce = true;
-    const rng = new SplitMix64(kind === 'wasm' ? 49n : 52n);
-    for (let c = 0; c < 2; c++) {
-      const config = generatedConfig(rng);
-      const { one, many } = await decoders(config, BigInt(13 + c));
-      try {
-        for (let step = 0; step < 6; step++) {
-          const callerRunsAll = step % 2 === 0;
-          const batch = randomBatch(rng, config.vocabularySize, 2 + rng.nextBelow(8), 5 + rng.nextBelow(3));
-          const accumulate = step === 5;
-          tuning.frontShare = null;
-          const loss = one.trainStep(batch, { accumulate });
-          const expected = Array.from(one.gradients, bits);
-          tuning.frontShare = callerRunsAll ? (_w, n) => n : () => 0;
-          for (const m of many) {
-            const helped = m.parallelStats().helpedProducts;
-            const offered = gemmCounters.offeredProducts;
-            expect(m.trainStep(batch, { accumulate })).toBe(loss);
-            expect(firstMismatch(`step ${step}, ${m.threads} threads, ${callerRunsAll ? 'the calling thread runs all' : 'the workers run all'}: gradients`, m.gradients, expected)).toBeNull();
-            const byOthers = m.parallelStats().helpedProducts - helped;
-            expect(byOthers).toBeGreaterThan(0);
-            // The calling thread's offers are counted here (the workers' in their own threads): every one was computed by a worker.
-            if (callerRunsAll) expect(byOthers).toBe(gemmCounters.offeredProducts - offered);
-            else expect(gemmCounters.offeredProducts).toBe(offered);
-          }
-        }
-        // Not forced: the bits, whoever helps whom.
-        tuning.helpForce = false;
+    const rng = new SplitMix64((kind === 'wasm' ? 49n : 52n) + 1000n * BigInt(c));
+    const config = generatedConfig(rng);
+    const { one, many } = await decoders(config, BigInt(13 + c));
+    try {
+      for (let step = 0; step < 4; step++) {
+        const callerRunsAll = step % 2 === 0;
+        // More sequences than the 3-thread decoders' threads, so each mode runs several per thread.
+        const batch = randomBatch(rng, config.vocabularySize, 2 + rng.nextBelow(4), 5 + rng.nextBelow(3));
+        const accumulate = step === 3;
         tuning.frontShare = null;
-        const batch = randomBatch(rng, config.vocabularySize, 9, 7);
-        const loss = one.trainStep(batch);
+        const loss = one.trainStep(batch, { accumulate });
+        const expected = Array.from(one.gradients, bits);
+        tuning.frontShare = callerRunsAll ? (_w, n) => n : () => 0;
         for (const m of many) {
-          expect(m.trainStep(batch)).toBe(loss);
-          expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+          const helped = m.parallelStats().helpedProducts;
+          const offered = gemmCounters.offeredProducts;
+          expect(m.trainStep(batch, { accumulate })).toBe(loss);
+          expect(firstMismatch(`step ${step}, ${m.threads} threads, ${callerRunsAll ? 'the calling thread runs all' : 'the workers run all'}: gradients`, m.gradients, expected)).toBeNull();
+          const byOthers = m.parallelStats().helpedProducts - helped;
+          expect(byOthers).toBeGreaterThan(0);
+          // The calling thread's offers are counted here (the workers' in their own threads): every one was computed by a worker.
+          if (callerRunsAll) expect(byOthers).toBe(gemmCounters.offeredProducts - offered);
+          else expect(gemmCounters.offeredProducts).toBe(offered);
         }
-        tuning.helpForce = true;
-      } finally {
-        await Promise.all(many.map((m) => m.close()));
       }
+      // Not forced: the bits, whoever helps whom.
+      tuning.helpForce = false;
+      tuning.frontShare = null;
+      const batch = randomBatch(rng, config.vocabularySize, 9, 7);
+      const loss = one.trainStep(batch);
+      for (const m of many) {
+        expect(m.trainStep(batch)).toBe(loss);
+        expect(bitsOf(m.gradients)).toEqual(bitsOf(one.gradients));
+      }
+    } finally {
+      await Promise.all(many.map((m) => m.close()));
     }
   });
 

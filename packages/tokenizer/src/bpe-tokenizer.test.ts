@@ -185,3 +185,33 @@ describe('BpeTokenizer.encode, token-level search (built at once instead of afte
     }
   });
 });
+
+describe('BpeTokenizer.tokenLength', () => {
+  it('is the length of tokenBytes for every id of generated tables (0 for BOS and EOS), and refuses ids outside the vocabulary', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(), fc.nat()), { minLength: 1, maxLength: 40 }), (picks) => {
+        const pairs: [number, number][] = [];
+        const seen = new Set<number>();
+        for (const [x, y] of picks) {
+          const available = 256 + pairs.length;
+          const pair: [number, number] = [x % available, y % available];
+          if (seen.has(pair[0] * 65536 + pair[1])) continue;
+          seen.add(pair[0] * 65536 + pair[1]);
+          pairs.push(pair);
+        }
+        const tok = BpeTokenizer.fromPairs(pairs);
+        for (let id = 0; id < tok.vocabularySize; id++) expect(tok.tokenLength(id)).toBe(tok.tokenBytes(id).length);
+        expect(tokenizerErrorOf(() => tok.tokenLength(tok.vocabularySize)).code).toBe(TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_TOKEN);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('gives the length of a deep merge chain without building it: 64 merges, each of the previous token with itself, spell 2^64 bytes', () => {
+    const pairs: [number, number][] = [[97, 97]];
+    for (let r = 1; r < 64; r++) pairs.push([255 + r, 255 + r]);
+    const tok = BpeTokenizer.fromPairs(pairs);
+    expect(tok.tokenLength(tok.vocabularySize - 1)).toBe(2 ** 64);
+    expect(tok.tokenLength(2 + 256 + 9)).toBe(2 ** 10);
+  });
+});

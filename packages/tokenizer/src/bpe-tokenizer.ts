@@ -395,6 +395,25 @@ export class BpeTokenizer implements Tokenizer {
     return this.#decodeRange([id], 0, 1);
   }
 
+  /**
+   * The byte length of one token id (0 for BOS and EOS) from the lengths kept
+   * with the merges, without building its bytes: a caller can bound what
+   * spelling a vocabulary costs before it spells any of it. A chain of k
+   * merges that each join the previous token with itself spells 2^k bytes, so
+   * a valid table a few KiB long can hold tokens of any length; the result is
+   * exact up to 2^53.
+   * @param id - a token id.
+   * @returns its length in bytes.
+   * @throws TokenizerError `TOKENIZER_UNKNOWN_TOKEN` outside the vocabulary.
+   */
+  tokenLength(id: number): number {
+    if (id === BOS_ID || id === EOS_ID) return 0;
+    if (!Number.isInteger(id) || id < BYTE_TOKEN_OFFSET || id >= this.vocabularySize) {
+      throw new TokenizerError(TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_TOKEN, `token ${id} is outside the vocabulary (expected an integer in 0…${this.vocabularySize - 1})`, { position: 0, tokenId: id });
+    }
+    return this.#lengths[id - BYTE_TOKEN_OFFSET] as number;
+  }
+
   #decodeRange(ids: ArrayLike<number>, from: number, to: number): Uint8Array {
     const lengths = this.#lengths;
     const vocabulary = this.vocabularySize;

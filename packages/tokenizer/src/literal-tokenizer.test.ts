@@ -63,3 +63,16 @@ describe('LiteralTokenizer', () => {
     expect(tok.decodeText([0])).toBe('a');
   });
 });
+
+describe('LiteralTokenizer.tokenLength', () => {
+  it('is the length of each piece, and refuses ids outside the vocabulary', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.uint8Array({ minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 20, selector: (b) => Array.from(b).join(',') }), (pieces) => {
+        const tok = LiteralTokenizer.fromPieces(pieces);
+        pieces.forEach((p, id) => expect(tok.tokenLength(id)).toBe(p.length));
+        for (const bad of [-1, pieces.length, 0.5]) expect(tokenizerErrorOf(() => tok.tokenLength(bad)).code).toBe(TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_TOKEN);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

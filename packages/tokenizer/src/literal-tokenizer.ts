@@ -218,6 +218,20 @@ export class LiteralTokenizer implements Tokenizer {
   }
 
   /**
+   * The byte length of one id's piece, without copying it.
+   * @param id - a token id.
+   * @returns its piece's length in bytes.
+   * @throws TokenizerError `TOKENIZER_UNKNOWN_TOKEN`.
+   */
+  tokenLength(id: number): number {
+    const piece = Number.isInteger(id) ? this.#pieces[id] : undefined;
+    if (piece === undefined) {
+      throw new TokenizerError(TOKENIZER_ERROR_CODES.TOKENIZER_UNKNOWN_TOKEN, `token ${id} is outside the vocabulary (expected an integer in 0…${this.vocabularySize - 1})`, { position: 0, tokenId: id });
+    }
+    return piece.length;
+  }
+
+  /**
    * The checkpoint form (../../format/SPEC.md §5.1, tag 1).
    * @returns a fresh `LiteralTokenizerState`.
    */

@@ -15,6 +15,9 @@ import { performSave, type SaveRequest, type SaveResult } from './save.ts';
 import type { SaveWorkerData, SaveWorkerReady, SaveWorkerRequest, SaveWorkerResponse } from './save-worker.ts';
 import { canRestorePriority, restoreThreadPriority, savePriorityFromEnv, type SavePriority } from './save-priority.ts';
 import type { PublishHook } from './run-directory.ts';
+import type { LineageParent, LineageVia } from './provenance.ts';
+import type { LineageStep } from './checkpoint-manifest.ts';
+import type { SigningKey } from './signing-key.ts';
 
 /** How saves run. */
 export type SaveMode = 'worker' | 'inline';
@@ -49,6 +52,15 @@ export interface CheckpointSaverOptions {
   readonly restorePriority?: ((tid: number) => boolean) | null;
   /** Steps ({@link CheckpointSaver.stepDone}) after which a save still in flight is treated as waited for (default: never; a starved idle save then finishes before the next one is due). */
   readonly hurryAfterSteps?: number | null;
+  /**
+   * Provenance manifests (absent: none are written): the key that signs them
+   * (null: unsigned) and the checkpoint the trajectory continues — the slot a
+   * resume started from, or null for a fresh model. Each save names the
+   * previous save of this saver (or that checkpoint) as its parent.
+   * `headLineage`: how that checkpoint continued its own parent, when its
+   * manifest says (a save of the same files is that checkpoint again).
+   */
+  readonly provenance?: { readonly key: SigningKey | null; readonly head: LineageParent | null; readonly headLineage?: LineageStep | null };
 }
 
 /** How saves ran: on the calling thread (`inline`), or on the save thread at the priority it reached. */
@@ -76,6 +88,14 @@ export class CheckpointSaver {
   #restores = 0;
   readonly #hurryAfterSteps: number | null;
   #inflightSteps = 0;
+  readonly #key: SigningKey | null;
+  readonly #manifests: boolean;
+  /** The newest checkpoint of the trajectory: the parent of the next save. */
+  #head: LineageParent | null;
+  /** How {@link CheckpointSaver.#head} continued its own parent, or null when unknown. */
+  #headLineage: LineageStep | null;
+  /** How the next save continues {@link CheckpointSaver.#head}: `resume` until this saver's first save, then `train`. */
+  #via: LineageVia;
 
   /**
    * @param mode - `worker` (default for runs) or `inline` (on the calling thread).
@@ -93,6 +113,19 @@ export class CheckpointSaver {
     this.#thread = mode === 'inline' ? 'inline' : null;
     this.#hurryAfterSteps = options.hurryAfterSteps ?? null;
     this.#restore = options.restorePriority !== undefined ? options.restorePriority : mode === 'worker' && canRestorePriority() ? restoreThreadPriority : null;
+    this.#manifests = options.provenance !== undefined;
+    this.#key = options.provenance?.key ?? null;
+    this.#head = options.provenance?.head ?? null;
+    this.#headLineage = options.provenance?.headLineage ?? null;
+    this.#via = this.#head === null ? 'init' : 'resume';
+  }
+
+  /**
+   * The newest checkpoint of the trajectory (the parent of the next save), or null before a fresh run's first save.
+   * @returns its link.
+   */
+  get lineageHead(): LineageParent | null {
+    return this.#head;
   }
 
   /**
@@ -229,11 +262,15 @@ export class CheckpointSaver {
    * Starts a save once the previous one has finished. In worker mode it returns
    * as soon as the request is handed over; in inline mode when it is done.
    *
-   * @param request - the save; its tensors must be private copies (they are transferred).
+   * @param submitted - the save; its tensors must be private copies (they are transferred). Its provenance (parent, key) is set here.
    * @throws TrainerError `TRAINER_SAVE_FAILED` if an earlier save failed.
    */
-  async submit(request: SaveRequest): Promise<void> {
+  async submit(submitted: SaveRequest): Promise<void> {
     await this.flush();
+    // The parent is known only now: the previous save (if any) has finished.
+    const request: SaveRequest = this.#manifests
+      ? { ...submitted, provenance: { lineage: this.#head === null ? { via: 'init', parent: null } : { via: this.#via, parent: this.#head, parentLineage: this.#headLineage }, key: this.#key } }
+      : submitted;
     const run = (): Promise<SaveResult> => {
       if (this.mode === 'inline') return performSave(request, this.#hook);
       const worker = this.#startWorker();
@@ -250,6 +287,11 @@ export class CheckpointSaver {
     const promise = run().then(
       (result) => {
         this.#last = result;
+        if (result.manifest !== null) {
+          this.#head = result.manifest.link;
+          this.#headLineage = { via: result.manifest.lineage.via, parent: result.manifest.lineage.parent };
+          this.#via = 'train';
+        }
         this.#inflight = null;
         this.#worker?.unref();
         this.#onSaved?.(result);

@@ -7,6 +7,7 @@
  * the config does not have is refused with the nearest key it does have.
  */
 import { TrainerError } from './errors.ts';
+import { assertConfigJsonDepth } from './config.ts';
 import { configKeyPaths, nearestConfigKey } from './config-schema.ts';
 
 /** One parsed `key.path=value` assignment. */
@@ -37,12 +38,15 @@ export function parseConfigAssignment(text: string): ConfigAssignment {
     throw new TrainerError('TRAINER_CONFIG_INVALID', `override ${JSON.stringify(text)}: expected key.path=value, e.g. optimizer.learningRate=0.01`, { fields: [key] });
   }
   const raw = text.slice(eq + 1);
+  // JSON when it parses (and nests no deeper than a config may), else the text itself.
   let value: unknown = raw;
   try {
     value = JSON.parse(raw);
   } catch {
-    value = raw;
+    return { key, value: raw };
   }
+  // JSON, then no deeper than a config may nest (the schema and the copy of the config walk it recursively).
+  assertConfigJsonDepth(raw, `override ${key}`, { code: 'TRAINER_CONFIG_INVALID', fields: [key] });
   return { key, value };
 }
 

@@ -111,7 +111,7 @@ describe('loadConfig', () => {
     expect(c.data.source).toEqual({ kind: 'corpus', corpus: path.join(dir, 'c.json'), split: path.join(dir, 'sub', 's.json') });
     writeFileSync(file, '{ "steps": 3, }');
     expect(() => loadConfig(file)).toThrow(/not valid JSON/);
-    expect(() => loadConfig(path.join(dir, 'missing.json'))).toThrow(/cannot read config file/);
+    expect(() => loadConfig(path.join(dir, 'missing.json'))).toThrow(/cannot read the config file .*missing\.json: it does not exist/);
   });
 });
 

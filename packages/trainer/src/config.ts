@@ -11,12 +11,15 @@
  * `DeepReadonly<z.output<typeof schema>>` (see `SchemaMatchesType` below), so
  * neither can change without the other and no cast joins them.
  */
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { adamwConfigProblem, decoderConfigProblem } from '@llmcp/format';
+import { MAX_TEXT_FILE_BYTES } from '@llmcp/format/node';
+import { jsonDepthExceeded, MAX_JSON_DEPTH } from '@llmcp/data';
+import { utf8ValidUpTo } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
+import { readInputFile } from './internal/input-file.ts';
 
 /** Where the documents come from. Paths are resolved against the config file's directory. */
 export type DataSourceConfig =
@@ -565,18 +568,40 @@ export function loadConfig(file: string): TrainerConfig {
  * @throws TrainerError `TRAINER_CONFIG_UNREADABLE` when it cannot be read or is not JSON.
  */
 export function readConfigFile(file: string): unknown {
-  let text: string;
+  // The input rule: a regular file (a FIFO or device is refused, never waited on), at most the longest string.
+  const bytes = readInputFile(file, { what: 'config file', code: 'TRAINER_CONFIG_UNREADABLE', maxBytes: MAX_TEXT_FILE_BYTES });
+  const valid = utf8ValidUpTo(bytes);
+  if (valid !== bytes.length) throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `config file ${file} is not valid UTF-8 (at byte ${valid})`, { path: file });
+  return parseConfigJson(new TextDecoder().decode(bytes), file);
+}
+
+/**
+ * Refuses the JSON text of a config or of a `--set` value that nests deeper
+ * than `MAX_JSON_DEPTH` (`@llmcp/data`'s limit), before it is parsed: the
+ * schema, the copy of overrides and the canonical digest all walk the value
+ * recursively, and a config is a few levels deep.
+ *
+ * @param text - the JSON text.
+ * @param where - what it is, for messages (`config file x.json`, `override steps`).
+ * @param error - the code, and the path or field involved.
+ * @throws TrainerError with `error.code` when it nests too deep.
+ */
+export function assertConfigJsonDepth(
+  text: string,
+  where: string,
+  error: { readonly code: 'TRAINER_CONFIG_UNREADABLE' | 'TRAINER_CONFIG_INVALID'; readonly path?: string; readonly fields?: readonly string[] },
+): void {
+  const deep = jsonDepthExceeded(text);
+  if (deep === null) return;
+  const { code, ...context } = error;
+  throw new TrainerError(code, `${where} nests deeper than ${MAX_JSON_DEPTH} levels (at character ${deep}); a config is a few levels deep`, context);
+}
+
+function parseConfigJson(text: string, file: string): unknown {
+  assertConfigJsonDepth(text, `config file ${file}`, { code: 'TRAINER_CONFIG_UNREADABLE', path: file });
   try {
-    text = readFileSync(file, 'utf8');
-  } catch (cause) {
-    throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `cannot read config file ${file}: ${(cause as Error).message}`, { path: file, cause });
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
+    return JSON.parse(text);
   } catch (cause) {
     throw new TrainerError('TRAINER_CONFIG_UNREADABLE', `config file ${file} is not valid JSON: ${(cause as Error).message}`, { path: file, cause });
   }
-  return json;
 }
-

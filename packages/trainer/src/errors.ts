@@ -31,6 +31,11 @@ export const TRAINER_ERROR_CODES = {
   TRAINER_NO_CHECKPOINT: 'TRAINER_NO_CHECKPOINT',
   /** A slot report's code (never thrown): the slot predates a pivot recorded in run.json and is passed over, since resuming it would undo the pivot. */
   TRAINER_SLOT_SUPERSEDED: 'TRAINER_SLOT_SUPERSEDED',
+  /**
+   * A slot holds a checkpoint of another run (its job's run id is not the one in run.json, e.g. a `best/` copied
+   * in from another run): never a resume candidate, never evidence or the best, reported as such.
+   */
+  TRAINER_SLOT_FOREIGN: 'TRAINER_SLOT_FOREIGN',
   /** The directory is not a run directory, or it already holds a run where a new one was asked for. */
   TRAINER_RUN_INVALID: 'TRAINER_RUN_INVALID',
   /** Another live process holds the run directory's lock. */
@@ -54,6 +59,16 @@ export const TRAINER_ERROR_CODES = {
   TRAINER_ENGINE_FAILED: 'TRAINER_ENGINE_FAILED',
   /** The trainer and the torch engine speak different protocol versions, or a message broke the protocol. */
   TRAINER_ENGINE_PROTOCOL: 'TRAINER_ENGINE_PROTOCOL',
+  /** A provenance manifest (`model.sig`, `<file>.sig`, `lineage/*.sig`) cannot be read: not the model-signing layout, not canonical, or its subject digest disagrees with its resources (the message names the file). */
+  TRAINER_MANIFEST_INVALID: 'TRAINER_MANIFEST_INVALID',
+  /** The files do not match their manifest: a shard's SHA-256 differs, a listed file is missing or another file is there, or the manifest belongs to another checkpoint, step, slot or run (the message names the file). */
+  TRAINER_MANIFEST_MISMATCH: 'TRAINER_MANIFEST_MISMATCH',
+  /** A manifest is not signed by the trusted key: unsigned, signed with another key, or its signature does not verify. */
+  TRAINER_SIGNATURE_INVALID: 'TRAINER_SIGNATURE_INVALID',
+  /** A lineage link does not hold: its parent is in no manifest of the run (nor named as pruned), or the parent disagrees with the link (run, step), or a link is missing (the message names the manifest and the link). */
+  TRAINER_LINEAGE_BROKEN: 'TRAINER_LINEAGE_BROKEN',
+  /** A signing or trusted key cannot be used: not a PEM key, encrypted, or not ECDSA P-256/P-384 or Ed25519. */
+  TRAINER_KEY_INVALID: 'TRAINER_KEY_INVALID',
 } as const;
 
 /** A stable `@llmcp/trainer` error code. */

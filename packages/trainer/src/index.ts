@@ -7,6 +7,8 @@
  * This entry holds what applications build on (the README's API table; the
  * trainer and inspector apps, `@llmcp/cli`, the reliability harness). The
  * loss-log records are also `@llmcp/trainer/loss-records` (browser-safe), the
+ * provenance manifests' reader and lineage chain `@llmcp/trainer/provenance`
+ * (browser-safe), the
  * terminal policy `@llmcp/trainer/terminal`, and the fault switches of the
  * negative-control tests `@llmcp/trainer/testing`.
  */
@@ -15,8 +17,24 @@ export type { TrainingOptions, TrainRunOptions, ResumeRunOptions, PlanResumeOpti
 export { pivotRun, forkRun } from './pivot.ts';
 export type { PivotOptions, PivotResult, ForkOptions, ForkResult } from './pivot.ts';
 export { runStatus, verifyRun, loadRunCheckpoint } from './status.ts';
-export type { RunStatus, RunVerification, SlotVerification, LoadedRunCheckpoint } from './status.ts';
+export type { RunStatus, RunVerification, SlotVerification, LoadedRunCheckpoint, VerifyRunOptions } from './status.ts';
 export { trainerConfigSchema, parseConfig, loadConfig, readConfigFile, readRecordedConfig, resolveConfigPaths, defaultThreads, defaultEvaluationBatches, VALIDATION_WINDOW_SHARE } from './config.ts';
+export { loadSigningKey, loadTrustedKey, signingKeyFromPem, generateSigningKeyPair } from './signing-key.ts';
+export type { SigningKey, GeneratedKeyPair } from './signing-key.ts';
+export { encodeExportManifest, exportLineage, verifyManifestFile } from './export-manifest.ts';
+export type { ExportManifestParts, ExportSource, ManifestFileVerification } from './export-manifest.ts';
+export type { ProvenanceReport, ProvenanceProblem, ManifestVerdict } from './run-provenance.ts';
+export { LINEAGE_DIR } from './lineage-store.ts';
+export {
+  MANIFEST_FILE,
+  MANIFEST_SUFFIX,
+  SHARD_SIZE,
+  importTrustedKey,
+  parseManifest,
+  verifyManifestSignature,
+} from './provenance.ts';
+export type { Lineage, LineageParent, LineageVia, ParsedManifest, SignatureStatus, TrustedKey, KeyAlgorithm } from './provenance.ts';
+export type { ChainLink, LinkStatus } from './lineage-chain.ts';
 export type { TrainerConfig, DataSourceConfig, TokenizerConfig, ScheduleConfig, EngineConfig } from './config.ts';
 export { diffConfig, isPolicyField } from './config-diff.ts';
 export { describeStepBudgetChange } from './step-budget.ts';
@@ -63,7 +81,8 @@ export {
   bestCheckpointSlot,
   newestCandidateJob,
 } from './run-directory.ts';
-export type { SlotName, VerifiedSlot, SlotReport, CheckpointChoice, RetentionResult } from './run-directory.ts';
+export type { SlotName, VerifiedSlot, SlotManifest, SlotReport, CheckpointChoice, RetentionResult } from './run-directory.ts';
+export { enclosingRunDirectory, isRunDirectory, RUN_DIRECTORY_MARKERS } from './run-layout.ts';
 export { LossLog, parseLossLog, scanLossLog } from './loss-log.ts';
 export type { LossLogPosition, ParsedLossLog, LossLogResumePlan, LossLogScan } from './loss-log.ts';
 export { formatEvaluationRecord, parseLossLine } from './loss-records.ts';

@@ -11,10 +11,10 @@
  * differs for a changed merge order or piece list even at the same vocabulary
  * size; the implementation is the numerics version of every component.
  */
-import { readFileSync } from 'node:fs';
 import type { TokenizerState } from '@llmcp/format';
+import { MAX_FILE_BYTES, MAX_TEXT_FILE_BYTES } from '@llmcp/format/node';
 import { MATH_VERSION } from '@llmcp/model';
-import { LiteralTokenizer, tokenizerFromJSON, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
+import { decodeUtf8Strict, LiteralTokenizer, tokenizerFromJSON, tokenizerFromState, type AnyTokenizer } from '@llmcp/tokenizer';
 import { hashSplit, parseCorpus, parseSplitManifest, partitionCorpus, trainTokenizerOnTrainSplit, type CorpusDocument, type CorpusPartitions, type TextCorpusFile } from '@llmcp/data';
 import { loadTextCorpus } from '@llmcp/data/node';
 import { createHash } from 'node:crypto';
@@ -22,6 +22,7 @@ import type { TrainerConfig } from './config.ts';
 import { TrainerError } from './errors.ts';
 import type { InputIdentity } from './job.ts';
 import { canonicalDigest, sha256Hex } from './internal/canonical-json.ts';
+import { readInputFile } from './internal/input-file.ts';
 
 /**
  * Version of the trainer's own numerics: the update loop's event order, the
@@ -65,12 +66,9 @@ export function implementationIdentity(): InputIdentity['implementation'] {
   };
 }
 
-function readBytes(file: string, what: string): Uint8Array {
-  try {
-    return new Uint8Array(readFileSync(file));
-  } catch (cause) {
-    throw new TrainerError('TRAINER_INPUT_INVALID', `cannot read the ${what} ${file}: ${(cause as Error).message}`, { path: file, cause });
-  }
+function readBytes(file: string, what: string, maxBytes: number = MAX_FILE_BYTES): Uint8Array {
+  // The input rule, whichever route named the file (`--corpus`, a config file, `--set`): a FIFO or device is refused.
+  return readInputFile(file, { what, code: 'TRAINER_INPUT_INVALID', maxBytes });
 }
 
 function documentsDigest(documents: readonly { readonly id: string; readonly bytes: Uint8Array }[]): string {
@@ -195,8 +193,9 @@ function buildTokenizer(config: TrainerConfig, partitions: CorpusPartitions, rec
     case 'literal':
       return wrapInputError('literal tokenizer', () => LiteralTokenizer.fromPieces(t.pieces));
     case 'file': {
-      const text = new TextDecoder().decode(readBytes(t.path, 'tokenizer file'));
-      return wrapInputError('tokenizer file', () => tokenizerFromJSON(text), t.path);
+      // Text: strict UTF-8 (TOKENIZER_INVALID_UTF8 with the offset), at most the longest string the engine holds.
+      const bytes = readBytes(t.path, 'tokenizer file', MAX_TEXT_FILE_BYTES);
+      return wrapInputError('tokenizer file', () => tokenizerFromJSON(decodeUtf8Strict(bytes)), t.path);
     }
     case 'bpe': {
       // A resumed run uses the tokenizer stored with its weights; the corpus identity covers how it was learned.

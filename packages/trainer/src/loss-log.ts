@@ -31,6 +31,8 @@
  */
 import { closeSync, existsSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, rmSync, constants } from 'node:fs';
 import { createHash, type Hash } from 'node:crypto';
+import { isFormatError } from '@llmcp/format';
+import { openRegularFileSync } from '@llmcp/format/node';
 import { TrainerError } from './errors.ts';
 import { sha256Hex } from './internal/canonical-json.ts';
 import { writeAllSync } from './internal/durable-fs.ts';
@@ -252,9 +254,16 @@ export function parseLossLog(bytes: Uint8Array): ParsedLossLog {
  * @param onChunk - receives each chunk and its file offset.
  * @param chunkBytes - read size.
  * @returns the number of bytes read.
+ * @throws TrainerError `TRAINER_LOSS_LOG_INVALID` when the file is not a regular file or cannot be opened.
  */
 export function streamFile(file: string, onChunk: (chunk: Uint8Array, offset: number) => void, chunkBytes: number = READ_CHUNK): number {
-  const fd = openSync(file, constants.O_RDONLY);
+  let fd: number;
+  try {
+    // The input rule: a regular file, opened without blocking (a FIFO in the run's place of loss.jsonl is refused).
+    fd = openRegularFileSync(file, 'loss log').fd;
+  } catch (cause) {
+    throw new TrainerError('TRAINER_LOSS_LOG_INVALID', isFormatError(cause) ? cause.message : `cannot read ${file}: ${(cause as Error).message}`, { path: file, cause });
+  }
   try {
     const buffer = new Uint8Array(chunkBytes);
     let offset = 0;

@@ -11,7 +11,7 @@
  * own config (declared policy changes only) and a new run id, with the loss log
  * up to that step; both runs' `run.json` record the lineage.
  */
-import { copyFileSync, existsSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { decodeCheckpoint, encodeCheckpoint, type CheckpointState } from '@llmcp/format';
@@ -27,8 +27,12 @@ import { assertRunEntries, checkpointEvidence, checkpointsDir, chooseCheckpoint,
 import { canonicalDigest, canonicalJson } from './internal/canonical-json.ts';
 import { fsyncDirectory, makeDirectories, makeTempDirectory, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock } from './internal/run-lock.ts';
+import { assertNewRunDirectory, createRunDirectory } from './internal/new-run-directory.ts';
 import { diffInputs, prepareInputs } from './inputs.ts';
 import { adamWConfigOf } from './llmcp-engine.ts';
+import { parentLink, writeCheckpointManifest, type CheckpointProvenance } from './checkpoint-manifest.ts';
+import { removeLineageLeftovers } from './lineage-store.ts';
+import type { SigningKey } from './signing-key.ts';
 
 const nowIso = (): string => new Date().toISOString();
 
@@ -44,6 +48,8 @@ export interface PivotOptions {
   readonly changes: readonly string[];
   /** Why (recorded in run.json). */
   readonly reason?: string;
+  /** Signs the manifest of the pivot's checkpoint (null or absent: unsigned). */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** What a pivot did. */
@@ -103,6 +109,19 @@ function withOptimizerConfig(state: CheckpointState, config: TrainerConfig): Che
 interface Continuation {
   readonly stateBytes: Uint8Array;
   readonly job: Job;
+}
+
+/**
+ * The files of a continued checkpoint with its manifest writer: the
+ * checkpoint continues `source` (via a pivot or a fork), signed with `key`.
+ */
+function continuationFiles(next: Continuation, source: VerifiedSlot, lineage: { readonly via: 'pivot' | 'fork'; readonly key: SigningKey | null }): { stateBytes: Uint8Array; jobBytes: Uint8Array; manifest: { step: number; write: (dir: string, shards: Parameters<typeof writeCheckpointManifest>[1]['shards']) => ReturnType<typeof writeCheckpointManifest> } } {
+  const provenance: CheckpointProvenance = { via: lineage.via, parent: parentLink(source.job, source.manifest?.parsed.digest ?? null), key: lineage.key };
+  return {
+    stateBytes: next.stateBytes,
+    jobBytes: encodeJob(next.job),
+    manifest: { step: next.job.step, write: (dir, shards) => writeCheckpointManifest(dir, { job: next.job, shards, provenance }) },
+  };
 }
 
 /** A checkpoint continued under a new config: the state (optimizer config updated) and a resealed job. */
@@ -192,6 +211,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
 
   // Everything checked; now change the directory.
   removeLeftovers(checkpointsDir(runDir));
+  removeLineageLeftovers(runDir);
   const archiveRoot = path.join(runDir, RUN_FILES.archive);
   makeDirectories(archiveRoot);
   const archive = path.join(archiveRoot, `pivot-${pivot}`);
@@ -204,7 +224,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
   fsyncDirectory(tmp);
   renameSync(tmp, archive);
   fsyncDirectory(archiveRoot);
-  writeSlot(runDir, { slot: 'latest', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
+  writeSlot(runDir, { slot: 'latest', ...continuationFiles(next, chosen, { via: 'pivot', key: options.signingKey ?? null }) }, { keepBackup: true, currentIsValid: chosen.slot === 'latest' });
   rmSync(samples, { force: true });
   LossLog.resume(lossPlan).close();
   const archiveRel = path.relative(runDir, archive);
@@ -220,6 +240,7 @@ export async function pivotHeldRun(runDir: string, options: PivotOptions): Promi
     reason: options.reason ?? '',
     // The records of steps a crash lost beyond the checkpoint were cut (the resumed run recomputes them): say so.
     ...(lossPlan.orphanedRecords === 0 ? {} : { orphanedLossRecords: lossPlan.orphanedRecords, orphanedLossSha256: lossPlan.orphanedSha256 }),
+    provenance: { manifests: true, signer: options.signingKey?.hint ?? null },
   });
   return { pivot, step: chosen.job.step, slot: chosen.slot, changed, unchanged, archive: archiveRel, report, lossRecordsCut: lossPlan.orphanedRecords, lossRecordsCutSha256: lossPlan.orphanedSha256 };
 }
@@ -234,6 +255,8 @@ export interface ForkOptions {
   readonly changes?: readonly string[];
   /** Why (recorded in both run.json files). */
   readonly reason?: string;
+  /** Signs the manifests of the new run's checkpoint (null or absent: unsigned). */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** What a fork did. */
@@ -266,9 +289,8 @@ export async function forkRun(sourceDir: string, targetDir: string, options: For
 
 async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: ForkOptions): Promise<ForkResult> {
   const sourceManifest = requireRunManifest(sourceDir);
-  if (existsSync(targetDir) && readdirSync(targetDir).length > 0) {
-    throw new TrainerError('TRAINER_RUN_INVALID', `fork target ${targetDir} exists and is not empty`, { path: targetDir });
-  }
+  // Refused before the source is locked, nothing written: a file in the way, a non-empty target, a folder inside a run.
+  assertNewRunDirectory(targetDir, 'fork target');
   const releaseSource = acquireRunLock(sourceDir);
   try {
     let source: VerifiedSlot;
@@ -292,26 +314,21 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
     planLossLogResume(path.join(sourceDir, RUN_FILES.lossLog), source.job.lossLog);
     const runId = randomUUID();
     const next = continueUnder(source, config, { id: runId, pivots: 0 });
-    let createdDirs: string[];
-    try {
-      createdDirs = makeDirectories(targetDir);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new TrainerError(code === 'ENOTDIR' ? 'TRAINER_RUN_INVALID' : 'TRAINER_IO', `cannot create the fork target ${targetDir}: ${(e as Error).message}`, { path: targetDir, cause: e });
-    }
-    const releaseTarget = acquireRunLock(targetDir);
+    // Created and locked the one way every new run is: of two forks racing into one target, exactly one writes.
+    const target = createRunDirectory(targetDir, 'fork target');
     let forked = false;
     try {
       makeDirectories(checkpointsDir(targetDir));
       await copyLossLogPrefix(path.join(sourceDir, RUN_FILES.lossLog), path.join(targetDir, RUN_FILES.lossLog), source.job.lossLog);
-      writeSlot(targetDir, { slot: 'latest', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true });
+      const files = continuationFiles(next, source, { via: 'fork', key: options.signingKey ?? null });
+      writeSlot(targetDir, { slot: 'latest', ...files }, { keepBackup: true });
       if (source.job.best !== null && source.job.best.step === source.job.step) {
-        writeSlot(targetDir, { slot: 'best', stateBytes: next.stateBytes, jobBytes: encodeJob(next.job) }, { keepBackup: true });
+        writeSlot(targetDir, { slot: 'best', ...files }, { keepBackup: true });
       }
       const sourceAbs = path.resolve(sourceDir);
       const targetAbs = path.resolve(targetDir);
       const time = nowIso();
-      await appendRunEvent(targetDir, runId, { event: 'created', time, configDigest: next.job.configDigest, steps: config.steps, config });
+      await appendRunEvent(targetDir, runId, { event: 'created', time, configDigest: next.job.configDigest, steps: config.steps, config, provenance: { manifests: true, signer: options.signingKey?.hint ?? null } });
       await appendRunEvent(targetDir, runId, {
         event: 'forked-from',
         time,
@@ -333,20 +350,9 @@ async function forkRunUnwrapped(sourceDir: string, targetDir: string, options: F
       });
       forked = true;
     } finally {
-      if (!forked) {
-        // A failed fork leaves no half-made run behind (it held the target's lock, so everything there is its own).
-        for (const name of readdirSync(targetDir)) if (name !== RUN_FILES.lock) rmSync(path.join(targetDir, name), { recursive: true, force: true });
-      }
-      releaseTarget();
-      if (!forked) {
-        for (const dir of [...createdDirs].reverse()) {
-          try {
-            rmdirSync(dir);
-          } catch {
-            break;
-          }
-        }
-      }
+      // A failed fork leaves no half-made run behind: it removes what it wrote, its lock, and the directories it made.
+      if (forked) target.lock();
+      else target.abandon();
     }
     return { sourceDir, targetDir, slot: source.slot, step: source.job.step, runId, changed };
   } finally {

@@ -14,27 +14,24 @@
  * missing or damaged falls back to `S.backup` and then to step snapshots.
  * `.tmp-*` and `.trash-*` entries are never read and are removed at start-up.
  */
-import { constants, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, lstatSync, readdirSync, renameSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { u64Hex, type CheckpointState } from '@llmcp/format';
-import { loadCheckpoint, saveCheckpointAtomic } from '@llmcp/format/node';
+import { isFormatError, u64Hex, type CheckpointState } from '@llmcp/format';
+import { loadCheckpoint, MAX_TEXT_FILE_BYTES, readRegularFileSync, saveCheckpointAtomic } from '@llmcp/format/node';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import { TrainerError, isTrainerError } from './errors.ts';
 import { decodeJob, JOB_FORMAT_V2, pairsBySha256, type Job } from './job.ts';
+import { RUN_FILES } from './run-layout.ts';
+import { readRunManifest } from './run-manifest.ts';
+import { checkSlotManifest, type WrittenManifest } from './checkpoint-manifest.ts';
+import { storeManifest } from './lineage-store.ts';
+import { MANIFEST_FILE, parseManifest, type ParsedManifest } from './provenance.ts';
+import { ShardHasher, shardBytes, type ShardDigest } from './shard-hasher.ts';
+import { WrittenShardHasher } from './written-shards.ts';
 import { discardEntry, fsyncDirectory, fsyncFile, makeDirectories, makeTempDirectory, writeNewFileDurable } from './internal/durable-fs.ts';
 
-/** File names inside a run directory. */
-export const RUN_FILES = {
-  manifest: 'run.json',
-  lossLog: 'loss.jsonl',
-  samples: 'samples.json',
-  lock: 'run.lock',
-  checkpoints: 'checkpoints',
-  archive: 'archive',
-  state: 'state.llmcp',
-  job: 'job.json',
-} as const;
+export { RUN_FILES } from './run-layout.ts';
 
 /** Slot names: `latest`, `latest.backup`, `best`, `best.backup`, `step_NNNNNN`. */
 export type SlotName = string;
@@ -155,14 +152,42 @@ export interface VerifiedSlot {
   readonly state: CheckpointState;
   /** Absolute path of the slot's `state.llmcp` (its bytes are the ones verified). */
   readonly stateFile: string;
+  /** The slot's provenance manifest (`model.sig`), checked against both files; null for a slot written before manifests. */
+  readonly manifest: SlotManifest | null;
+}
+
+/** A slot's manifest as read and checked against the slot's files (its signature is not checked here). */
+export interface SlotManifest {
+  readonly parsed: ParsedManifest;
+  readonly bytes: Uint8Array;
+}
+
+/** A slot's `model.sig`, or null when it has none. */
+function readSlotManifest(dir: string, slot: SlotName): SlotManifest | null {
+  const file = path.join(dir, MANIFEST_FILE);
+  let bytes: Uint8Array;
+  try {
+    // The input rule: a regular file (a FIFO or device in a slot is damage, refused without blocking), bounded.
+    bytes = readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: `checkpoints/${slot}/${MANIFEST_FILE}` });
+  } catch (e) {
+    if (isFormatError(e) && e.reason === 'not-found') return null;
+    throw new TrainerError('TRAINER_MANIFEST_INVALID', isFormatError(e) ? e.message : `checkpoints/${slot}/${MANIFEST_FILE} cannot be read: ${(e as Error).message}`, { path: file, slot, cause: e });
+  }
+  try {
+    return { parsed: parseManifest(bytes, `checkpoints/${slot}/${MANIFEST_FILE}`), bytes };
+  } catch (e) {
+    if (isTrainerError(e)) throw new TrainerError(e.code, e.message, { path: file, slot, cause: e });
+    throw e;
+  }
 }
 
 function readSlotFile(file: string, slot: SlotName, code: 'TRAINER_JOB_INVALID' | 'TRAINER_STATE_INVALID'): Uint8Array {
   try {
-    return new Uint8Array(readFileSync(file));
+    // The input rule: a regular file (a FIFO or device in a slot is damage, refused without blocking), bounded.
+    return readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: `${slot}/${path.basename(file)}` });
   } catch (cause) {
-    const missing = (cause as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new TrainerError(code, `${slot}/${path.basename(file)} ${missing ? 'is missing' : `cannot be read: ${(cause as Error).message}`}`, {
+    const missing = isFormatError(cause) && cause.reason === 'not-found';
+    throw new TrainerError(code, missing ? `${slot}/${path.basename(file)} is missing` : isFormatError(cause) ? cause.message : `${slot}/${path.basename(file)} cannot be read: ${(cause as Error).message}`, {
       path: file,
       slot,
       cause,
@@ -224,15 +249,109 @@ export function verifyPairing(pair: { readonly job: Job; readonly state: Checkpo
 }
 
 /**
+ * What identifies a slot's content at one instant: the inode, size and change
+ * time of its directory, `job.json` and `state.llmcp` (`-` where missing). A
+ * live run publishes a slot by renames, so a slot read while it was replaced
+ * has another fingerprint afterwards.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @returns the fingerprint.
+ */
+export function slotFingerprint(runDir: string, slot: SlotName): string {
+  const dir = path.join(checkpointsDir(runDir), slot);
+  return ['', RUN_FILES.job, RUN_FILES.state]
+    .map((name) => {
+      try {
+        const st = lstatSync(path.join(dir, name));
+        return `${name}:${st.ino}:${st.size}:${st.ctimeMs}`;
+      } catch {
+        return `${name}:-`;
+      }
+    })
+    .join('|');
+}
+
+/** Reads of a slot that a live run replaced while it was read, before its failure is believed. */
+const SLOT_READ_ATTEMPTS = 8;
+
+/** Test hooks of a slot read (`@llmcp/trainer/testing`): where a live run's publication can fall into a read. */
+export interface SlotReadHooks {
+  /** After a slot's `job.json` was read, before its `state.llmcp` is. */
+  readonly betweenFiles?: (runDir: string, slot: SlotName) => void;
+}
+
+let slotReadHooks: SlotReadHooks = {};
+
+/**
+ * Installs slot-read hooks (tests only: they stand for a live run publishing a slot in the middle of a read).
+ *
+ * @param next - the hooks; `{}` removes them.
+ */
+export function setSlotReadHooks(next: SlotReadHooks): void {
+  slotReadHooks = next;
+}
+
+/**
+ * Installs a slot-read hook that stands for a live run publishing `latest`
+ * in the middle of a read (tests only): between the two files of a read of
+ * `latest`, the first `times` times, `latest` and `latest.backup` change
+ * places by three renames, as a publication rotates them.
+ *
+ * After an odd number of disturbances `latest` holds the older checkpoint, a
+ * state no publication leaves (the run's provenance check reports it as
+ * swapped slots): a test that expects a sound run disturbs an even number.
+ *
+ * @param times - how many reads are disturbed (`Infinity`: every one).
+ * @returns how many were.
+ */
+export function publishDuringSlotReads(times: number): { readonly count: () => number } {
+  let done = 0;
+  setSlotReadHooks({
+    betweenFiles: (runDir, slot) => {
+      if (slot !== 'latest' || done >= times) return;
+      done += 1;
+      const dir = checkpointsDir(runDir);
+      renameSync(path.join(dir, 'latest'), path.join(dir, '.swap'));
+      renameSync(path.join(dir, 'latest.backup'), path.join(dir, 'latest'));
+      renameSync(path.join(dir, '.swap'), path.join(dir, 'latest.backup'));
+    },
+  });
+  return { count: () => done };
+}
+
+/**
  * Fully verifies one slot: `job.json` (JSON, schema, SHA-256 digest, config),
- * `state.llmcp` (every LLMCP35 rule, streamed: any size), and their pairing.
+ * `state.llmcp` (every LLMCP35 rule, streamed: any size), their pairing, and
+ * — when the slot has one — its provenance manifest: the SHA-256 of every
+ * shard of both files (taken over the bytes the load reads: one read) and
+ * the lineage's run and step against the job's. The manifest's signature
+ * is not checked here (`verifyRun` with a trusted key does that).
+ *
+ * A run being trained replaces its slots by renames (latest → latest.backup,
+ * a new latest); a read that straddles one can pair the old job with the new
+ * state. So a failure counts only when the slot did not change while it was
+ * read (its {@link slotFingerprint}); otherwise the slot is read again. A
+ * success needs no such check: a job and a state that pair and verify are a
+ * checkpoint, whenever they were read.
  *
  * @param runDir - the run directory.
  * @param slot - the slot name.
  * @returns the verified slot.
- * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID` or `TRAINER_PAIR_MISMATCH`.
+ * @throws TrainerError `TRAINER_JOB_INVALID`, `TRAINER_STATE_INVALID`, `TRAINER_PAIR_MISMATCH`, `TRAINER_SLOT_FOREIGN` (a checkpoint of another run), `TRAINER_MANIFEST_INVALID` or `TRAINER_MANIFEST_MISMATCH`.
  */
 export async function verifySlot(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
+  for (let attempt = 1; ; attempt += 1) {
+    const before = slotFingerprint(runDir, slot);
+    try {
+      return await verifySlotOnce(runDir, slot);
+    } catch (e) {
+      if (attempt >= SLOT_READ_ATTEMPTS || slotFingerprint(runDir, slot) === before) throw e;
+    }
+  }
+}
+
+async function verifySlotOnce(runDir: string, slot: SlotName): Promise<VerifiedSlot> {
   const dir = path.join(checkpointsDir(runDir), slot);
   try {
     if (lstatSync(dir).isSymbolicLink()) throw new TrainerError('TRAINER_RUN_INVALID', `${slot} is a symbolic link, not a checkpoint slot directory`, { path: dir, slot });
@@ -240,15 +359,25 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
     if (isTrainerError(e)) throw e;
   }
   const jobFile = path.join(dir, RUN_FILES.job);
-  const job = decodeJob(readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID'), `${slot}/job.json`);
+  const jobBytes = readSlotFile(jobFile, slot, 'TRAINER_JOB_INVALID');
+  const job = decodeJob(jobBytes, `${slot}/job.json`);
+  assertOwnSlot(runDir, slot, job);
+  slotReadHooks.betweenFiles?.(runDir, slot);
   const stateFile = path.join(dir, RUN_FILES.state);
   if (!existsSync(stateFile)) throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is missing`, { path: stateFile, slot });
+  const manifest = readSlotManifest(dir, slot);
   let decoded;
   // A job of the older formats pairs by SHA-256, taken over the very bytes the load validates (one read of the file);
-  // an llmcp-job/3 job pairs by the LLMCP35 checksum that the load itself verifies over every byte.
+  // an llmcp-job/3 job pairs by the LLMCP35 checksum that the load itself verifies over every byte. The manifest's
+  // shard digests are taken over the same bytes.
   const sha = pairsBySha256(job) ? createHash('sha256') : null;
+  const shards = manifest === null ? null : new ShardHasher(RUN_FILES.state);
+  const observe = (chunk: Uint8Array): void => {
+    sha?.update(chunk);
+    shards?.update(chunk);
+  };
   try {
-    decoded = await loadCheckpoint(stateFile, sha === null ? {} : { onFileBytes: (chunk) => sha.update(chunk) });
+    decoded = await loadCheckpoint(stateFile, sha === null && shards === null ? {} : { onFileBytes: observe });
   } catch (cause) {
     throw new TrainerError('TRAINER_STATE_INVALID', `${slot}/state.llmcp is not a valid LLMCP35 checkpoint: ${(cause as Error).message}`, {
       path: stateFile,
@@ -259,15 +388,23 @@ export async function verifySlot(runDir: string, slot: SlotName): Promise<Verifi
   const { layout, ...state } = decoded;
   const facts: StateFileFacts = { bytes: layout.fileLength, checksum: layout.checksumLabel, ...(sha === null ? {} : { sha256: `sha256:${sha.digest('hex')}` }) };
   verifyPairing({ job, state, facts }, slot);
-  return { slot, dir, job, state, stateFile };
+  if (manifest !== null && shards !== null) {
+    const files = new Map<string, readonly ShardDigest[]>([
+      [RUN_FILES.job, shardBytes(RUN_FILES.job, jobBytes)],
+      [RUN_FILES.state, shards.finish()],
+    ]);
+    checkSlotManifest(manifest.parsed, { name: slot, where: `${RUN_FILES.checkpoints}/${slot}`, job, files, step: stepOfSlot(slot) });
+  }
+  return { slot, dir, job, state, stateFile, manifest };
 }
 
 /** The verdict on one slot considered by {@link chooseCheckpoint}. */
 export interface SlotReport {
   readonly slot: SlotName;
   /**
-   * `used`: chosen; `refused`: failed verification; `older`: passed over — a valid job of an older step than the
-   * chosen one, or one written before a pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
+   * `used`: chosen; `refused`: failed verification, or a checkpoint of another run (code `TRAINER_SLOT_FOREIGN`, never
+   * a candidate); `older`: passed over — a valid job of an older step than the chosen one, or one written before a
+   * pivot recorded in run.json (code `TRAINER_SLOT_SUPERSEDED`); `not-checked`: not needed.
    */
   readonly status: 'used' | 'refused' | 'older' | 'not-checked';
   /** The step its job.json claims, when readable. */
@@ -306,7 +443,8 @@ function stepSlotsOf(names: readonly string[]): SlotName[] {
  * rolling slot (a best-only save after the last cadence checkpoint, or a run
  * killed before its first one). A best slot is a complete job checkpoint
  * too, so such a run resumes from it instead of going back and cutting the
- * history it recorded.
+ * history it recorded. A best slot of another run is listed too, so that the
+ * choice refuses and reports it as foreign.
  *
  * @param runDir - the run directory.
  * @returns slot names that exist.
@@ -322,8 +460,10 @@ export function resumeCandidates(runDir: string): SlotName[] {
   return [
     ...rolling,
     ...bestSlots.filter((n) => {
-      const step = readSlotJob(runDir, n)?.step ?? null;
-      return step === null ? rolling.length === 0 : step > newestRolling;
+      const { job, error } = peekJob(runDir, n);
+      // Another run's best is listed, to be refused and reported as foreign, whatever its step.
+      if (isForeign(error)) return true;
+      return job === null ? rolling.length === 0 : job.step > newestRolling;
     }),
   ];
 }
@@ -331,10 +471,46 @@ export function resumeCandidates(runDir: string): SlotName[] {
 function peekJob(runDir: string, slot: SlotName): { job: Job | null; error: unknown } {
   try {
     const bytes = readSlotFile(path.join(checkpointsDir(runDir), slot, RUN_FILES.job), slot, 'TRAINER_JOB_INVALID');
-    return { job: decodeJob(bytes, `${slot}/job.json`), error: null };
+    const job = decodeJob(bytes, `${slot}/job.json`);
+    assertOwnSlot(runDir, slot, job);
+    return { job, error: null };
   } catch (error) {
     return { job: null, error };
   }
+}
+
+/** The run id `run.json` records, or null when it is missing or unreadable (then no slot can be told foreign). */
+function recordedRunId(runDir: string): string | null {
+  try {
+    return readRunManifest(runDir)?.runId ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Refuses a slot of another run: its job's run id is not the one `run.json`
+ * records (a `best/` copied in from another run, say). Such a slot is never
+ * a resume candidate, never evidence of the run's history and never its best.
+ *
+ * @param runDir - the run directory.
+ * @param slot - the slot name.
+ * @param job - the slot's digest-verified job.
+ * @throws TrainerError `TRAINER_SLOT_FOREIGN`.
+ */
+function assertOwnSlot(runDir: string, slot: SlotName, job: Job): void {
+  const runId = recordedRunId(runDir);
+  if (runId === null || job.run.id === runId) return;
+  // The job names the run: the file that says so is named (a job.json swapped in alone is found here too).
+  throw new TrainerError(
+    'TRAINER_SLOT_FOREIGN',
+    `${slot} holds a checkpoint of another run: its ${RUN_FILES.job} names run ${job.run.id}, not this run (${runId}, run.json); it is never resumed from: move it out of checkpoints/`,
+    { path: path.join(checkpointsDir(runDir), slot, RUN_FILES.job), slot, step: job.step },
+  );
+}
+
+function isForeign(error: unknown): boolean {
+  return isTrainerError(error) && error.code === 'TRAINER_SLOT_FOREIGN';
 }
 
 /**
@@ -443,7 +619,9 @@ export function checkpointEvidence(runDir: string, manifest: EvidenceManifest | 
   if (pivots > 0 && blocksRestart === null) blocksRestart = `run.json records pivot ${pivots}`;
   for (const slot of ['best', 'best.backup']) {
     if (!existsSync(path.join(checkpointsDir(runDir), slot))) continue;
-    const { job } = peekJob(runDir, slot);
+    const { job, error } = peekJob(runDir, slot);
+    // Another run's checkpoint proves nothing about this run's history.
+    if (job === null && isForeign(error)) continue;
     if (job === null) blocksRestart ??= `${slot}/ exists but its job.json cannot be read`;
     else raise(job.step, `${slot}/ holds a checkpoint of step ${job.step}`);
   }
@@ -518,7 +696,7 @@ export async function chooseCheckpoint(runDir: string, evidence: CheckpointEvide
   const floor = evidence?.floor ?? null;
   if (floor !== null && chosen.job.step < floor.step) {
     // A present slot of that step (or of unknown step) that was refused explains the gap: the report shows the damage.
-    const accounted = candidates.some((c) => c.job === null || (c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
+    const accounted = candidates.some((c) => (c.job === null && !isForeign(c.error)) || (c.job !== null && c.job.step >= floor.step && reports.get(c.slot)?.status === 'refused'));
     if (!accounted) {
       const expected = ['latest', 'latest.backup', stepSlotName(floor.step)].filter((n) => !candidates.some((c) => c.slot === n));
       throw new TrainerError(
@@ -556,20 +734,36 @@ function inTempDirectory<T>(runDir: string, label: string, fill: (tmp: string) =
   }
 }
 
+/**
+ * Writes a checkpoint's manifest into its directory, from the shard digests
+ * of both files, and adds it to the run's lineage store — before any slot
+ * holding the checkpoint is published (see lineage-store.ts).
+ */
+export type ManifestWriter = (dir: string, shards: readonly ShardDigest[]) => WrittenManifest;
+
+/** Writes the manifest of a checkpoint directory and stores it in `lineage/`: the one home of that order. */
+function writeManifestOf(runDir: string, tmp: string, write: { readonly manifest: ManifestWriter; readonly step: number; readonly shards: readonly ShardDigest[] }): WrittenManifest {
+  const written = write.manifest(tmp, write.shards);
+  storeManifest(runDir, { step: write.step, payloadDigest: written.payloadDigest, bytes: written.bytes });
+  return written;
+}
+
 /** The two files of a checkpoint, encoded. */
 export interface CheckpointBytes {
   /** Encoded `state.llmcp`. */
   readonly stateBytes: Uint8Array;
   /** Encoded `job.json`. */
   readonly jobBytes: Uint8Array;
+  /** Writes the checkpoint's provenance manifest (and its step, for the lineage store); absent: none (tests of older layouts). */
+  readonly manifest?: { readonly step: number; readonly write: ManifestWriter };
 }
 
 /**
- * Writes a checkpoint (state + job bytes) durably into a fresh temporary
- * directory inside `checkpoints/`.
+ * Writes a checkpoint (state + job bytes, and its manifest) durably into a
+ * fresh temporary directory inside `checkpoints/`.
  *
  * @param runDir - the run directory.
- * @param checkpoint - the encoded `state.llmcp` and `job.json`.
+ * @param checkpoint - the encoded `state.llmcp` and `job.json`, and the manifest writer.
  * @param label - slot label for the temporary name.
  * @returns the temporary directory.
  */
@@ -577,6 +771,11 @@ export function writeCheckpointDirectory(runDir: string, checkpoint: CheckpointB
   return inTempDirectory(runDir, label, (tmp) => {
     writeNewFileDurable(path.join(tmp, RUN_FILES.state), checkpoint.stateBytes);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), checkpoint.jobBytes);
+    const m = checkpoint.manifest;
+    if (m !== undefined) {
+      const shards = [...shardBytes(RUN_FILES.job, checkpoint.jobBytes), ...shardBytes(RUN_FILES.state, checkpoint.stateBytes)];
+      writeManifestOf(runDir, tmp, { manifest: m.write, step: m.step, shards });
+    }
   }).tmp;
 }
 
@@ -584,33 +783,45 @@ export function writeCheckpointDirectory(runDir: string, checkpoint: CheckpointB
  * Writes a checkpoint into a fresh temporary directory by streaming the state
  * through `@llmcp/format/node`'s atomic save (bounded memory, any size), then
  * the job that `sealJob` builds from the written file's size and LLMCP35
- * checksum (the format's one pass over the bytes; no other hash of them).
+ * checksum, then the manifest. The format's writer takes the one pass over
+ * the bytes that computes the checksum; the manifest's SHA-256 of every
+ * shard is taken as the shards are written, by a hash thread reading them
+ * back from the page cache (written-shards.ts): the writing thread does not
+ * hash them.
  *
  * @param runDir - the run directory.
- * @param checkpoint - `state`: the checkpoint state; `seal`: builds the job bytes from the state file's facts.
+ * @param checkpoint - `state`: the checkpoint state; `seal`: builds the job bytes from the state file's facts; `manifest`: writes the manifest (absent: none).
  * @param label - slot label for the temporary name.
- * @returns the temporary directory, the facts and the job bytes.
+ * @returns the temporary directory, the facts, the job bytes and the manifest written.
  */
 export async function writeCheckpointFromState(
   runDir: string,
-  checkpoint: { readonly state: CheckpointState; readonly seal: (facts: StateFileFacts) => Uint8Array },
+  checkpoint: { readonly state: CheckpointState; readonly seal: (facts: StateFileFacts) => Uint8Array; readonly manifest?: ManifestWriter },
   label: string,
-): Promise<{ tmp: string; facts: StateFileFacts; jobBytes: Uint8Array }> {
+): Promise<{ tmp: string; facts: StateFileFacts; jobBytes: Uint8Array; manifest: WrittenManifest | null }> {
   const { state, seal } = checkpoint;
   const parent = checkpointsDir(runDir);
   makeDirectories(parent);
   const tmp = makeTempDirectory(parent, `tmp-${label}`);
+  const shards = checkpoint.manifest === undefined ? null : new WrittenShardHasher(RUN_FILES.state);
   try {
     const stateFile = path.join(tmp, RUN_FILES.state);
-    // One pass over the bytes: the format's writer computes the LLMCP35 checksum that job.json records and the
-    // load verifies; nothing else hashes the state (llmcp-job/3 records no SHA-256 of it).
-    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false });
+    // One pass over the bytes on this thread: the format's writer computes the LLMCP35 checksum that job.json
+    // records and the load verifies (llmcp-job/3 records no SHA-256 of the state; the manifest's shards are hashed
+    // on the hash thread as they are written).
+    const saved = await saveCheckpointAtomic(stateFile, state, { hashInWorker: false, ...(shards === null ? {} : { fileSystem: shards.fileSystem }) });
     const facts: StateFileFacts = { bytes: saved.byteLength, checksum: saved.checksumLabel };
     const jobBytes = seal(facts);
     writeNewFileDurable(path.join(tmp, RUN_FILES.job), jobBytes);
+    let manifest: WrittenManifest | null = null;
+    if (shards !== null && checkpoint.manifest !== undefined) {
+      const all = [...shardBytes(RUN_FILES.job, jobBytes), ...(await shards.digests())];
+      manifest = writeManifestOf(runDir, tmp, { manifest: checkpoint.manifest, step: Number(state.selectedStep), shards: all });
+    }
     fsyncDirectory(tmp);
-    return { tmp, facts, jobBytes };
+    return { tmp, facts, jobBytes, manifest };
   } catch (e) {
+    shards?.dispose();
     try {
       discardEntry(parent, tmp);
     } catch {
@@ -632,7 +843,8 @@ export async function writeCheckpointFromState(
  */
 export function copyCheckpointDirectory(runDir: string, from: string, label: string): string {
   return inTempDirectory(runDir, label, (tmp) => {
-    for (const name of [RUN_FILES.state, RUN_FILES.job]) {
+    // The manifest travels with its checkpoint (a slot written before manifests has none).
+    for (const name of [RUN_FILES.state, RUN_FILES.job, ...(existsSync(path.join(from, MANIFEST_FILE)) ? [MANIFEST_FILE] : [])]) {
       const target = path.join(tmp, name);
       copyFileSync(path.join(from, name), target, constants.COPYFILE_EXCL);
       fsyncFile(target);

@@ -3,12 +3,12 @@
  * loads and verifies the selected state, re-reads the inputs the run recorded
  * (refusing any that changed), and calls {@link evaluateFinal} once.
  */
-import { readFileSync } from 'node:fs';
 import { decodeCheckpoint, type CheckpointState } from '@llmcp/format';
 import { parseCorpus, parseSplitManifest, partitionCorpus } from '@llmcp/data';
 import { tokenizerFromState } from '@llmcp/tokenizer';
 import type { TrainerConfig } from './config.ts';
 import { TrainerError } from './errors.ts';
+import { readInputFile } from './internal/input-file.ts';
 import { evaluateFinal, type EvaluationDocument, type FinalEvaluation } from './final-evaluation.ts';
 import { diffInputs, prepareInputs, type PreparedInputs } from './inputs.ts';
 import type { Job } from './job.ts';
@@ -135,13 +135,7 @@ export interface CheckpointEvaluationOptions {
  * @throws TrainerError `TRAINER_STATE_INVALID` for a file that does not decode, `TRAINER_INPUT_INVALID` for bad inputs.
  */
 export async function evaluateCheckpointFile(file: string, options: CheckpointEvaluationOptions): Promise<{ readonly state: CheckpointState; readonly evaluation: FinalEvaluation }> {
-  const read = (f: string, what: string): Uint8Array => {
-    try {
-      return new Uint8Array(readFileSync(f));
-    } catch (cause) {
-      throw new TrainerError('TRAINER_INPUT_INVALID', `cannot read the ${what} ${f}: ${(cause as Error).message}`, { path: f, cause });
-    }
-  };
+  const read = (f: string, what: string): Uint8Array => readInputFile(f, { what, code: 'TRAINER_INPUT_INVALID' });
   let state: CheckpointState;
   try {
     state = decodeCheckpoint(read(file, 'checkpoint'));

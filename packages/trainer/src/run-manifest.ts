@@ -4,11 +4,12 @@
  * forks in both directions, completion. Entries are only ever added; the file
  * is replaced atomically on each addition.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '@llmcp/format/node';
+import { MAX_TEXT_FILE_BYTES, readRegularFileSync, writeFileAtomic } from '@llmcp/format/node';
+import { decodeUtf8Strict } from '@llmcp/tokenizer';
 import { TrainerError } from './errors.ts';
-import { RUN_FILES } from './run-directory.ts';
+import { RUN_FILES } from './run-layout.ts';
 import { canonicalJson } from './internal/canonical-json.ts';
 import type { TrainerConfig } from './config.ts';
 
@@ -25,9 +26,28 @@ export interface EngineRecord {
   readonly worldSize: number;
 }
 
+/**
+ * The provenance manifests of a segment of the run (from a `created`,
+ * `resumed` or `restarted` event to the next): written from then on, signed
+ * by the key of this hint (SHA-256 of its public key PEM) or unsigned.
+ * Absent in events written before manifests existed.
+ */
+export interface ProvenanceRecord {
+  readonly manifests: true;
+  readonly signer: string | null;
+}
+
 /** One decision in a run's life. */
 export type RunEvent =
-  | { readonly event: 'created'; readonly time: string; readonly configDigest: string; readonly steps: number; readonly config: TrainerConfig; readonly engine?: EngineRecord }
+  | {
+      readonly event: 'created';
+      readonly time: string;
+      readonly configDigest: string;
+      readonly steps: number;
+      readonly config: TrainerConfig;
+      readonly engine?: EngineRecord;
+      readonly provenance?: ProvenanceRecord;
+    }
   | {
       readonly event: 'resumed';
       readonly time: string;
@@ -41,8 +61,17 @@ export type RunEvent =
       /** Pieces of the resumed step that a crash had left undone and the resume completed (absent when none). */
       readonly repaired?: readonly string[];
       readonly engine?: EngineRecord;
+      readonly provenance?: ProvenanceRecord;
     }
-  | { readonly event: 'restarted'; readonly time: string; readonly reason: string; readonly orphanedLossRecords: number; readonly orphanedLossSha256: string | null; readonly engine?: EngineRecord }
+  | {
+      readonly event: 'restarted';
+      readonly time: string;
+      readonly reason: string;
+      readonly orphanedLossRecords: number;
+      readonly orphanedLossSha256: string | null;
+      readonly engine?: EngineRecord;
+      readonly provenance?: ProvenanceRecord;
+    }
   | { readonly event: 'stopped'; readonly time: string; readonly step: number; readonly reason: string }
   | { readonly event: 'completed'; readonly time: string; readonly step: number; readonly bestStep: number | null; readonly bestValidationLoss: number | null }
   | {
@@ -58,6 +87,8 @@ export type RunEvent =
       /** Loss records beyond the checkpoint that a crash left and the pivot cut, with their SHA-256 (absent when none). */
       readonly orphanedLossRecords?: number;
       readonly orphanedLossSha256?: string | null;
+      /** Who signed the manifest of the pivot's checkpoint (absent in events written before manifests). */
+      readonly provenance?: ProvenanceRecord;
     }
   | ({ readonly event: 'forked-from'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number; readonly changed: readonly string[] } & ForkedState)
   | ({ readonly event: 'forked-to'; readonly time: string; readonly run: string; readonly runId: string; readonly slot: string; readonly step: number } & ForkedState);
@@ -95,7 +126,8 @@ export function readRunManifest(runDir: string): RunManifest | null {
   const file = path.join(runDir, RUN_FILES.manifest);
   if (!existsSync(file)) return null;
   try {
-    const value = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
+    // The input rule: a regular file (a FIFO in its place is refused without blocking), strict UTF-8.
+    const value = JSON.parse(decodeUtf8Strict(readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'run.json' }))) as RunManifest;
     if (value.format !== RUN_MANIFEST_FORMAT || typeof value.runId !== 'string' || !Array.isArray(value.events)) {
       throw new Error(`expected format ${RUN_MANIFEST_FORMAT} with runId and events`);
     }

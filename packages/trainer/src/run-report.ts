@@ -5,11 +5,13 @@
  * checkpoint — each value derived from the run's files and a fresh
  * computation, never copied from a reference.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeCheckpoint, encodeCheckpoint, SplitMix64, type CheckpointState, type NamedTensor } from '@llmcp/format';
 import { inspectCheckpoint } from '@llmcp/format/inspect';
+import { MAX_FILE_BYTES, MAX_TEXT_FILE_BYTES, readRegularFileSync } from '@llmcp/format/node';
+import { readInputFile } from './internal/input-file.ts';
 import { Decoder, generate, type Generation, type SamplingMode } from '@llmcp/model';
 import { causalWindows, evaluationBatches, parseCorpus, parseSplitManifest } from '@llmcp/data';
 import { tokenizerFromState } from '@llmcp/tokenizer';
@@ -179,7 +181,7 @@ function readAudit(runDir: string): SampleAudit | null {
   const file = path.join(runDir, RUN_FILES.samples);
   if (!existsSync(file)) return null;
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as SampleAudit;
+    return JSON.parse(new TextDecoder().decode(readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'samples.json' }))) as SampleAudit;
   } catch {
     return null;
   }
@@ -190,13 +192,18 @@ async function replaySelectedBytes(config: RunReportConfig): Promise<Uint8Array>
   try {
     const runDir = path.join(dir, 'run');
     await trainRun({ runDir, config, handleSignals: false });
-    return new Uint8Array(readFileSync(path.join(runDir, 'checkpoints', 'best', 'state.llmcp')));
+    return readRegularFileSync(path.join(runDir, 'checkpoints', 'best', 'state.llmcp'), { maxBytes: MAX_FILE_BYTES, what: 'checkpoint' });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 type RunReportConfig = Parameters<typeof prepareInputs>[0];
+
+/** An input of the report, read whole under the input rule (refusals are `TRAINER_INPUT_INVALID`). */
+function readInput(file: string, what: string): Uint8Array {
+  return readInputFile(file, { what, code: 'TRAINER_INPUT_INVALID' });
+}
 
 /**
  * Builds the end-to-end report of a run: re-reads its inputs (refusing
@@ -226,9 +233,9 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   let checksum = inputs.identity.corpus.sha256;
   let split = source.kind === 'text' ? 'hash-split' : 'inline';
   if (source.kind === 'corpus') {
-    const corpus = parseCorpus(new Uint8Array(readFileSync(source.corpus)));
+    const corpus = parseCorpus(readInput(source.corpus, 'corpus'));
     checksum = corpus.checksum;
-    split = parseSplitManifest(new Uint8Array(readFileSync(source.split))).strategy;
+    split = parseSplitManifest(readInput(source.split, 'split manifest')).strategy;
   }
 
   const tokenizer = tokenizerFromState(state.tokenizer);
@@ -241,7 +248,7 @@ export async function reportRun(runDir: string, options: RunReportOptions = {}):
   const validation = windowDocuments(config, inputs.partitions.validation);
 
   // Checkpoint structure and reload.
-  const stateBytes = new Uint8Array(readFileSync(path.join(runDir, 'checkpoints', slot, 'state.llmcp')));
+  const stateBytes = readInput(path.join(runDir, 'checkpoints', slot, 'state.llmcp'), 'checkpoint');
   const inspection = inspectCheckpoint(stateBytes);
   const reloaded = decodeCheckpoint(stateBytes);
   const reencoded = encodeCheckpoint(reloaded);

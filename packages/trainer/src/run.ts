@@ -14,7 +14,7 @@
  * Requests only add checkpoints; they never change what is computed, so an
  * interrupted and resumed run produces the same bytes as an uninterrupted one.
  */
-import { existsSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { SplitMix64, u64Hex } from '@llmcp/format';
@@ -29,7 +29,7 @@ import { TrainerError, isTrainerError, publicErrors, toTrainerError } from './er
 import type { CheckpointReason, TrainerEvent, TrainerEventListener } from './events.ts';
 import type { EvaluationRecord, InputIdentity, Job } from './job.ts';
 import { EMPTY_LOSS_LOG, LossLog, planLossLogResume, type LossLogResumePlan } from './loss-log.ts';
-import { appendRunEvent, readRunManifest, type EngineRecord, type RunEvent } from './run-manifest.ts';
+import { appendRunEvent, readRunManifest, type EngineRecord, type ProvenanceRecord, type RunEvent } from './run-manifest.ts';
 import {
   applyRetention,
   writesSnapshot,
@@ -38,7 +38,6 @@ import {
   checkpointsDir,
   chooseCheckpoint,
   copyCheckpointDirectory,
-  listSlots,
   publishSlot,
   readSlotJob,
   resumeCandidates,
@@ -50,11 +49,12 @@ import {
   type VerifiedSlot,
 } from './run-directory.ts';
 import { encodeSampleAudit, type SaveRequest, type SaveResult } from './save.ts';
-import { writeFileAtomic } from '@llmcp/format/node';
+import { MAX_TEXT_FILE_BYTES, readRegularFileSync, writeFileAtomic } from '@llmcp/format/node';
 import { exitAtOnce, RunControl, yieldToEventLoop } from './signals.ts';
 import { canonicalDigest } from './internal/canonical-json.ts';
 import { makeDirectories, removeLeftovers } from './internal/durable-fs.ts';
 import { acquireRunLock, type RunLock } from './internal/run-lock.ts';
+import { assertNewRunDirectory, createRunDirectory, type NewRunDirectory } from './internal/new-run-directory.ts';
 import { createEngine, dataOrderOf, nextBatchFingerprintOf, type EngineFaults } from './llmcp-engine.ts';
 import type { TorchEngineOptions } from './torch-engine.ts';
 import { withEngine, type EngineOverrides } from './engine-settings.ts';
@@ -63,6 +63,10 @@ import { auditSettingsOf, runSampleAudit, type SampleAudit } from './sample-audi
 import { pivotHeldRun } from './pivot.ts';
 import { runPlanOf } from './run-plan.ts';
 import { describeStepBudgetChange, type StepBudgetChange } from './step-budget.ts';
+import { parentLink, type LineageStep } from './checkpoint-manifest.ts';
+import { removeLineageLeftovers } from './lineage-store.ts';
+import type { LineageParent } from './provenance.ts';
+import type { SigningKey } from './signing-key.ts';
 
 /** Options shared by every operation that trains. */
 export interface TrainingOptions {
@@ -78,6 +82,11 @@ export interface TrainingOptions {
   readonly torch?: TorchEngineOptions;
   /** The clock of `checkpoint.everyMinutes`, in milliseconds (default `performance.now`); tests drive it. */
   readonly now?: () => number;
+  /**
+   * Signs every checkpoint's provenance manifest (`loadSigningKey`; `--sign-key`). Without it the manifests are
+   * written unsigned (their hashes and lineage are still checked). The key is never written anywhere.
+   */
+  readonly signingKey?: SigningKey | null;
 }
 
 /** Options of {@link trainRun}. */
@@ -202,6 +211,11 @@ const nowIso = (): string => new Date().toISOString();
 /** What run.json records of the engine that computes a segment of the run. */
 function engineRecord(engine: TrainingEngine): EngineRecord {
   return { kind: engine.description.kind, worldSize: engine.description.worldSize };
+}
+
+/** What run.json records of the manifests of a segment of the run: written, and by which key (its hint) or unsigned. */
+function provenanceRecord(options: TrainingOptions): ProvenanceRecord {
+  return { manifests: true, signer: options.signingKey?.hint ?? null };
 }
 
 /** The torch engine's settings with its start-up lines reported as events. */
@@ -434,6 +448,15 @@ interface JobSetup {
   readonly repairedAfter: RunResult['repairedAfter'];
   readonly budgetChange: StepBudgetChange | null;
   readonly lossRecordsCut: number;
+  /** The checkpoint the trajectory continues (the resumed slot), or null for a fresh model: the parent of the first save. */
+  readonly lineageHead: LineageParent | null;
+  /** How the head continued its own parent (its manifest's lineage), or null when it has none. */
+  readonly headLineage: LineageStep | null;
+}
+
+/** How a resumed slot continued its own parent, as its manifest says (null: no manifest, or none of llmcp's lineage). */
+function headLineageOf(lineage: { readonly via: LineageStep['via']; readonly parent: LineageStep['parent'] } | null): LineageStep | null {
+  return lineage === null ? null : { via: lineage.via, parent: lineage.parent };
 }
 
 /** The newest evaluation of a job (for the progress display of a resumed run), or null. */
@@ -485,6 +508,7 @@ async function executeJob(setup: JobSetup, options: TrainingOptions, lock: RunLo
       hadCheckpoint: setup.resumedFrom !== null,
       // Half a validation interval: a save starved by other work finishes before the next one can be due.
       hurryAfterSteps: Math.max(1, Math.floor(setup.config.evaluation.validateEvery / 2)),
+      provenance: { key: options.signingKey ?? null, head: setup.lineageHead, headLineage: setup.headLineage },
     }),
     lock,
     control,
@@ -621,83 +645,60 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
   return publicErrors(async () => {
     const { runDir, config } = options;
     checkSaveSettings(options);
-    const occupied = (): boolean => existsSync(path.join(runDir, RUN_FILES.manifest)) || listSlots(runDir).length > 0;
-    assertUsableRunDirectory(runDir);
-    if (occupied()) {
-      throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run; resume it (resumeRun) or choose another directory`, { path: runDir });
-    }
+    // Refused before any work, nothing written: a file in the way, a run already there, a folder inside another run.
+    assertNewRunDirectory(runDir, 'run directory');
     // Inputs and engine first: a bad corpus, tokenizer or config leaves nothing behind on disk.
     const inputs = await prepareInputs(config, {});
     const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
-    let lock: RunLock | null = null;
-    let createdDirs: string[] = [];
-    // What this process created inside the run directory while holding its lock, removed again if the start fails.
-    const createdEntries: string[] = [];
+    let created: NewRunDirectory | null = null;
     let started = false;
     try {
-      createdDirs = makeRunDirectory(runDir);
-      // Nothing below runs unless this process owns the run: a process that loses the lock touches nothing.
-      lock = acquireRunLock(runDir);
-      if (occupied()) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} already holds a run (created concurrently)`, { path: runDir });
+      // Created and locked the one way every new run is (a creator that loses the race touches nothing).
+      created = createRunDirectory(runDir, 'run directory');
       const runId = randomUUID();
-      if (!existsSync(checkpointsDir(runDir))) {
-        makeDirectories(checkpointsDir(runDir));
-        createdEntries.push(checkpointsDir(runDir));
-      }
-      const lossFile = path.join(runDir, RUN_FILES.lossLog);
-      const lossLog = LossLog.create(lossFile);
-      createdEntries.push(lossFile);
-      createdEntries.push(path.join(runDir, RUN_FILES.manifest));
-      await appendRunEvent(runDir, runId, { event: 'created', time: nowIso(), configDigest: canonicalDigest(config), steps: config.steps, config, engine: engineRecord(engine) });
+      makeDirectories(checkpointsDir(runDir));
+      const lossLog = LossLog.create(path.join(runDir, RUN_FILES.lossLog));
+      await appendRunEvent(runDir, runId, {
+        event: 'created',
+        time: nowIso(),
+        configDigest: canonicalDigest(config),
+        steps: config.steps,
+        config,
+        engine: engineRecord(engine),
+        provenance: provenanceRecord(options),
+      });
       started = true;
       return await executeJob(
-        { runDir, config, inputs, engine, lossLog, runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: 0 },
+        {
+          runDir,
+          config,
+          inputs,
+          engine,
+          lossLog,
+          runId,
+          pivots: 0,
+          state: freshState(config),
+          resumedFrom: null,
+          loadReport: null,
+          repaired: [],
+          repairedAfter: null,
+          budgetChange: null,
+          lossRecordsCut: 0,
+          lineageHead: null,
+          headLineage: null,
+        },
         options,
-        lock,
+        created.lock,
       );
     } catch (e) {
       if (!started) {
         await engine.dispose();
-        if (lock !== null) {
-          for (const entry of createdEntries.reverse()) rmSync(entry, { recursive: true, force: true });
-          lock();
-          // Only directories this process made, and only if empty (rmdir never removes content).
-          for (const dir of [...createdDirs].reverse()) {
-            try {
-              rmdirSync(dir);
-            } catch {
-              break;
-            }
-          }
-        }
+        created?.abandon();
       }
-      lock?.();
+      created?.lock();
       throw e;
     }
   });
-}
-
-/** Refuses a run directory path that exists as something other than a directory. */
-function assertUsableRunDirectory(runDir: string): void {
-  let info;
-  try {
-    info = statSync(runDir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new TrainerError('TRAINER_IO', `cannot use ${runDir} as a run directory: ${(e as Error).message}`, { path: runDir, cause: e });
-  }
-  if (!info.isDirectory()) throw new TrainerError('TRAINER_RUN_INVALID', `${runDir} exists and is not a directory; a run needs a new or empty directory`, { path: runDir });
-}
-
-/** Creates the run directory (and its missing parents); returns the directories it created. */
-function makeRunDirectory(runDir: string): string[] {
-  try {
-    return makeDirectories(runDir);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') throw new TrainerError('TRAINER_RUN_INVALID', `cannot create ${runDir}: ${(e as Error).message}`, { path: runDir, cause: e });
-    throw new TrainerError('TRAINER_IO', `cannot create the run directory ${runDir}: ${(e as Error).message}`, { path: runDir, cause: e });
-  }
 }
 
 /** A verified resume point with everything checked, before anything is changed on disk. */
@@ -883,6 +884,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         config: plan.config,
         changes: [...RESUME_CHANGEABLE_FIELDS],
         reason: `step budget changed from ${recorded.steps} to ${plan.config.steps} on resume`,
+        signingKey: options.signingKey ?? null,
       });
       budgetChange = {
         step: pivot.step,
@@ -913,6 +915,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
     const engine = complete ? null : await createEngine(plan.config, plan.inputs, { restore: { state: plan.chosen.state, data: job.data }, faults, torch: engineOptions(options), order });
     // Everything verified: from here on the resume changes the directory.
     removeLeftovers(checkpointsDir(runDir));
+    removeLineageLeftovers(runDir);
     let repaired: string[];
     try {
       repaired = await completeDueWork(plan, evidence, complete);
@@ -963,6 +966,7 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
       refused: loadReport.filter((r) => r.status === 'refused').map((r) => ({ slot: r.slot, reason: r.reason ?? '' })),
       ...(repaired.length === 0 ? {} : { repaired }),
       engine: engineRecord(engine),
+      provenance: provenanceRecord(options),
     });
     const state: JobState = {
       step: job.step,
@@ -992,6 +996,8 @@ async function resumeRunUnwrapped(runDir: string, options: ResumeRunOptions, fau
         repairedAfter,
         budgetChange,
         lossRecordsCut: (cutBeforeResume ?? plan.lossPlan).orphanedRecords,
+        lineageHead: parentLink(job, plan.chosen.manifest?.parsed.digest ?? null),
+        headLineage: headLineageOf(plan.chosen.manifest?.parsed.lineage ?? null),
       },
       options,
       lock,
@@ -1040,7 +1046,7 @@ async function completeDueWork(plan: ResumePlan, evidence: CheckpointEvidence, c
     const file = path.join(runDir, RUN_FILES.samples);
     let current: Partial<SampleAudit> | null = null;
     try {
-      current = JSON.parse(readFileSync(file, 'utf8')) as Partial<SampleAudit>;
+      current = JSON.parse(new TextDecoder().decode(readRegularFileSync(file, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'samples.json' }))) as Partial<SampleAudit>;
     } catch {
       current = null;
     }
@@ -1081,6 +1087,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
   const inputs = await prepareInputs(config, {});
   const engine = await createEngine(config, inputs, { torch: engineOptions(options) });
   removeLeftovers(checkpointsDir(runDir));
+  removeLineageLeftovers(runDir);
   makeDirectories(checkpointsDir(runDir));
   const lossLog = LossLog.resume(lossPlan);
   await appendRunEvent(runDir, manifest.runId, {
@@ -1090,9 +1097,27 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     orphanedLossRecords: lossPlan.orphanedRecords,
     orphanedLossSha256: lossPlan.orphanedSha256,
     engine: engineRecord(engine),
+    provenance: provenanceRecord(options),
   });
   return executeJob(
-    { runDir, config, inputs, engine, lossLog, runId: manifest.runId, pivots: 0, state: freshState(config), resumedFrom: null, loadReport: null, repaired: [], repairedAfter: null, budgetChange: null, lossRecordsCut: lossPlan.orphanedRecords },
+    {
+      runDir,
+      config,
+      inputs,
+      engine,
+      lossLog,
+      runId: manifest.runId,
+      pivots: 0,
+      state: freshState(config),
+      resumedFrom: null,
+      loadReport: null,
+      repaired: [],
+      repairedAfter: null,
+      budgetChange: null,
+      lossRecordsCut: lossPlan.orphanedRecords,
+      lineageHead: null,
+      headLineage: null,
+    },
     options,
     lock,
   );

@@ -25,6 +25,9 @@ import {
   type RetentionResult,
   type StateFileFacts,
 } from './run-directory.ts';
+import { parentLink, writeCheckpointManifest, type LineageStep } from './checkpoint-manifest.ts';
+import type { LineageParent } from './provenance.ts';
+import type { SigningKey } from './signing-key.ts';
 import { canonicalJson } from './internal/canonical-json.ts';
 import { discardEntry, fsyncFile } from './internal/durable-fs.ts';
 import { runSampleAudit, type SampleAudit, type SampleAuditSettings } from './sample-audit.ts';
@@ -51,6 +54,12 @@ export interface SaveRequest {
   readonly latestIsValid: boolean;
   /** Whether the current `best/` verified. */
   readonly bestIsValid: boolean;
+  /**
+   * The checkpoint's provenance manifest: how it continues its parent (the
+   * saver sets it from the last checkpoint of the trajectory) and the key
+   * that signs it (null: unsigned). Absent: no manifest (tests of older layouts).
+   */
+  readonly provenance?: { readonly lineage: LineageStep; readonly key: SigningKey | null };
 }
 
 /** What a save did. */
@@ -66,6 +75,13 @@ export interface SaveResult {
   readonly audit: SampleAudit | null;
   /** Milliseconds spent in the save (encode, audit, writes). */
   readonly durationMs: number;
+  /**
+   * The manifest written (its subject digest), how the next checkpoint of the
+   * trajectory names this one, and how this one continues its parent (as
+   * written: the parent's own lineage when it is the parent saved again); null
+   * without a manifest.
+   */
+  readonly manifest: { readonly digest: string; readonly link: LineageParent; readonly lineage: LineageStep } | null;
 }
 
 /** Slot publication order of one save: `best` and `latest` first (the resume point moves as early as possible), then the step snapshot. */
@@ -107,13 +123,27 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     job = sealJob({ ...request.job, format: JOB_FORMAT, sampling: { ...request.job.sampling, nextState: nextState ?? u64Hex(request.state.samplingRngState) }, state: facts });
     return encodeJob(job);
   };
+  const provenance = request.provenance;
+  let lineage: LineageStep | null = null;
+  const manifest =
+    provenance === undefined
+      ? {}
+      : {
+          manifest: (dir: string, shards: Parameters<typeof writeCheckpointManifest>[1]['shards']) => {
+            const m = writeCheckpointManifest(dir, { job: job as unknown as Job, shards, provenance: { ...provenance.lineage, key: provenance.key } });
+            lineage = m.lineage;
+            return m;
+          },
+        };
   const tmps: string[] = [];
   const written: string[] = [];
   let facts: StateFileFacts;
+  let digest: string | null = null;
   try {
     const firstSlot = planned[0]?.slot ?? 'latest';
-    const first = await writeCheckpointFromState(request.runDir, { state: request.state, seal }, firstSlot);
+    const first = await writeCheckpointFromState(request.runDir, { state: request.state, seal, ...manifest }, firstSlot);
     facts = first.facts;
+    digest = first.manifest?.digest ?? null;
     tmps.push(first.tmp);
     for (const p of planned.slice(1)) tmps.push(copyCheckpointDirectory(request.runDir, first.tmp, p.slot));
     planned.forEach((p, i) => {
@@ -132,6 +162,7 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     throw e;
   }
   const sealed = job as unknown as Job;
+  const writtenLineage = lineage as LineageStep | null; // set by the manifest writer
   let retention: RetentionResult | null = null;
   if (request.slots.step && writesSnapshot(request.retention, sealed.step)) {
     retention = await applyRetention(request.runDir, request.retention, request.slots.latest ? 'latest' : stepSlotName(sealed.step));
@@ -148,6 +179,7 @@ export async function performSave(request: SaveRequest, hook?: PublishHook): Pro
     retention,
     audit,
     durationMs: performance.now() - started,
+    manifest: digest === null || writtenLineage === null ? null : { digest, link: parentLink(sealed, digest), lineage: writtenLineage },
   };
 }
 

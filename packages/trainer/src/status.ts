@@ -4,12 +4,12 @@
  * checkpoint a resume would use with the report on every candidate
  * (`loadRunCheckpoint`).
  */
-import { lstatSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { isTrainerError } from './errors.ts';
 import type { Job } from './job.ts';
 import { scanLossLog, type LossLogScan } from './loss-log.ts';
-import { readRunManifest, requireRunManifest } from './run-manifest.ts';
+import { readRunManifest, requireRunManifest, type RunManifest } from './run-manifest.ts';
 import {
   assertRunEntries,
   bestCheckpointSlot,
@@ -21,12 +21,15 @@ import {
   readSlotJob,
   resumeCandidates,
   RUN_FILES,
+  slotFingerprint,
   stepOfSlot,
   verifySlot,
   type SlotReport,
   type VerifiedSlot,
 } from './run-directory.ts';
 import { lockHolder } from './internal/run-lock.ts';
+import { checkRunProvenance, type ProvenanceReport } from './run-provenance.ts';
+import type { TrustedKey } from './provenance.ts';
 
 /** The checkpoint a resume would use. */
 export interface LoadedRunCheckpoint {
@@ -154,6 +157,12 @@ export interface RunVerification {
   /** Whether every entry of the run directory is of its kind (files are regular files, slots real directories). */
   readonly entries: { readonly ok: boolean; readonly problem: string | null };
   /**
+   * The provenance manifests: signatures (against the trusted key, when one was given), the lineage store, and
+   * the lineage chain from the newest checkpoint back to its origin. `state: 'none'` for a run written before
+   * manifests (nothing to check).
+   */
+  readonly provenance: ProvenanceReport;
+  /**
    * The process training the run while it was verified (from `run.lock`), or
    * null. A live run rotates its slots; the verdict is taken from a moment
    * when nothing changed while it was read, when there was one.
@@ -163,35 +172,40 @@ export interface RunVerification {
   readonly settled: boolean;
 }
 
-/** What identifies the checkpoints directory's content: names and the inode and change time of each slot and file. */
-function slotFingerprint(runDir: string): string {
-  const dir = checkpointsDir(runDir);
-  const parts: string[] = [];
+/** What identifies the checkpoints directory's content: its names, and the {@link slotFingerprint} of each. */
+function directoryFingerprint(runDir: string): string {
   let names: string[];
   try {
-    names = readdirSync(dir).sort();
+    names = readdirSync(checkpointsDir(runDir)).sort();
   } catch {
     return '';
   }
-  for (const name of names) {
-    for (const sub of ['', RUN_FILES.job, RUN_FILES.state]) {
-      try {
-        const st = lstatSync(path.join(dir, name, sub));
-        parts.push(`${name}/${sub}:${st.ino}:${st.size}:${st.ctimeMs}`);
-      } catch {
-        parts.push(`${name}/${sub}:-`);
-      }
-    }
-  }
-  return parts.join('|');
+  return names.map((name) => `${name}=${slotFingerprint(runDir, name)}`).join('|');
 }
 
-/** Attempts at a verdict on a live run before reporting an unsettled one. */
-const LIVE_ATTEMPTS = 5;
+/**
+ * Attempts at a verdict on a live run before reporting an unsettled one. An
+ * attempt re-reads only the slots that changed since the previous one (the
+ * verdicts are kept by slot and fingerprint), so it is short, and one falls
+ * between two publications of a run that checkpoints every fraction of a second.
+ */
+const LIVE_ATTEMPTS = 20;
+
+/** The verdict on a slot, kept by slot name and fingerprint across the attempts of one verification. */
+type SlotOutcome = { readonly verified: VerifiedSlot; readonly row: SlotVerification } | { readonly verified: null; readonly row: SlotVerification };
+
+/** Options of {@link verifyRun}. */
+export interface VerifyRunOptions {
+  /** The public key every manifest must be signed by (`loadTrustedKey`, `--trust-key`); without it signatures are not checked against a key. */
+  readonly trustKey?: TrustedKey | null;
+}
 
 /**
  * Verifies every checkpoint slot (job digest and schema, LLMCP35 validation,
- * job/state pairing), the loss log's continuity (one training record per
+ * job/state pairing, the files against the slot's provenance manifest), the
+ * run's provenance (see run-provenance.ts: the lineage store, the chain from
+ * the newest checkpoint, and the signatures against a trusted key), the
+ * loss log's continuity (one training record per
  * step, in order, each evaluation record after its step's, and the prefix
  * hash recorded by the resume checkpoint), and run.json; it names the best
  * checkpoint by the rule `runStatus` uses. Never throws for a damaged run; the
@@ -200,36 +214,53 @@ const LIVE_ATTEMPTS = 5;
  * On a run that is being trained (`run.lock` names a live process), slots are
  * replaced while they are read: each attempt fingerprints `checkpoints/`
  * before and after, and a verdict counts only if nothing changed in between
- * (up to a few attempts; `settled` says whether one did). The live writer's
- * normal states are not failures: records beyond the checkpoint, a record
- * being appended, and `latest/` briefly absent while its replacement is being
- * published.
+ * (up to {@link LIVE_ATTEMPTS} attempts, each re-reading only the slots that
+ * changed; `settled` says whether one did). The live writer's normal states
+ * are not failures: records beyond the checkpoint, a record being appended,
+ * and `latest/` briefly absent while its replacement is being published.
  *
  * @param runDir - the run directory.
+ * @param options - the trusted key.
  * @returns the verification result.
  * @example
  * ```ts
- * const v = await verifyRun('runs/a');
+ * const v = await verifyRun('runs/a', { trustKey: await loadTrustedKey('key.pub.pem') });
  * if (!v.ok) console.log(JSON.stringify(v, null, 2));
  * ```
  */
-export async function verifyRun(runDir: string): Promise<RunVerification> {
+export async function verifyRun(runDir: string, options: VerifyRunOptions = {}): Promise<RunVerification> {
   const holder = lockHolder(runDir);
   const owner = holder?.state === 'alive' ? holder.owner : null;
   const inUse = owner === null ? null : { pid: owner.pid, host: owner.host, since: owner.since };
   const attempts = inUse === null ? 1 : LIVE_ATTEMPTS;
+  const known = new Map<string, SlotOutcome>();
   let result: Omit<RunVerification, 'inUse' | 'settled'> | null = null;
   let settled = false;
   for (let attempt = 0; attempt < attempts; attempt += 1) {
-    const before = slotFingerprint(runDir);
-    result = await verifyOnce(runDir, inUse !== null);
-    settled = slotFingerprint(runDir) === before;
+    const before = directoryFingerprint(runDir);
+    result = await verifyOnce(runDir, { live: inUse !== null, trustKey: options.trustKey ?? null }, known);
+    settled = directoryFingerprint(runDir) === before;
     if (settled) break;
   }
   return { ...(result as Omit<RunVerification, 'inUse' | 'settled'>), inUse, settled: settled || inUse === null };
 }
 
-async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
+async function verifySlotOutcome(runDir: string, slot: string): Promise<SlotOutcome> {
+  try {
+    const v = await verifySlot(runDir, slot);
+    return { verified: v, row: { slot, ok: true, step: v.job.step, code: null, message: null } };
+  } catch (e) {
+    const step = readSlotJob(runDir, slot)?.step ?? (isTrainerError(e) ? (e.step ?? null) : null);
+    return { verified: null, row: { slot, ok: false, step, code: isTrainerError(e) ? e.code : 'TRAINER_IO', message: e instanceof Error ? e.message : String(e) } };
+  }
+}
+
+async function verifyOnce(
+  runDir: string,
+  how: { readonly live: boolean; readonly trustKey: TrustedKey | null },
+  known: Map<string, SlotOutcome>,
+): Promise<Omit<RunVerification, 'inUse' | 'settled'>> {
+  const { live } = how;
   const slots: SlotVerification[] = [];
   const ordered = listSlots(runDir).sort((a, b) => {
     const rank = (n: string): number => (n === 'latest' ? 0 : n === 'latest.backup' ? 1 : n === 'best' ? 2 : n === 'best.backup' ? 3 : 4);
@@ -237,19 +268,16 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
   });
   const verified = new Map<string, VerifiedSlot>();
   for (const slot of ordered) {
-    try {
-      const v = await verifySlot(runDir, slot);
-      verified.set(slot, v);
-      slots.push({ slot, ok: true, step: v.job.step, code: null, message: null });
-    } catch (e) {
-      slots.push({
-        slot,
-        ok: false,
-        step: readSlotJob(runDir, slot)?.step ?? null,
-        code: isTrainerError(e) ? e.code : 'TRAINER_IO',
-        message: e instanceof Error ? e.message : String(e),
-      });
+    // A slot unchanged since an earlier attempt keeps its verdict (same name, same fingerprint: the same files).
+    const before = slotFingerprint(runDir, slot);
+    const key = `${slot}\n${before}`;
+    let outcome = known.get(key);
+    if (outcome === undefined) {
+      outcome = await verifySlotOutcome(runDir, slot);
+      if (slotFingerprint(runDir, slot) === before) known.set(key, outcome);
     }
+    if (outcome.verified !== null) verified.set(slot, outcome.verified);
+    slots.push(outcome.row);
   }
   let resume: VerifiedSlot | null = null;
   for (const slot of resumeCandidates(runDir)) {
@@ -275,13 +303,16 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
   }
   let manifestProblem: string | null = null;
   let events = 0;
+  let runJson: RunManifest | null = null;
   try {
-    const m = readRunManifest(runDir);
-    if (m === null) manifestProblem = 'run.json is missing';
-    else events = m.events.length;
+    runJson = readRunManifest(runDir);
+    if (runJson === null) manifestProblem = 'run.json is missing';
+    else events = runJson.events.length;
   } catch (e) {
     manifestProblem = (e as Error).message;
   }
+  // After the slots (a slot seen published has its manifest in the lineage store already).
+  const provenance = await checkRunProvenance({ runDir, runJson, slots: verified, resumeSlot: resume?.slot ?? null, trustKey: how.trustKey });
   let entriesProblem: string | null = null;
   try {
     assertRunEntries(runDir);
@@ -294,7 +325,7 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
   // latest/ must be present and sound (best/ may legitimately be newer: a best-only save between cadence checkpoints).
   const resumeOk = resume !== null && (verified.has('latest') || publishing);
   return {
-    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null && entriesProblem === null,
+    ok: slots.every((s) => s.ok) && resumeOk && lossOk && manifestProblem === null && entriesProblem === null && provenance.ok,
     runDir,
     slots,
     resumeSlot: resume?.slot ?? null,
@@ -302,6 +333,7 @@ async function verifyOnce(runDir: string, live: boolean): Promise<Omit<RunVerifi
     lossLog: { ok: lossOk, records: scan.records, evaluations: scan.evaluations, orphaned, prefixMatches, problem },
     manifest: { ok: manifestProblem === null, events, problem: manifestProblem },
     entries: { ok: entriesProblem === null, problem: entriesProblem },
+    provenance,
   };
 }
 

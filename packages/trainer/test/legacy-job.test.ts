@@ -5,13 +5,14 @@
  * `checkpoint.everyMinutes`) — still load and resume bit for bit, and the
  * resumed run writes the constant-size state from then on.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UpdateBatches, type UpdateBatchStateJSONV1 } from '@llmcp/data';
 import type { TrainerConfig } from '../src/config.ts';
 import { canonicalDigest } from '../src/internal/canonical-json.ts';
 import { decodeJob, encodeJob, JOB_FORMAT, JOB_FORMAT_V3, sealJob } from '../src/job.ts';
+import { LINEAGE_DIR, MANIFEST_FILE } from '../src/provenance.ts';
 import { resumeRun } from '../src/run.ts';
 import { runStatus } from '../src/status.ts';
 import { smallBpe } from './helpers/configs.ts';
@@ -22,10 +23,15 @@ import { versionOneBatchState } from '../../../tools/fixtures.ts';
 /** The version 1 data state of a version 2 one: the order itself and the generator state after its shuffle. */
 const versionOneState = (data: unknown): UpdateBatchStateJSONV1 => versionOneBatchState(UpdateBatches.fromJSON(data).state()) as unknown as UpdateBatchStateJSONV1;
 
-/** Rewrites every slot's job.json as llmcp-job/3 wrote it: the whole order, and a config without the keys added since. */
+/**
+ * Rewrites every slot's job.json as llmcp-job/3 wrote it: the whole order, and a config without the keys added
+ * since; and removes what llmcp-job/3 runs never had: the provenance manifests (each slot's model.sig, lineage/).
+ */
 function downgradeToJobFormat3(runDir: string): void {
   const checkpoints = path.join(runDir, 'checkpoints');
+  rmSync(path.join(runDir, LINEAGE_DIR), { recursive: true, force: true });
   for (const slot of readdirSync(checkpoints).filter((n) => !n.startsWith('.'))) {
+    rmSync(path.join(checkpoints, slot, MANIFEST_FILE), { force: true });
     const file = path.join(checkpoints, slot, 'job.json');
     const job = decodeJob(readFileSync(file));
     const { windows: _windows, ...data } = job.config.data;

@@ -14,6 +14,7 @@ import { resumeRun, trainRun } from '../src/run.ts';
 import { runStatus, verifyRun } from '../src/status.ts';
 import { ch33 } from './helpers/configs.ts';
 import { tempDir } from './helpers/run-fixture.ts';
+import { asWrittenBeforeManifests } from './helpers/run-files.ts';
 
 const config = ch33();
 
@@ -54,7 +55,8 @@ describe('evaluation records in loss.jsonl', () => {
   it('an old run directory without evaluation records still resumes and verifies', async () => {
     const dir = path.join(tempDir(), 'old');
     await stoppedAt(dir, 3);
-    // Rewrite the directory as an older trainer left it: no evaluation records, the checkpoint's position over that.
+    // Rewrite the directory as an older trainer left it: no evaluation records, the checkpoint's position over that (and no manifests).
+    asWrittenBeforeManifests(dir);
     const file = path.join(dir, 'loss.jsonl');
     const old = readFileSync(file, 'utf8')
       .split('\n')

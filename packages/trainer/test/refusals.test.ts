@@ -16,7 +16,7 @@ import { decodeJob, encodeJob, sealJob } from '../src/job.ts';
 import { resumeRun } from '../src/run.ts';
 import { BILINGUAL_CORPUS, BILINGUAL_SPLIT, ch33, smallBpe } from './helpers/configs.ts';
 import { stoppedRun as stoppedRunFixture, tempDir } from './helpers/run-fixture.ts';
-import { snapshotTree } from './helpers/run-files.ts';
+import { asWrittenBeforeManifests, snapshotTree } from './helpers/run-files.ts';
 
 /** A run stopped after `stopAfter` whose only resume slot is latest/. */
 async function stoppedRun(config: TrainerConfig, stopAfter: number): Promise<string> {
@@ -73,6 +73,8 @@ describe('resumeRun refuses', () => {
 
   it('a different implementation version', async () => {
     const dir = await stoppedRun(config, 3);
+    // An older implementation's checkpoint, from before provenance manifests.
+    asWrittenBeforeManifests(dir);
     const job = decodeJob(new Uint8Array(readFileSync(jobFile(dir))));
     const older = sealJob({ ...job, inputs: { ...job.inputs, implementation: { ...job.inputs.implementation, id: 'llmcp-trainer/0+llmcp-math/0+LLMCP35/1', math: 'llmcp-math/0' } } });
     writeFileSync(jobFile(dir), encodeJob(older));

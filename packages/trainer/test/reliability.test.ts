@@ -5,7 +5,6 @@
  * tools/reliability; these drive the same mechanisms in-process, through
  * injected hooks and real child processes.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -24,8 +23,9 @@ import { verifyRun } from '../src/status.ts';
 import { acquireRunLock, processStartTime, setRunLockHooks } from '../src/internal/run-lock.ts';
 import { makeDirectories } from '../src/internal/durable-fs.ts';
 import { ch33, smallBpe } from './helpers/configs.ts';
+import { lockRecord, otherProcess } from './helpers/live-owner.ts';
 import { tempDir } from './helpers/run-fixture.ts';
-import { finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
+import { asWrittenBeforeManifests, finalBytes, sameBytes, snapshotTree } from './helpers/run-files.ts';
 
 async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
   try {
@@ -49,16 +49,6 @@ async function stoppedAt(dir: string, config: ReturnType<typeof smallBpe>, step:
     },
   });
   expect(r).toMatchObject({ status: 'stopped', step });
-}
-
-/** A live process that is not this one (its pid is alive while the test runs). */
-function otherProcess(): { pid: number; stop: () => void } {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-  return { pid: child.pid as number, stop: () => child.kill('SIGKILL') };
-}
-
-function lockRecord(pid: number, started: string | null, token = 'other-token'): string {
-  return `${JSON.stringify({ format: 'llmcp-lock/1', host: hostname(), pid, started, boot: null, token, since: new Date().toISOString() })}\n`;
 }
 
 afterEach(() => setRunLockHooks({}));
@@ -402,7 +392,8 @@ describe('defect 10: job.json records the LLMCP35 checksum of its state, and the
       fields: ['state.checksum'],
       message: expect.stringMatching(/state file expected fnv1a64:0000000000000001 \(\d+ bytes\) \(from job\.json\), found fnv1a64:2b8b6097eaed6a91 \(\d+ bytes\)/),
     });
-    // A second-format job (the SHA-256 of the state recorded too) compares both.
+    // A second-format job (the SHA-256 of the state recorded too) compares both; the trainer that wrote those left no manifest.
+    asWrittenBeforeManifests(dir);
     const stateBytes = readFileSync(path.join(dir, 'checkpoints', 'latest', 'state.llmcp'));
     const sha256 = `sha256:${createHash('sha256').update(stateBytes).digest('hex')}`;
     writeFileSync(file, encodeJob(sealJob({ ...job, format: JOB_FORMAT_V2, state: { ...job.state, sha256, checksum: 'fnv1a64:0000000000000001' } })));

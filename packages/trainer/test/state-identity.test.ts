@@ -24,6 +24,7 @@ import { isTrainerError } from '../src/errors.ts';
 import { fakeCheckpoint, fakeCheckpointV2, fakeJob, fakeState } from './helpers/fake-checkpoint.ts';
 import { smallBpe } from './helpers/configs.ts';
 import { stoppedRun, tempDir, trainedRun } from './helpers/run-fixture.ts';
+import { asWrittenBeforeManifests } from './helpers/run-files.ts';
 
 /** Bytes fed to each SHA-256 hasher created while `observing` is on. */
 const sha256Feeds = vi.hoisted(() => ({ observing: false, hashers: [] as number[] }));
@@ -94,8 +95,9 @@ function resealJob(runDir: string, slot: string, change: (job: Job) => Job): voi
   writeFileSync(file, encodeJob(sealJob(change(decodeJob(new Uint8Array(readFileSync(file)))))));
 }
 
-/** The job as the previous trainer wrote it (`llmcp-job/2`): the SHA-256 of the slot's state file added. */
+/** The job as the previous trainer wrote it (`llmcp-job/2`): the SHA-256 of the slot's state file added, and no provenance manifest. */
 function asV2(runDir: string, slot: string): void {
+  asWrittenBeforeManifests(runDir);
   const stateBytes = readFileSync(path.join(runDir, 'checkpoints', slot, 'state.llmcp'));
   resealJob(runDir, slot, (job) => ({ ...job, format: JOB_FORMAT_V2, state: { ...job.state, sha256: `sha256:${realCreateHash('sha256').update(stateBytes).digest('hex')}` } }));
 }

@@ -26,6 +26,9 @@ export const REPRO_DIR: string = path.join(REPO_ROOT, 'tools', 'reliability', 'r
 /** Deadline of one CLI process (a tiny run takes ~1 s). */
 export const CLI_TIMEOUT_MS = 45_000;
 
+/** Deadline of one CLI process with the torch engine: PyTorch starts in seconds, and a loaded machine stretches it. */
+export const TORCH_CLI_TIMEOUT_MS = 150_000;
+
 /**
  * The harness config: the ch33 fixture's data, tokenizer and model, 24 steps
  * at a constant rate, validation every 2 steps, a cadence checkpoint with a
@@ -254,9 +257,10 @@ process.once('exit', () => rmSync(referenceRoot, { recursive: true, force: true 
  *
  * @param config - the config document.
  * @param extraArgs - machine settings for `llmcp train` (e.g. `--python` of a torch engine).
+ * @param timeoutMs - its deadline (default {@link CLI_TIMEOUT_MS}).
  * @returns the reference run directory (do not modify it).
  */
-export async function referenceRun(config: Record<string, unknown>, extraArgs: readonly string[] = []): Promise<string> {
+export async function referenceRun(config: Record<string, unknown>, extraArgs: readonly string[] = [], timeoutMs = CLI_TIMEOUT_MS): Promise<string> {
   const key = createHash('sha256').update(JSON.stringify([config, extraArgs])).digest('hex').slice(0, 16);
   const known = references.get(key);
   if (known !== undefined) return known;
@@ -265,7 +269,7 @@ export async function referenceRun(config: Record<string, unknown>, extraArgs: r
   const cfg = path.join(dir, 'config.json');
   writeFileSync(cfg, JSON.stringify(config));
   const run = path.join(dir, 'run');
-  const exit = await llmcpRun(['train', run, '--config', cfg, '--plain', ...extraArgs]);
+  const exit = await llmcpRun(['train', run, '--config', cfg, '--plain', ...extraArgs], { timeoutMs });
   if (exit.code !== 0) throw new Error(`the reference run failed: ${describeExit(exit)}`);
   references.set(key, run);
   return run;

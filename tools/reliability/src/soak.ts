@@ -2,7 +2,8 @@
  * `pnpm soak`: the full reliability campaign, with progress on stderr and
  * the figures on stdout — fuzz cases per class and outcome, max time and
  * memory per hostile file, fuzz cases on which the Python reader agrees,
- * kills → resumes → byte-identical, faults → outcome, tampering → outcome —
+ * kills → resumes → byte-identical, faults → outcome, tampering → outcome,
+ * tampering with signed runs → detected and named, signed kill loops → false alarms —
  * and a summary line. Exits non-zero on any untyped error, crash, hang,
  * disagreement of the two readers, non-identical resume or silent restart.
  *
@@ -10,19 +11,31 @@
  *   --quick            a few minutes: 100k fuzz cases, 5,000 through the Python oracle, 60 kills, sampled faults and tampering
  *   --size <f>         scale every part (1 = full: ≥ 1,000,000 fuzz cases, 50,000 through the Python oracle, ≥ 1,000 SIGKILLs,
  *                      ≥ 100 SIGKILLs of a torch engine's trainer and ≥ 20 of its ranks)
- *   --only <parts>     comma-separated subset of fuzz,python,kill,faults,tamper,large,splits,torch
+ *   --only <parts>     comma-separated subset of fuzz,python,kill,faults,tamper,provenance,large,splits,torch,exports,races,live,targets
+ *                      (provenance: every tampering of a signed run, ≈260 cases, each detected by verify --trust-key
+ *                      with its file or link named; and signed kill loops, 30 chains × 8 kills at full size, the run's
+ *                      provenance verified after every process: zero false alarms)
  *   --torch-python <p> the Python with PyTorch for the torch part (default: $LLMCP_PYTHON, else /usr/bin/python3)
  *   --jobs <n>         parallel children for the fuzzer, the Python oracle and the kill loops (default 2)
  *   --seed <n>         campaign seed
  */
 import { spawnSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runFaultCampaign, formatFaultReport, type FaultReport } from './fault-points.ts';
 import { formatFuzzReport, parseSparse, runFuzzCampaign, type FuzzReport } from './fuzz-llmcp.ts';
 import { formatKillLoopReport, runKillLoop, type KillLoopReport } from './kill-loop.ts';
 import { formatPythonOracleReport, pythonProblem, runPythonOracle, type PythonOracleReport } from './python-oracle.ts';
+import { ALL_RACES, formatCreatorRaceReport, runCreatorRaces } from './creator-races.ts';
+import { formatExportFuzzReport, runExportFuzzCampaign } from './export-fuzz.ts';
+import { formatHostileReport, hostileCases, runHostileTargets } from './hostile-targets.ts';
+import { formatLiveLoopReport, runLiveCommandLoop } from './live-commands.ts';
+import { harnessConfig, llmcpRun, referenceRun, scratch } from './run-harness.ts';
 import { buildFaultShim } from './shim.ts';
 import { formatTamperReport, runTamperCampaign, type TamperReport } from './tamper.ts';
+import { formatProvenanceTamperReport, runProvenanceTamperCampaign, type ProvenanceTamperReport } from './provenance-tamper.ts';
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -33,7 +46,7 @@ const quick = process.argv.includes('--quick');
 const size = Number(flag('--size') ?? (quick ? 0.1 : 1));
 const jobs = Number(flag('--jobs') ?? 2);
 const seed = BigInt(flag('--seed') ?? 0x50a4);
-const only = new Set((flag('--only') ?? 'fuzz,python,kill,faults,tamper,large,splits,torch').split(','));
+const only = new Set((flag('--only') ?? 'fuzz,python,kill,faults,tamper,provenance,large,splits,torch,exports,races,live,targets').split(','));
 const progress = (label: string) => (done: number, total?: number): void => {
   process.stderr.write(`\r${label}: ${done}${total === undefined ? '' : `/${total}`}   `);
 };
@@ -127,6 +140,26 @@ if ('skip' in shim && (only.has('kill') || only.has('faults') || only.has('tampe
   }
 }
 
+if (only.has('provenance')) {
+  // Signed runs: every tampering detected with its file or link named, no false alarm on the untouched run.
+  const r: ProvenanceTamperReport = await runProvenanceTamperCampaign({ ...(size < 1 ? { sample: Math.max(12, Math.round(260 * size)) } : {}), seed, onProgress: progress('provenance tamper') });
+  process.stderr.write('\n');
+  sections.push(formatProvenanceTamperReport(r));
+  bad += r.failures.length + r.falseAlarms.length;
+  summary.push(`${r.cases} signed-run tamperings: ${r.cases - r.failures.length} detected and named, ${r.falseAlarms.length} false alarms`);
+  if ('skip' in shim) sections.push(`signed kill loop: skipped (${shim.skip})`);
+  else {
+    // Interrupted (SIGKILL, or one in three a SIGINT stop) and resumed signed runs: their provenance verified after every process, never a false alarm.
+    const chains = Math.max(2, Math.ceil(30 * size));
+    process.stderr.write(`signed kill loop: ${chains} chains × 8 kills, ${jobs} jobs\n`);
+    const k: KillLoopReport = await runKillLoop({ chains, killsPerChain: 8, seed: seed + 7n, jobs, provenance: true, onProgress: progress('signed kills') });
+    process.stderr.write('\n');
+    sections.push(`signed ${formatKillLoopReport(k)}`);
+    bad += k.failures.length;
+    summary.push(`signed kill loop: ${k.kills} kills, ${k.stops} stops, ${k.provenanceChecks} provenance verifications, ${k.provenanceFalseAlarms} false alarms`);
+  }
+}
+
 if (only.has('torch')) {
   // The torch engine's run lifecycle: kill loops with 1 and 2 ranks (the trainer SIGKILLed at random times and
   // publication points, single ranks SIGKILLed), every chain resumed to the bytes of an uninterrupted torch run,
@@ -176,6 +209,78 @@ if (only.has('splits')) {
   if (!ok) bad += 1;
   sections.push(`thread splits: ${ok ? `${passed} kernel × thread-count combinations, ${steps} steps each, every loss and gradient bit equal to one thread's` : `FAILED\n${r.out.slice(-3000)}${r.stderr.slice(-2000)}`} (${((performance.now() - t) / 1000).toFixed(0)} s)`);
   summary.push(`thread splits: ${ok ? 'ok' : 'FAILED'}`);
+}
+
+if (only.has('exports')) {
+  // Hostile-but-valid checkpoints through every export and import, in watched worker processes (a case silent for 60 s is a
+  // hang, a worker beyond its 1.5 GiB heap a crash).
+  const cases = Math.max(100, Math.round(5000 * size));
+  process.stderr.write(`exports: ${cases} hostile-but-valid checkpoints, ${jobs} jobs\n`);
+  const workDir = mkdtempSync(path.join(os.tmpdir(), 'llmcp-soak-exports-'));
+  try {
+    const r = await runExportFuzzCampaign({ cases, seed: Number(seed & 0x7fffffffn), jobs, workDir, onProgress: progress('exports') });
+    process.stderr.write('\n');
+    sections.push(formatExportFuzzReport(r));
+    bad += r.failures.length;
+    const verified = Object.values(r.outcomes).reduce((n, row) => n + (row.ok ?? 0), 0);
+    const refused = Object.values(r.outcomes).reduce((n, row) => n + Object.entries(row).filter(([k]) => k !== 'ok').reduce((m, [, v]) => m + v, 0), 0);
+    summary.push(`${r.cases} hostile checkpoints × exports: ${verified} outputs verified, ${refused} typed refusals, ${r.failures.length} failures (peak ${(r.maxRssKb / 1024).toFixed(0)} MiB)`);
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+if ('skip' in shim && (only.has('races') || only.has('live'))) {
+  sections.push(`creator races, live commands: skipped (${shim.skip})`);
+} else {
+  if (only.has('races')) {
+    // Every pair of creators at every pause, repeated; a quick soak takes an even sample.
+    const all = [...ALL_RACES, ...ALL_RACES, ...ALL_RACES];
+    const count = Math.max(6, Math.round(all.length * size));
+    const races = all.filter((_, i) => Math.floor((i * count) / all.length) !== Math.floor(((i + 1) * count) / all.length));
+    process.stderr.write(`races: ${races.length} races of creators into one new directory\n`);
+    const sources = scratch();
+    try {
+      const config = sources.config('cfg.json', harnessConfig());
+      const sourceA = await referenceRun(harnessConfig());
+      const sourceB = path.join(sources.dir, 'b');
+      const b = await llmcpRun(['train', sourceB, '--config', sources.config('b.json', harnessConfig({ schedule: { kind: 'constant', rate: 0.01 } })), '--plain']);
+      if (b.code !== 0) throw new Error(`the second source run failed: ${b.stderr.slice(-500)}`);
+      const r = await runCreatorRaces(races, { sourceA, sourceB, config, scratch, onProgress: progress('races') });
+      process.stderr.write('\n');
+      sections.push(formatCreatorRaceReport(r));
+      bad += r.failures.length;
+      summary.push(`${r.races} creator races: ${r.failures.length} failures`);
+    } finally {
+      sources.dispose();
+    }
+  }
+  if (only.has('live')) {
+    const rounds = Math.max(2, Math.round(20 * size));
+    process.stderr.write(`live: ${rounds} rounds of commands against a run being trained\n`);
+    const s = scratch();
+    try {
+      const r = await runLiveCommandLoop({ rounds, dir: s.dir, onProgress: progress('live') });
+      process.stderr.write('\n');
+      sections.push(formatLiveLoopReport(r));
+      bad += r.failures.length;
+      summary.push(`${r.commands} commands against a live run: ${r.failures.length} failures, ${r.writes} writes into it`);
+    } finally {
+      s.dispose();
+    }
+  }
+}
+
+if (only.has('targets')) {
+  const all = hostileCases(os.tmpdir());
+  const step = Math.max(1, Math.round(1 / Math.min(1, size)));
+  const cases = all.filter((_, i) => i % step === 0);
+  process.stderr.write(`targets: ${cases.length} of ${all.length} hostile targets and inputs\n`);
+  const r = await runHostileTargets(cases, { scratch, onProgress: progress('targets') });
+  process.stderr.write('\n');
+  sections.push(formatHostileReport(r));
+  bad += r.failures.length;
+  summary.push(`${r.cases} hostile targets and inputs: ${r.failures.length} failures`);
 }
 
 console.log(sections.join('\n\n'));

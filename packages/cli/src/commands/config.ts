@@ -14,7 +14,6 @@ import type { SetExit } from '../exit-codes.ts';
 import type { CliContext } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { EXIT_CODES } from '../exit-codes.ts';
-import { isRunDirectory } from '../internal/checkpoint-address.ts';
 import { requirePath, resolvePath } from '../internal/files.ts';
 import { trainer } from '../trainer.ts';
 
@@ -138,7 +137,7 @@ export async function runConfig(ctx: CliContext, target: string, options: Config
   const t = await import('@llmcp/trainer');
   const absolute = resolvePath(ctx, target);
   let config: TrainerConfig | undefined;
-  if (existsSync(absolute) && isRunDirectory(absolute)) {
+  if (existsSync(absolute) && t.isRunDirectory(absolute)) {
     if (options.size !== undefined || options.corpus !== undefined || options.split !== undefined) {
       throw new CliError('CLI_USAGE', `${target} is a run: its config is the recorded one; --size, --corpus and --split apply to a preset`, { option: options.size !== undefined ? '--size' : options.corpus !== undefined ? '--corpus' : '--split' });
     }
@@ -153,7 +152,7 @@ export async function runConfig(ctx: CliContext, target: string, options: Config
   } else if (existsSync(absolute)) {
     const { isDirectory } = requirePath(ctx, target, 'file-or-directory', 'config');
     if (isDirectory) {
-      throw new CliError('CLI_WRONG_FILE_KIND', `${target} is a directory but not a run directory (no run.json, no checkpoints/)`, { path: absolute, hint: 'give a run directory, a preset name or a config file' });
+      throw new CliError('CLI_WRONG_FILE_KIND', `${target} is a directory but not a run directory (no run.json, run.lock or checkpoints/)`, { path: absolute, hint: 'give a run directory, a preset name or a config file' });
     }
     config = await readTrainConfig(ctx, { ...options, config: target });
   } else {

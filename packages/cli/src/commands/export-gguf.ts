@@ -8,7 +8,9 @@ import { CliError } from '../errors.ts';
 import { EXIT_CODES } from '../exit-codes.ts';
 import { encodeGguf, ggufTensorInfos, type GgufDType } from '../gguf.ts';
 import { resolveExportSource } from '../hf-export.ts';
-import { writeOutputFile } from '../internal/files.ts';
+import { writeOutputFiles } from '../internal/files.ts';
+import { exportManifestFile, manifestLine } from '../internal/export-manifest.ts';
+import type { SigningKey } from '@llmcp/trainer';
 import { plural } from '../internal/text.ts';
 
 /** Options of {@link runGgufExport}. */
@@ -19,6 +21,8 @@ export interface GgufExportOptions {
   readonly force?: boolean;
   /** A run's newest verified checkpoint instead of its best. */
   readonly latest?: boolean;
+  /** Signs the output's provenance manifest (`F.sig`); null or absent: unsigned. */
+  readonly signingKey?: SigningKey | null;
 }
 
 /**
@@ -40,13 +44,17 @@ export async function runGgufExport(ctx: CliContext, spec: string, options: Gguf
   const c = source.checkpoint;
   const name = path.basename(out).replace(/\.gguf$/i, '') || 'llmcp model';
   const bytes = encodeGguf(c, { dtype, name, sourceChecksum: c.layout.checksum });
-  await writeOutputFile(ctx, out, bytes, options.force === true);
+  const key = options.signingKey ?? null;
+  // The output and its provenance manifest (F.sig) in one call of the output rule: both checked before either is written.
+  const manifest = await exportManifestFile(ctx, { file: out }, [{ path: path.basename(out), bytes }], { source, format: 'gguf', dtype, key });
+  await writeOutputFiles(ctx, [{ file: out, bytes }, manifest], options.force === true);
   const tensors = ggufTensorInfos(c, dtype).length;
   const tok = c.tokenizer.kind === 'bpe' ? 'gpt2 byte-level BPE vocabulary' : 'gpt2 vocabulary of the literal pieces (no merges)';
   ctx.stdout.write(
     `wrote ${out}: GGUF v3, llama architecture, from ${source.description} (step ${c.selectedStep}, ${c.layout.checksumLabel}); ` +
       `${plural(tensors, 'tensor')} (${dtype === 'F32' ? 'F32' : 'F16 matrices, F32 norms'}), ${tok}, ${plural(bytes.length, 'byte')}\n`,
   );
+  ctx.stdout.write(`${manifestLine(manifest.file, key)}\n`);
   const colors = colorsFor(ctx.stderr, ctx.env);
   ctx.stderr.write(colors.yellow(`note: GGUF holds ${dtype === 'F32' ? 'f32' : 'f16'} weights: every f64 value was rounded (lossy)\n`));
   if (c.tokenizer.kind === 'bpe') {

@@ -3,6 +3,7 @@
  * (and optionally AdamW moments) as a standard safetensors file, or the raw
  * ANDREA `step_NNNNNN.bin` layout (lossy f64 → f32).
  */
+import path from 'node:path';
 import { Command, Option } from 'commander';
 import { encodeAndreaBin } from '../andrea-bin.ts';
 import { runHfExport } from '../hf-export.ts';
@@ -13,7 +14,9 @@ import { CliError } from '../errors.ts';
 import { EXIT_CODES } from '../exit-codes.ts';
 import { andreaImportConfigJson } from '../import-config.ts';
 import { defaultOutputName, resolveCheckpoint, type LocatedCheckpoint } from '../internal/checkpoint-address.ts';
-import { writeOutputFile } from '../internal/files.ts';
+import { writeOutputFiles, type OutputFile } from '../internal/files.ts';
+import { exportManifestFile, manifestLine, type ExportOutputs } from '../internal/export-manifest.ts';
+import { readSigningKey } from '../internal/keys.ts';
 import { plural } from '../internal/text.ts';
 import { encodeSafetensors, SAFETENSORS_FIRST_MOMENT_PREFIX, SAFETENSORS_SECOND_MOMENT_PREFIX } from '../safetensors.ts';
 
@@ -30,6 +33,8 @@ export interface ExportOptions {
   readonly force?: boolean;
   /** A run's newest verified checkpoint instead of its best. */
   readonly latest?: boolean;
+  /** `--sign-key`: the private key that signs the export's provenance manifests. */
+  readonly signKey?: string;
 }
 
 /**
@@ -55,13 +60,19 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
   if (options.to === 'gguf') {
     const wrong = options.moments === true ? '--moments' : options.configOut !== undefined ? '--config-out' : options.dir !== undefined ? `a second argument (${options.dir})` : null;
     if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to gguf (llmcp export --to gguf <checkpoint|run[:slot]> [-o file.gguf] [--dtype f32|f16])`, { option: '--to' });
-    return runGgufExport(ctx, file, options);
+    return runGgufExport(ctx, file, { ...options, signingKey: await readSigningKey(ctx, options.signKey) });
   }
   if (options.dtype === 'f16') throw new CliError('CLI_USAGE', '--dtype f16 applies to --to gguf only', { option: '--dtype' });
   if (options.to === 'hf') {
     const wrong = options.moments === true ? '--moments' : options.configOut !== undefined ? '--config-out' : options.out !== undefined ? '--out' : null;
     if (wrong !== null) throw new CliError('CLI_USAGE', `${wrong} does not apply to --to hf (it writes a directory: llmcp export --to hf <checkpoint|run[:slot]> [dir])`, { option: wrong });
-    return runHfExport(ctx, file, { ...(options.dir === undefined ? {} : { dir: options.dir }), ...(options.dtype === undefined ? {} : { dtype: options.dtype }), force: options.force === true, latest: options.latest === true });
+    return runHfExport(ctx, file, {
+      ...(options.dir === undefined ? {} : { dir: options.dir }),
+      ...(options.dtype === undefined ? {} : { dtype: options.dtype }),
+      force: options.force === true,
+      latest: options.latest === true,
+      signingKey: await readSigningKey(ctx, options.signKey),
+    });
   }
   if (options.dir !== undefined) throw new CliError('CLI_USAGE', `a second argument (${options.dir}) applies to --to hf only; use -o for the output file`, { option: '--out' });
   if (options.to === 'andrea-bin' && (options.moments === true || options.dtype === 'f32')) {
@@ -70,21 +81,38 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
   if (options.to === 'safetensors' && options.configOut !== undefined) {
     throw new CliError('CLI_USAGE', '--config-out applies to --to andrea-bin only (safetensors keeps the configuration in __metadata__)', { option: '--config-out' });
   }
+  const key = await readSigningKey(ctx, options.signKey);
   const source = await resolveCheckpoint(ctx, file, options.latest === true ? { latest: true } : {});
   const { checkpoint } = source;
   const out = options.out ?? defaultOut(source, options.to, checkpoint.selectedStep);
   const force = options.force === true;
   const c = colorsFor(ctx.stderr, ctx.env);
+  const provenance = (format: string, dtype: string | null): ExportOutputs => ({ source, format, dtype, key });
+  // Every output file gets its provenance manifest beside it (F.sig), written with the outputs in one call of the
+  // output rule: every destination is checked before the first byte is written, and a refusal leaves no file behind.
+  const withManifests = async (outputs: readonly (OutputFile & { readonly provenance: ExportOutputs })[]): Promise<string[]> => {
+    const manifests: OutputFile[] = [];
+    for (const o of outputs) manifests.push(await exportManifestFile(ctx, { file: o.file }, [{ path: path.basename(o.file), bytes: o.bytes }], o.provenance));
+    await writeOutputFiles(ctx, [...outputs.map((o) => ({ file: o.file, bytes: o.bytes })), ...manifests], force);
+    return manifests.map((m) => m.file);
+  };
   if (options.to === 'safetensors') {
-    const bytes = encodeSafetensors(checkpoint, { moments: options.moments === true, dtype: options.dtype === 'f32' ? 'F32' : 'F64', sourceChecksum: checkpoint.layout.checksum });
-    await writeOutputFile(ctx, out, bytes, force);
+    const dtype = options.dtype === 'f32' ? 'F32' : 'F64';
+    const bytes = encodeSafetensors(checkpoint, { moments: options.moments === true, dtype, sourceChecksum: checkpoint.layout.checksum });
+    const manifests = await withManifests([{ file: out, bytes, provenance: provenance('safetensors', dtype) }]);
     const tensors = checkpoint.parameters.length + (options.moments === true ? 2 * checkpoint.optimizer.moments.length : 0);
     ctx.stdout.write(`wrote ${out}: safetensors, ${plural(tensors, 'tensor')} (${options.dtype === 'f32' ? 'F32' : 'F64'}), ${plural(bytes.length, 'byte')}\n`);
     if (options.moments === true) ctx.stdout.write(`  AdamW moments as ${SAFETENSORS_FIRST_MOMENT_PREFIX}<name> and ${SAFETENSORS_SECOND_MOMENT_PREFIX}<name>\n`);
     if (options.dtype === 'f32') ctx.stderr.write(c.yellow('note: --dtype f32 rounds every f64 value to the nearest f32 (lossy)\n'));
+    for (const m of manifests) ctx.stdout.write(`${manifestLine(m, key)}\n`);
   } else {
     const { bytes, report } = encodeAndreaBin(checkpoint);
-    await writeOutputFile(ctx, out, bytes, force);
+    // Every output encoded before the first is written: a refusal leaves no file behind.
+    const config = options.configOut === undefined ? null : new TextEncoder().encode(andreaImportConfigJson(checkpoint));
+    const manifests = await withManifests([
+      { file: out, bytes, provenance: provenance('andrea-bin', 'F32') },
+      ...(config === null || options.configOut === undefined ? [] : [{ file: options.configOut, bytes: config, provenance: provenance('andrea-config', null) }]),
+    ]);
     ctx.stdout.write(`wrote ${out}: ANDREA .bin, step ${checkpoint.selectedStep}, n_params ${report.parameterCount}, ${bytes.length} bytes = 8 + 12·${report.parameterCount}\n`);
     ctx.stderr.write(
       c.yellow(
@@ -94,9 +122,9 @@ export async function runExport(ctx: CliContext, file: string, options: ExportOp
     );
     if (checkpoint.optimizer.moments.length === 0) ctx.stderr.write(c.yellow('note: step 0 has no AdamW state; m and v are written as zeros\n'));
     if (options.configOut !== undefined) {
-      await writeOutputFile(ctx, options.configOut, new TextEncoder().encode(andreaImportConfigJson(checkpoint)), force);
       ctx.stdout.write(`wrote ${options.configOut}: import config (llmcp import --from andrea-bin ${out} --config ${options.configOut})\n`);
     }
+    for (const m of manifests) ctx.stdout.write(`${manifestLine(m, key)}\n`);
   }
   return EXIT_CODES.OK;
 }
@@ -133,8 +161,11 @@ export function exportCommand(ctx: CliContext, setExit: SetExit): Command {
         'llmcp and pass token ids. A run directory exports its best slot (or the one a resume would use); run:slot names the slot.\n\n' +
         'Every form takes a checkpoint file, a run directory (its best slot; --latest: its newest verified checkpoint), a slot directory, or run:slot. ' +
         'The default output is named after the run and slot (default-best.safetensors, default-step_000600.gguf, default-best-hf/).\n\n' +
-        'Outputs are written atomically; an existing output is never replaced silently: the export is refused naming the file, and --force replaces it.\n' +
-        'Exit status: 0 ok, 2 bad options, 3 invalid input, 4 write failed or output exists.',
+        'Outputs are written atomically; an existing output is never replaced silently: the export is refused naming the file, and --force replaces it ' +
+        '(only a regular file: a directory, FIFO, socket or device is refused). An output inside a run directory is refused: only the trainer writes there.\n\n' +
+        'Every output file gets a provenance manifest (the OpenSSF model-signing layout: a DSSE-enveloped in-toto statement with the SHA-256 of the file and the checkpoint it came from): ' +
+        'F.sig beside a file, model.sig in an hf directory; --sign-key signs it. Check it with llmcp verify F (--trust-key <public.pem>).\n' +
+        'Exit status: 0 ok, 2 bad options, 3 invalid input or output path (inside a run, not a regular file), 4 write failed or output exists.',
     )
     .addOption(new Option('--to <format>', 'target format').choices(['safetensors', 'andrea-bin', 'hf', 'gguf']).makeOptionMandatory())
     .argument('<checkpoint>', 'checkpoint file (.llmcp), run directory (its best slot), slot directory, or run:slot (runs/a:best, runs/a:step_000600, runs/a:latest)')
@@ -145,6 +176,7 @@ export function exportCommand(ctx: CliContext, setExit: SetExit): Command {
     .addOption(new Option('--dtype <dtype>', 'element type: safetensors, hf f64 (default) or f32; gguf f32 (default) or f16').choices(['f64', 'f32', 'f16']))
     .option('--config-out <file>', 'andrea-bin: also write the import config (tokenizer, configuration, groups, RNG state)')
     .option('-f, --force', 'replace existing output files')
+    .option('--sign-key <private.pem>', "sign the provenance manifest of every output (F.sig; model.sig in an hf directory) with this key (llmcp keygen); without it they are written unsigned")
     .addHelpText(
       'after',
       `

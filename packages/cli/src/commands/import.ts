@@ -73,7 +73,8 @@ export function importCommand(ctx: CliContext, setExit: SetExit): Command {
         'groups and sampling RNG state) or a JSON document {"format":"llmcp-andrea-import/1","tokenizer":<llmcp-tokenizer JSON>,"decoder":{…},' +
         '"adamw":{…},"groups":{"decay":[…],"noDecay":[…]}|null,"samplingRngState":"0x…"} as written by export --config-out. ' +
         'Every size is checked and the result must pass every LLMCP35 rule.\n\n' +
-        'Exit status: 0 ok, 2 bad options, 3 malformed .bin or config, 4 write failed or output exists.',
+        'The output is written atomically, never inside a run directory, and --force replaces only a regular file.\n\n' +
+        'Exit status: 0 ok, 2 bad options, 3 malformed .bin or config, or an output path inside a run or not a regular file, 4 write failed or output exists.',
     )
     .addOption(new Option('--from <format>', 'source format').choices(['andrea-bin']).makeOptionMandatory())
     .argument('<file>', 'the .bin file')

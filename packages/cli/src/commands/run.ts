@@ -17,6 +17,7 @@ import { CONFIG_PRESETS, configOptions, readTrainConfig, type ConfigFlags } from
 import { requireCreatableDirectory, requirePath, resolvePath } from '../internal/files.ts';
 import { alignTable, plural } from '../internal/text.ts';
 import { resumeReportLines } from '../resume-report.ts';
+import { readSigningKey } from '../internal/keys.ts';
 import { loadTrainer, trainer, type Trainer } from '../trainer.ts';
 
 /** Identifier of the `status --json` document. */
@@ -41,6 +42,8 @@ interface TrainFlags extends ConfigFlags, EngineFlags {
   readonly json?: boolean;
   /** `--documents <rule>`: how a text corpus becomes documents (`data.source.documents`). */
   readonly documents?: string;
+  /** `--sign-key`: the private key that signs every checkpoint's provenance manifest. */
+  readonly signKey?: string;
 }
 
 /**
@@ -94,6 +97,8 @@ function engineFlagOptions(): Option[] {
 }
 
 async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ options: TrainingOptions; finish: () => void }> {
+  // A key that cannot sign is refused before anything starts (and is never written anywhere).
+  const signingKey = await readSigningKey(ctx, flags.signKey);
   const { createProgressRenderer } = await loadTrainer();
   const { torch } = await trainer((t) => t.engineSettings(flags), 'engine options');
   const progress = createProgressRenderer({ stream: ctx.stderr, env: ctx.env, ...(flags.plain === true ? { live: false } : {}), plainIntervalMs: 5000 });
@@ -112,6 +117,7 @@ async function trainingOptions(ctx: CliContext, flags: TrainFlags): Promise<{ op
     handleSignals: ctx.handleSignals === true,
     ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
     torch,
+    signingKey,
   };
   let finished = false;
   const finish = (): void => {
@@ -243,6 +249,8 @@ interface PolicyFlags {
   readonly change?: string[];
   readonly set?: readonly string[];
   readonly reason?: string;
+  /** `--sign-key`: signs the manifest of the checkpoint the pivot or fork writes. */
+  readonly signKey?: string;
 }
 
 /**
@@ -290,8 +298,9 @@ export async function runPivot(ctx: CliContext, runDir: string, flags: PolicyFla
   requirePath(ctx, runDir, 'directory', 'run directory');
   const { config, changes } = await policyConfig(ctx, flags, 'pivot');
   if (config === undefined) throw new CliError('CLI_USAGE', 'a pivot needs the new policy: --set key.path=value or --config <file>', { option: '--set' });
+  const signingKey = await readSigningKey(ctx, flags.signKey);
   const r = await trainer(
-    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes, ...(flags.reason === undefined ? {} : { reason: flags.reason }) }),
+    (t) => t.pivotRun(resolvePath(ctx, runDir), { config, changes, ...(flags.reason === undefined ? {} : { reason: flags.reason }), signingKey }),
     `pivot ${runDir}`,
     { TRAINER_CONFIG_CHANGED: policyChangeHint('pivot') },
   );
@@ -322,6 +331,7 @@ export async function runFork(ctx: CliContext, dirs: readonly [source: string, t
   // A plain slot name (never a path: `../../etc` must not reach the file system) that the run has; else CLI_UNKNOWN_SLOT listing its slots.
   if (flags.slot !== undefined) await runSlots(named?.run ?? source, sourceDir, flags.slot, named === null ? '--slot' : 'slot');
   const { config, changes } = await policyConfig(ctx, flags, 'fork');
+  const signingKey = await readSigningKey(ctx, flags.signKey);
   const targetDir = requireCreatableDirectory(ctx, target, 'fork target');
   const r = await trainer(
     (t) =>
@@ -330,6 +340,7 @@ export async function runFork(ctx: CliContext, dirs: readonly [source: string, t
         ...(config === undefined ? {} : { config }),
         changes,
         ...(flags.reason === undefined ? {} : { reason: flags.reason }),
+        signingKey,
       }),
     `fork ${source}`,
     { TRAINER_CONFIG_CHANGED: policyChangeHint('fork') },
@@ -425,6 +436,8 @@ export async function runStatusCommand(ctx: CliContext, dir: string, options: { 
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), ...value.split(',').map((s) => s.trim()).filter((s) => s !== '')];
 
+const SIGN_KEY_HELP = "sign every checkpoint's provenance manifest (model.sig) with this private key (llmcp keygen, or any ECDSA P-256/P-384 or Ed25519 PEM key); it is never written anywhere. Without it the manifests are unsigned (hashes and lineage are still checked)";
+
 const SIGNALS_HELP = 'Ctrl-C (SIGINT) or SIGTERM finishes the current step, writes a checkpoint and exits with 130; SIGUSR1 writes a checkpoint and continues.';
 
 /**
@@ -455,7 +468,8 @@ export function trainCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('--documents <rule>', `how a text --corpus becomes documents: ${DOCUMENT_RULES.join(', ')} (default auto: JSON Lines for .jsonl, paragraphs where blank lines separate text, else one document per line)`)
     .option('--dry-run', 'read and tokenize the corpus, measure a few steps and print the plan (tokens trained on, epoch, validation budget, parameters, memory, time); write nothing')
     .option('--json', `with --dry-run: print the plan as a JSON document (schema "${PLAN_SCHEMA_ID}")`)
-    .option('--plain', 'plain progress lines even on a terminal');
+    .option('--plain', 'plain progress lines even on a terminal')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP);
   for (const option of engineFlagOptions()) command.addOption(option);
   return command
     .addHelpText(
@@ -495,7 +509,8 @@ export function resumeCommand(ctx: CliContext, setExit: SetExit): Command {
     .option('-c, --config <file>', 'config to continue with (must equal the recorded one but for steps; use pivot to change other policy)')
     .option('--steps <n>', 'a new step budget (extend a finished or interrupted run): applied as a recorded pivot of steps, then training goes on', positiveInteger('--steps'))
     .option('--threads <n>', 'model worker threads (default: the recorded value; never a config change, the bits never depend on it)', positiveInteger('--threads'))
-    .option('--plain', 'plain progress lines even on a terminal');
+    .option('--plain', 'plain progress lines even on a terminal')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP);
   for (const option of engineFlagOptions()) command.addOption(option);
   return command
     .addHelpText(
@@ -531,6 +546,7 @@ export function pivotCommand(ctx: CliContext, setExit: SetExit): Command {
     .addOption(configOptions().set)
     .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable), e.g. steps,schedule; keys given with --set are declared', collect)
     .option('--reason <text>', 'why (recorded in run.json)')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP)
     .addHelpText(
       'after',
       `
@@ -564,6 +580,7 @@ export function forkCommand(ctx: CliContext, setExit: SetExit): Command {
     .addOption(configOptions().set)
     .option('--change <fields>', 'declared changed fields, comma-separated dotted keys (repeatable); keys given with --set are declared', collect)
     .option('--reason <text>', 'why (recorded in both run.json files)')
+    .option('--sign-key <private.pem>', SIGN_KEY_HELP)
     .addHelpText(
       'after',
       `

@@ -18,7 +18,8 @@
  * except by {@link locateCheckpoint}, which only finds the file (inspect
  * audits damaged files too).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { MAX_TEXT_FILE_BYTES, readRegularFileSync } from '@llmcp/format/node';
 import path from 'node:path';
 import type { DecodedCheckpoint } from '@llmcp/format';
 import type { Job } from '@llmcp/trainer';
@@ -60,18 +61,13 @@ export interface AddressOptions {
 /** The slot names, spelled for messages. */
 export const SLOT_NAMES_TEXT = 'latest, latest.backup, best, best.backup or step_NNNNNN';
 
-/** Whether a directory is a run directory (it has `run.json` or `checkpoints/`). */
-export function isRunDirectory(absolute: string): boolean {
-  return existsSync(path.join(absolute, 'run.json')) || existsSync(path.join(absolute, 'checkpoints'));
-}
-
 /** The run a slot directory belongs to: `<run>/checkpoints/<slot>` with a run directory above. */
 function slotOwner(absolute: string, t: Trainer): { runDir: string; slot: string } | null {
   const slot = path.basename(absolute);
   const checkpoints = path.dirname(absolute);
   if (!t.isSlotName(slot) || path.basename(checkpoints) !== t.RUN_FILES.checkpoints) return null;
   const runDir = path.dirname(checkpoints);
-  return isRunDirectory(runDir) ? { runDir, slot } : null;
+  return t.isRunDirectory(runDir) ? { runDir, slot } : null;
 }
 
 /** A path for messages: relative to the working directory when below it. */
@@ -108,7 +104,7 @@ export async function parseCheckpointAddress(ctx: CliContext, spec: string, opti
     const owner = path.basename(absolute) === t.RUN_FILES.state ? slotOwner(path.dirname(absolute), t) : null;
     return { kind: 'file', file: spec, absolute, within: owner === null ? null : { runDir: owner.runDir, run: shown(ctx, owner.runDir), slot: owner.slot } };
   }
-  if (!isRunDirectory(absolute)) {
+  if (!t.isRunDirectory(absolute)) {
     const owner = slot === null ? slotOwner(absolute, t) : null;
     if (owner !== null) {
       if (latest) throw new CliError('CLI_USAGE', `--latest picks a run's newest checkpoint; ${spec} names the slot ${owner.slot}`, { option: '--latest' });
@@ -116,11 +112,11 @@ export async function parseCheckpointAddress(ctx: CliContext, spec: string, opti
     }
     const state = path.join(absolute, t.RUN_FILES.state);
     const parent = path.dirname(absolute);
-    throw new CliError('CLI_WRONG_FILE_KIND', `${runPart} is a directory but not a run directory (no run.json, no checkpoints/) or a slot directory of one`, {
+    throw new CliError('CLI_WRONG_FILE_KIND', `${runPart} is a directory but not a run directory (no run.json, run.lock or checkpoints/) or a slot directory of one`, {
       path: absolute,
       hint: existsSync(state)
         ? `give the checkpoint file: ${path.join(runPart, t.RUN_FILES.state)}`
-        : path.basename(absolute) === t.RUN_FILES.checkpoints && isRunDirectory(parent)
+        : path.basename(absolute) === t.RUN_FILES.checkpoints && t.isRunDirectory(parent)
           ? `give the run directory (${shown(ctx, parent)}) or one of its slots, e.g. ${shown(ctx, parent)}:best`
           : 'give a checkpoint file (.llmcp), a run directory, a slot directory or run:slot',
     });
@@ -261,6 +257,8 @@ export interface ResolvedCheckpoint extends LocatedCheckpoint {
   readonly bytes: Uint8Array;
   /** The slot's job (for a file: the `job.json` beside it when it pairs with it), else null. */
   readonly job: Job | null;
+  /** The subject digest of the slot's provenance manifest, checked against the slot's files (null: a file, or a slot written before manifests). */
+  readonly manifest: string | null;
 }
 
 /**
@@ -272,7 +270,7 @@ async function pairedJob(stateFile: string, checkpoint: DecodedCheckpoint): Prom
   if (!existsSync(jobFile)) return null;
   const { decodeJob } = await import('@llmcp/trainer');
   try {
-    const job = decodeJob(new Uint8Array(readFileSync(jobFile)), jobFile);
+    const job = decodeJob(readRegularFileSync(jobFile, { maxBytes: MAX_TEXT_FILE_BYTES, what: 'job.json' }), jobFile);
     return job.state.checksum === checkpoint.layout.checksumLabel ? job : null;
   } catch {
     return null;
@@ -301,7 +299,7 @@ export async function resolveCheckpoint(ctx: CliContext, spec: string, options: 
   if (address.kind === 'file') {
     const { checkpoint, bytes } = readCheckpointFile(ctx, address.file);
     const run = address.within === null ? null : { dir: address.within.runDir, name: address.within.run, slot: address.within.slot };
-    return { ...located(address, address.absolute, run), checkpoint, bytes, job: await pairedJob(address.absolute, checkpoint) };
+    return { ...located(address, address.absolute, run), checkpoint, bytes, job: await pairedJob(address.absolute, checkpoint), manifest: null };
   }
   const slots = await runSlots(address.run, address.runDir, address.slot);
   const named = address.slot ?? (!address.latest && slots.includes('best') ? 'best' : null);
@@ -311,7 +309,7 @@ export async function resolveCheckpoint(ctx: CliContext, spec: string, options: 
       ? await trainerCall(`no checkpoint of ${address.run} verifies`, runDir, async (t) => (await t.loadRunCheckpoint(runDir)).checkpoint)
       : await trainerCall(`slot ${named} of ${address.run} does not verify`, runDir, (t) => t.verifySlot(runDir, named));
   const { checkpoint, bytes } = readCheckpointFile(ctx, verified.stateFile);
-  return { ...located(address, verified.stateFile, { dir: runDir, name: address.run, slot: verified.slot }), checkpoint, bytes, job: verified.job };
+  return { ...located(address, verified.stateFile, { dir: runDir, name: address.run, slot: verified.slot }), checkpoint, bytes, job: verified.job, manifest: verified.manifest?.parsed.digest ?? null };
 }
 
 /**

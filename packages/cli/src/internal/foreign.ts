@@ -4,7 +4,8 @@
  * bounded prefix, so a multi-gigabyte GGUF costs only its header) with
  * `@llmcp/format/foreign`, the one home of those readers.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
+import { openRegularFileSync } from '@llmcp/format/node';
 import { detectFileKind, FILE_KIND_PREFIX_BYTES, isForeignFileError, readForeignFile, type ForeignFile, type ForeignFileError } from '@llmcp/format/foreign';
 import type { CliContext } from '../context.ts';
 import { CliError } from '../errors.ts';
@@ -21,9 +22,17 @@ export interface ForeignInput {
   readonly error: ForeignFileError | null;
 }
 
-function readPrefix(absolute: string, length: number): Uint8Array {
+/**
+ * The first `length` bytes of a file (fewer for a shorter file).
+ *
+ * @param absolute - the file.
+ * @param length - bytes wanted.
+ * @returns them.
+ */
+export function readFilePrefix(absolute: string, length: number): Uint8Array {
   const out = new Uint8Array(length);
-  const fd = openSync(absolute, 'r');
+  // The input rule: a regular file, opened without blocking (requirePath refused other kinds; this closes the race).
+  const { fd } = openRegularFileSync(absolute);
   try {
     let at = 0;
     while (at < length) {
@@ -50,10 +59,10 @@ function readPrefix(absolute: string, length: number): Uint8Array {
 export function readForeignInput(ctx: CliContext, file: string, what: string): ForeignInput | null {
   const { absolute, size } = requirePath(ctx, file, 'file', what);
   try {
-    const head = readPrefix(absolute, Math.min(size, FILE_KIND_PREFIX_BYTES));
+    const head = readFilePrefix(absolute, Math.min(size, FILE_KIND_PREFIX_BYTES));
     const kind = detectFileKind(head, size);
     if (kind !== 'safetensors' && kind !== 'gguf') return null;
-    const prefix = readPrefix(absolute, Math.min(size, FOREIGN_PREFIX_BYTES));
+    const prefix = readFilePrefix(absolute, Math.min(size, FOREIGN_PREFIX_BYTES));
     try {
       return { kind, size, header: readForeignFile(prefix, { fileLength: size }), error: null };
     } catch (e) {

@@ -18,6 +18,39 @@ import { utf8ValidUpTo } from '@llmcp/tokenizer';
 /** Deepest nesting accepted (the reference's JSON reader uses the same limit). */
 export const MAX_JSON_DEPTH = 128;
 
+/**
+ * Where a JSON text first nests deeper than `limit` (arrays and objects; the
+ * brackets inside strings do not count), or null: a linear scan that lets a
+ * reader refuse a document whose later processing (a schema, a copy, a
+ * canonical form — recursive walks) would exhaust the stack, before it is
+ * parsed. It does not validate the text otherwise.
+ *
+ * @param text - a JSON text (valid or not).
+ * @param limit - the deepest nesting accepted (default {@link MAX_JSON_DEPTH}).
+ * @returns the index (in UTF-16 code units) of the bracket that goes deeper than `limit`, or null.
+ * @example
+ * ```ts
+ * jsonDepthExceeded('[[1]]', 1); // 1
+ * jsonDepthExceeded('{"a":"[[["}'); // null
+ * ```
+ */
+export function jsonDepthExceeded(text: string, limit: number = MAX_JSON_DEPTH): number | null {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i += 1; // backslash: the next unit is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > limit) return i;
+    } else if (c === 0x5d || c === 0x7d) depth -= 1;
+  }
+  return null;
+}
+
 /** A parsed JSON value with source offsets. */
 export type JsonNode =
   | { readonly kind: 'null'; readonly offset: number }

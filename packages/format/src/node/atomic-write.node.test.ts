@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { canMakeDeviceNodes, makeSpecialFile, SPECIAL_FILE_KINDS, type SpecialFileKind } from '../../../../tools/fixtures.ts';
 import { goldenBytes } from '../../test/golden.ts';
 import { decodeCheckpoint } from '../decode.ts';
 import { encodeCheckpoint } from '../encode.ts';
@@ -162,6 +163,66 @@ describe('saveCheckpointAtomic', () => {
     writeFileSync(target, 'old content that is longer');
     await writeFileAtomic(`${target}`, new TextEncoder().encode('new'));
     expect(readFileSync(target, 'utf8')).toBe('new');
+    expect(temporaries()).toEqual([]);
+  });
+});
+
+describe('writeFileAtomic and saveCheckpointAtomic replace only a regular file', () => {
+  const devices = canMakeDeviceNodes(tmpdir());
+  /** What the destination is, to see that it was left alone. */
+  const describeEntry = (p: string): string => {
+    const st = lstatSync(p);
+    return st.isSymbolicLink() ? `link → ${readlinkSync(p)}` : `${st.mode.toString(8)} ${st.isFile() ? readFileSync(p, 'hex') : ''}`;
+  };
+  const refuses = async (kind: SpecialFileKind): Promise<void> => {
+    const target = makeSpecialFile(path.join(dir, 'out'), kind);
+    const before = describeEntry(target);
+    const before2 = readdirSync(dir).sort();
+    for (const write of [() => writeFileAtomic(target, new Uint8Array([1, 2, 3])), () => saveCheckpointAtomic(target, NEXT)]) {
+      const e = await failure(write());
+      expect([e.code, e.reason]).toEqual(['FORMAT_IO', 'not-a-regular-file']);
+      expect(e.message).toContain(target);
+      expect(describeEntry(target)).toBe(before);
+      expect(readdirSync(dir).sort()).toEqual(before2);
+    }
+  };
+  it.each(SPECIAL_FILE_KINDS.filter((k) => !k.includes('device')))('refuses a destination that is %s, before anything is created, and leaves it as it was', refuses);
+  // Device nodes need CAP_MKNOD (root in most containers); made in the scratch folder, never /dev.
+  it.skipIf(!devices).each(SPECIAL_FILE_KINDS.filter((k) => k.includes('device')))('refuses a destination that is %s and leaves the node in place', refuses);
+
+  it('refuses a destination swapped for a FIFO while the content was written, at once (never opened, never blocks), and removes its temporary file', async () => {
+    const target = path.join(dir, 'model.safetensors');
+    writeFileSync(target, 'old');
+    const swapping: AtomicFileSystem = {
+      ...nodeFileSystem,
+      async open(p, flags) {
+        const h = await nodeFileSystem.open(p, flags);
+        if (flags !== 'wx') return h;
+        // After the content is written and closed, the destination becomes a FIFO: the old writer opened it for reading here and blocked for ever.
+        return { ...h, close: async () => {
+          await h.close();
+          unlinkSync(target);
+          makeSpecialFile(target, 'fifo');
+        } };
+      },
+    };
+    const e = await failure(writeFileAtomic(target, new Uint8Array([1]), { fileSystem: swapping }));
+    expect([e.code, e.reason, e.found]).toEqual(['FORMAT_IO', 'not-a-regular-file', 'fifo']);
+    expect(lstatSync(target).isFIFO()).toBe(true);
+    expect(temporaries()).toEqual([]);
+  });
+
+  it('replaces a symbolic link to a regular file or to nothing by a regular file, leaving the link target as it was', async () => {
+    const other = path.join(dir, 'elsewhere.json');
+    writeFileSync(other, 'keep');
+    for (const [name, to] of [['to-file', other], ['dangling', path.join(dir, 'nothing')]] as const) {
+      const link = path.join(dir, name);
+      symlinkSync(to, link);
+      await writeFileAtomic(link, new TextEncoder().encode('new'));
+      expect(lstatSync(link).isFile()).toBe(true);
+      expect(readFileSync(link, 'utf8')).toBe('new');
+    }
+    expect(readFileSync(other, 'utf8')).toBe('keep');
     expect(temporaries()).toEqual([]);
   });
 });

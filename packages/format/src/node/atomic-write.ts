@@ -5,10 +5,18 @@
  * the temporary file is removed; the previous destination is never deleted
  * first, so at every instant the destination is either the complete old
  * file or the complete new one.
+ *
+ * Only a regular file is ever replaced (../../SPEC.md §15.4): an existing
+ * destination that is a directory, FIFO, socket or device node (or a symbolic
+ * link to one) is refused before anything is created, and checked again just
+ * before the rename — a rename would put a regular file in the place of a
+ * device. The old destination is never opened in a way that can block.
  */
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { FormatError } from '../errors.ts';
+import { describeFileKind, fileKindOf, type FileKind } from './regular-file.ts';
 
 /** The file-system calls the atomic writer makes (injectable to test failures). */
 export interface AtomicFileSystem {
@@ -71,6 +79,70 @@ function ioError(message: string, cause: unknown, field: string): FormatError {
   return new FormatError('FORMAT_IO', `${message}: ${detail}`, { reason: field, field, cause });
 }
 
+/**
+ * What an existing destination is, following a symbolic link: null when
+ * nothing is there (or a dangling link, which the rename replaces).
+ */
+async function existingKind(destination: string): Promise<{ readonly kind: FileKind; readonly viaLink: boolean } | null> {
+  const missing = (e: unknown): boolean => ['ENOENT', 'ENOTDIR'].includes((e as { code?: unknown }).code as string);
+  let info;
+  try {
+    info = await lstat(destination);
+  } catch (e) {
+    if (missing(e)) return null;
+    throw ioError(`cannot examine ${destination}`, e, 'destination');
+  }
+  if (!info.isSymbolicLink()) return { kind: fileKindOf(info), viaLink: false };
+  try {
+    return { kind: fileKindOf(await stat(destination)), viaLink: true };
+  } catch (e) {
+    if (missing(e) || (e as { code?: unknown }).code === 'ELOOP') return null;
+    throw ioError(`cannot examine ${destination}`, e, 'destination');
+  }
+}
+
+/**
+ * Refuses a destination that exists and is not a regular file (a directory,
+ * FIFO, socket, device node, or a symbolic link to one): renaming over it
+ * would replace it by a regular file.
+ *
+ * @throws FormatError FORMAT_IO, reason `not-a-regular-file`.
+ */
+async function assertReplaceable(destination: string): Promise<void> {
+  const found = await existingKind(destination);
+  if (found === null || found.kind === 'file') return;
+  const what = `${found.viaLink ? 'a symbolic link to ' : ''}${describeFileKind(found.kind)}`;
+  throw new FormatError('FORMAT_IO', `cannot replace ${destination}: it is ${what}, not a regular file (an atomic replacement renames a new regular file over it)`, {
+    reason: 'not-a-regular-file',
+    field: 'destination',
+    expected: 'a regular file or nothing',
+    found: `${found.viaLink ? 'symbolic-link:' : ''}${found.kind}`,
+  });
+}
+
+/**
+ * Opens the previous destination so that its blocks are freed when this
+ * handle is closed after the rename, not inside `rename()` (tens of
+ * milliseconds for a large checkpoint). Only a regular file that is not a
+ * link, opened `O_NONBLOCK | O_NOFOLLOW` and checked to be the same inode:
+ * nothing here can block or follow a link elsewhere. Any doubt gives no
+ * handle (the optimisation is skipped, the replacement is the same).
+ */
+async function holdPrevious(destination: string): Promise<FileHandle | undefined> {
+  let handle: FileHandle | undefined;
+  try {
+    const before = await lstat(destination);
+    if (!before.isFile()) return undefined;
+    handle = await open(destination, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    const now = await handle.stat();
+    if (now.isFile() && now.ino === before.ino && now.dev === before.dev) return handle;
+  } catch {
+    // no handle: the rename frees the blocks itself
+  }
+  await handle?.close().catch(() => undefined);
+  return undefined;
+}
+
 function isExists(e: unknown): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'EEXIST';
 }
@@ -99,7 +171,8 @@ export async function writeFully(handle: AtomicFileHandle, buffer: Uint8Array, p
  * @param options - file-system injection.
  * @returns when the new file is durable.
  * @throws FormatError FORMAT_LAYOUT (no file name), FORMAT_UNSUPPORTED_ATOMIC_REPLACEMENT
- *   (Windows), FORMAT_IO (any file-system failure; the temporary file is removed).
+ *   (Windows), FORMAT_IO (reason `not-a-regular-file`: the destination exists and is not a regular
+ *   file, refused before anything is created; or any file-system failure; the temporary file is removed).
  */
 export async function replaceFileAtomic(destination: string, writeContent: (handle: AtomicFileHandle) => Promise<void>, options: AtomicWriteOptions = {}): Promise<void> {
   if (typeof destination !== 'string') throw new TypeError('destination must be a string path');
@@ -116,6 +189,7 @@ export async function replaceFileAtomic(destination: string, writeContent: (hand
     throw new FormatError('FORMAT_LAYOUT', `destination path "${destination}" has no final file-name component`, { reason: 'destination-path', field: 'path', found: destination });
   }
   const directory = path.dirname(trimmed) === '' ? '.' : path.dirname(trimmed);
+  await assertReplaceable(destination);
   let handle: AtomicFileHandle | undefined;
   let temp = '';
   for (let attempt = 0; attempt < TEMP_NAME_ATTEMPTS && handle === undefined; attempt++) {
@@ -131,7 +205,7 @@ export async function replaceFileAtomic(destination: string, writeContent: (hand
   }
   let stage = 'write';
   let unclosed: AtomicFileHandle | undefined = handle;
-  let previous: AtomicFileHandle | undefined;
+  let previous: FileHandle | undefined;
   try {
     await writeContent(handle);
     stage = 'sync';
@@ -140,12 +214,14 @@ export async function replaceFileAtomic(destination: string, writeContent: (hand
     unclosed = undefined;
     await handle.close();
     stage = 'rename';
+    // Checked again: the destination may have been replaced while the content was written.
+    await assertReplaceable(destination);
     // Keep the previous destination open across the rename: its inode then
     // outlives the rename and the file system frees its blocks when this
     // handle is closed in the background below, instead of inside rename()
     // (tens of milliseconds for a large checkpoint). The destination is
     // never deleted or truncated by us; rename() still replaces it atomically.
-    previous = await fsys.open(destination, 'r').catch(() => undefined);
+    previous = await holdPrevious(destination);
     await fsys.rename(temp, destination);
     stage = 'sync-directory';
     const dir = await fsys.open(directory, 'r');
@@ -159,7 +235,7 @@ export async function replaceFileAtomic(destination: string, writeContent: (hand
     if (previous !== undefined) await previous.close().catch(() => undefined);
     if (unclosed !== undefined) await unclosed.close().catch(() => undefined);
     await fsys.unlink(temp).catch(() => undefined);
-    if (e instanceof FormatError && e.code !== 'FORMAT_IO') throw e;
+    if (e instanceof FormatError && (e.code !== 'FORMAT_IO' || e.reason === 'not-a-regular-file')) throw e;
     throw ioError(`atomic save of ${destination} failed at ${stage}${stage === 'sync-directory' ? ' (the destination was already replaced)' : ''}`, e, stage);
   }
 }

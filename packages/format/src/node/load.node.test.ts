@@ -130,8 +130,8 @@ describe('loadCheckpoint', () => {
   });
 
   it('fails with Io for a missing file or a directory', async () => {
-    expect(await outcome(loadCheckpoint(path.join(dir, 'nope.llmcp')))).toBe('FORMAT_IO/read');
-    expect(await outcome(loadCheckpoint(dir))).toMatch(/^FORMAT_IO\/read$/);
+    expect(await outcome(loadCheckpoint(path.join(dir, 'nope.llmcp')))).toBe('FORMAT_IO/not-found');
+    expect(await outcome(loadCheckpoint(dir))).toBe('FORMAT_IO/not-a-regular-file');
   });
 });
 

@@ -37,7 +37,7 @@
  *    lists or optimizer records) always differs in the header. The in-memory
  *    `decodeCheckpoint` keeps the full-byte comparison.
  */
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { assertCanonicalHeader } from '../canonical.ts';
 import { allocateFloat64, assertChecksum } from '../decode.ts';
 import { FormatError } from '../errors.ts';
@@ -48,6 +48,7 @@ import { ScanningHasher } from '../internal/scanning-hasher.ts';
 import { setParallelScanHasherFactory } from '../internal/parallel-hash.ts';
 import { startSyncWorkerHasher } from './sync-hasher.ts';
 import { WorkerHasher } from './worker-hasher.ts';
+import { openRegularFile } from './regular-file.ts';
 
 // With the Node entry loaded, the in-memory decoder hashes large files on a worker too (internal/parallel-hash.ts).
 setParallelScanHasherFactory(startSyncWorkerHasher);
@@ -339,26 +340,18 @@ export interface LoadOptions {
  * @param path - the file.
  * @param options - `onFileBytes`.
  * @returns the decoded checkpoint with its layout.
- * @throws FormatError with the code of the first failing rule, or FORMAT_IO when the file cannot be read.
+ * @throws FormatError with the code of the first failing rule, or FORMAT_IO when the file cannot be read (reason
+ *   `not-found`, `not-a-regular-file` for a directory, FIFO, socket or device, `open` or `read`).
  * @example
  * ```ts
  * const checkpoint = await loadCheckpoint('run/checkpoints/latest/state.llmcp');
  * ```
  */
 export async function loadCheckpoint(path: string, options: LoadOptions = {}): Promise<DecodedCheckpoint> {
-  let handle: FileHandle;
+  // The input rule: a regular file, opened without blocking (a FIFO or device is refused, never waited on).
+  const { handle, stats } = await openRegularFile(path, 'checkpoint');
   try {
-    handle = await open(path, 'r');
-  } catch (e) {
-    throw ioError(path, 'open', e);
-  }
-  try {
-    let size: number;
-    try {
-      size = (await handle.stat()).size;
-    } catch (e) {
-      throw ioError(path, 'stat', e);
-    }
+    const size = stats.size;
     const head = new Uint8Array(Math.min(size, FIXED_HEADER_BYTES));
     await readExactly({ handle, path }, head, 0);
     const fixed = parseFixedHeader(head, size);

@@ -104,7 +104,8 @@ export function fsyncDirectory(dir: string): void {
  * @param file - the file.
  */
 export function fsyncFile(file: string): void {
-  const fd = openSync(file, constants.O_RDONLY);
+  // O_NONBLOCK: a FIFO swapped in for the file cannot block the save (its fsync then fails).
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     fsyncSync(fd);
   } finally {

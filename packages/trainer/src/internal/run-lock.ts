@@ -27,7 +27,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { TrainerError } from '../errors.ts';
-import { RUN_FILES } from '../run-directory.ts';
+import { RUN_FILES } from '../run-layout.ts';
 import { writeAllSync } from './durable-fs.ts';
 
 /** The content of `run.lock`. */

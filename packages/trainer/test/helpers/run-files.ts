@@ -1,6 +1,6 @@
 /** Reading run directories in tests. */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** Every file under `dir` (relative path → SHA-256), for "nothing changed" checks. */
@@ -46,4 +46,22 @@ export function sameBytes(a: FinalBytes, b: FinalBytes): string | null {
     }
   }
   return null;
+}
+
+/**
+ * Rewrites a run as the trainer left it before provenance manifests: no
+ * `model.sig` in any slot, no `lineage/`, no `provenance` in run.json's
+ * events. Tests that rewrite a job.json to stand for an older trainer's
+ * checkpoint call it first (a manifest would name the job they replace).
+ *
+ * @param runDir - the run directory.
+ */
+export function asWrittenBeforeManifests(runDir: string): void {
+  const checkpoints = path.join(runDir, 'checkpoints');
+  if (existsSync(checkpoints)) for (const slot of readdirSync(checkpoints)) rmSync(path.join(checkpoints, slot, 'model.sig'), { force: true });
+  rmSync(path.join(runDir, 'lineage'), { recursive: true, force: true });
+  const runJson = path.join(runDir, 'run.json');
+  if (!existsSync(runJson)) return;
+  const manifest = JSON.parse(readFileSync(runJson, 'utf8')) as { events: Record<string, unknown>[] };
+  writeFileSync(runJson, `${JSON.stringify({ ...manifest, events: manifest.events.map(({ provenance: _none, ...rest }) => rest) }, null, 2)}\n`);
 }
