@@ -17,7 +17,7 @@
 import type { DecoderConfig } from '@llmcp/format';
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { REFERENCE_LAYERS, swigluBackwardAt, type LinearWeight, type NormActivations, type RopeTables, type SwigluActivations, type SwigluAdjoints } from '../reference/layers.ts';
-import type { Matrix } from '../reference/matrix.ts';
+import { matrix, type Matrix } from '../reference/matrix.ts';
 import { contiguous, contiguousAll, crossEntropyRow, flatAll, inverseRoots, rowLosses } from './batched.ts';
 import { batchExp } from './exp-batch.ts';
 import { GEMM_ADD, GEMM_TRANS_A } from './gemm-flags.ts';
@@ -78,8 +78,7 @@ export function wasmProduct(w: WasmGemm, c: Matrix, a: Matrix, b: Matrix, flags:
   const N = c.columns;
   const K = transA ? a.rows : a.columns;
   const own = w.memory.buffer;
-  const where = (m: Matrix): number => (m.data.buffer === own ? m.data.byteOffset / 8 + m.offset : -1);
-  const [pa, pb, pc] = [where(a), where(b), where(c)];
+  const [pa, pb, pc] = [offsetIn(a, own), offsetIn(b, own), offsetIn(c, own)];
   let end = w.fixed ? w.scratchBase : 0;
   const ea = pa >= 0 ? pa : end;
   const la = pa >= 0 ? a.stride : transA ? M : K;
@@ -97,24 +96,32 @@ export function wasmProduct(w: WasmGemm, c: Matrix, a: Matrix, b: Matrix, flags:
   }
   if (!w.fixed) ensureWasmCapacity(w, end);
   const view = w.view;
-  const at = (offset: number, rows: number, columns: number): Matrix => ({ data: view, offset, rows, columns, stride: columns });
   if (pa < 0) {
-    copyRows(at(ea, a.rows, a.columns), a);
+    copyRows(matrix(view, a.rows, a.columns, a.columns, ea), a);
     gemmCounters.operandsIn += M * K;
   }
   if (pb < 0) {
-    copyRows(at(eb, K, N), b);
+    copyRows(matrix(view, K, N, N, eb), b);
     gemmCounters.operandsIn += K * N;
   }
   if (pc < 0 && (flags & GEMM_ADD) !== 0) {
-    copyRows(at(ec, M, N), c);
+    copyRows(matrix(view, M, N, N, ec), c);
     gemmCounters.operandsIn += M * N;
   }
   w.run(ec, lc, ea, la, eb, lb, M, N, K, flags);
   if (pc < 0) {
-    copyRows(c, at(ec, M, N));
+    copyRows(c, matrix(view, M, N, N, ec));
     gemmCounters.resultsOut += M * N;
   }
+}
+
+/**
+ * @param m - a matrix.
+ * @param own - a memory's buffer.
+ * @returns the element offset of `m`'s element (0, 0) in that memory, or −1 when `m` is not a view of it.
+ */
+function offsetIn(m: Matrix, own: ArrayBufferLike): number {
+  return m.data.buffer === own ? m.data.byteOffset / 8 + m.offset : -1;
 }
 
 /** Copies the rows of `src` into `dst` (same shape). */
@@ -178,8 +185,8 @@ export class WasmKernels extends ProductLayers implements Kernels {
     const buffer = arena?.kernel.memory.buffer;
     if (arena !== null && out.data.buffer === buffer && inp.data.buffer === buffer && w.data.buffer === buffer) {
       // Every operand in the arena: the kernel in place.
-      const at = (m: Matrix): number => m.data.byteOffset / 8 + m.offset;
-      arena.kernel.run(at(out), out.stride, at(inp), inp.stride, at(w), w.stride, inp.rows, w.columns, w.rows, 0);
+      const own = buffer as ArrayBufferLike;
+      arena.kernel.run(offsetIn(out, own), out.stride, offsetIn(inp, own), inp.stride, offsetIn(w, own), w.stride, inp.rows, w.columns, w.rows, 0);
       return;
     }
     this.product(out, inp, w, 0);

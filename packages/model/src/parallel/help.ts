@@ -173,6 +173,16 @@ export class HelpDesk implements Offers {
   }
 }
 
+/** The part of a product's left operand that gives output rows `first … first + count − 1`: its rows, or its columns when read transposed. */
+function outputRowsOf(a: Matrix, first: number, count: number, flags: number): Matrix {
+  return (flags & GEMM_TRANS_A) !== 0 ? columnsOf(a, first, count) : rowsOf(a, first, count);
+}
+
+/** @returns the element offset of `m`'s element (0, 0) in its memory. */
+function elementOf(m: Matrix): number {
+  return m.data.byteOffset / 8 + m.offset;
+}
+
 /** Flags under which an output row depends on its index (masked products): such products are not split. */
 const ROW_DEPENDENT = GEMM_LOWER_OUT | GEMM_LOWER_K | GEMM_UPPER_K;
 
@@ -209,15 +219,13 @@ export class HelpingKernels implements Kernels {
   product(c: Matrix, a: Matrix, b: Matrix, flags: number): void {
     const M = c.rows;
     const h = ((M >> 1) + 3) & ~3;
-    const lower = (m: Matrix): Matrix => ((flags & GEMM_TRANS_A) !== 0 ? columnsOf(m, h, M - h) : rowsOf(m, h, M - h));
-    if (h === 0 || h >= M || !this.#offer(rowsOf(c, h, M - h), lower(a), b, flags)) {
+    if (h === 0 || h >= M || !this.#offer(rowsOf(c, h, M - h), outputRowsOf(a, h, M - h, flags), b, flags)) {
       this.#k.product(c, a, b, flags);
       return;
     }
     gemmCounters.offeredProducts++;
-    const upper = (m: Matrix): Matrix => ((flags & GEMM_TRANS_A) !== 0 ? columnsOf(m, 0, h) : rowsOf(m, 0, h));
-    this.#k.product(rowsOf(c, 0, h), upper(a), b, flags);
-    if (!this.#desk.settle()) this.#k.product(rowsOf(c, h, M - h), lower(a), b, flags);
+    this.#k.product(rowsOf(c, 0, h), outputRowsOf(a, 0, h, flags), b, flags);
+    if (!this.#desk.settle()) this.#k.product(rowsOf(c, h, M - h), outputRowsOf(a, h, M - h, flags), b, flags);
   }
 
   productOn(memory: WasmMemory): MemoryProduct | null {
@@ -247,9 +255,8 @@ export class HelpingKernels implements Kernels {
   #offer(c: Matrix, a: Matrix, b: Matrix, flags: number): boolean {
     const buffer = this.#desk.buffer;
     if ((flags & ROW_DEPENDENT) !== 0 || c.data.buffer !== buffer || a.data.buffer !== buffer || b.data.buffer !== buffer) return false;
-    const at = (m: Matrix): number => m.data.byteOffset / 8 + m.offset;
     const K = (flags & GEMM_TRANS_A) !== 0 ? a.rows : a.columns;
-    return this.#desk.offer(at(c), c.stride, at(a), a.stride, at(b), b.stride, c.rows, c.columns, K, flags);
+    return this.#desk.offer(elementOf(c), c.stride, elementOf(a), a.stride, elementOf(b), b.stride, c.rows, c.columns, K, flags);
   }
 
   rmsNormForward(n: NormActivations, x: Matrix, gain: Float64Array, eps: number): void {

@@ -298,23 +298,21 @@ export function ropeBackward(dinp: Matrix, dout: Matrix, rope: RopeTables, first
 function rotate(out: Matrix, inp: Matrix, rope: RopeTables, first: number, sign: 1 | -1): void {
   const half = rope.inverseFrequencies.length;
   const D = inp.columns;
+  const { cosines, sines } = rope;
+  const [x, y] = [inp.data, out.data];
   for (let t = 0; t < inp.rows; t++) {
     const src = inp.offset + t * inp.stride;
     const dst = out.offset + t * out.stride;
     const tab = (first + t) * half;
     for (let h0 = 0; h0 < D; h0 += 2 * half) {
       for (let i = 0; i < half; i++) {
-        const c = rope.cosines[tab + i] as number;
-        const s = rope.sines[tab + i] as number;
-        const l = inp.data[src + h0 + 2 * i] as number;
-        const r = inp.data[src + h0 + 2 * i + 1] as number;
-        if (sign === 1) {
-          out.data[dst + h0 + 2 * i] = l * c - r * s + 0;
-          out.data[dst + h0 + 2 * i + 1] = l * s + r * c + 0;
-        } else {
-          out.data[dst + h0 + 2 * i] = l * c + r * s + 0;
-          out.data[dst + h0 + 2 * i + 1] = -l * s + r * c + 0;
-        }
+        const c = cosines[tab + i] as number;
+        // The inverse rotation's terms are the forward's with −s: l·c − r·(−s) = l·c + r·s and l·(−s) = (−l)·s, bit for bit.
+        const s = sign * (sines[tab + i] as number);
+        const l = x[src + h0 + 2 * i] as number;
+        const r = x[src + h0 + 2 * i + 1] as number;
+        y[dst + h0 + 2 * i] = l * c - r * s + 0;
+        y[dst + h0 + 2 * i + 1] = l * s + r * c + 0;
       }
     }
   }
