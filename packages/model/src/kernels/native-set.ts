@@ -17,12 +17,12 @@ import type { Matrix } from '../reference/matrix.ts';
 import { contiguous, contiguousAll, flatAll, inverseRoots, rowLosses } from './batched.ts';
 import { batchExp, expConstants, nativeExpKernel, type ExpBatchKernel } from './exp-batch.ts';
 import { GEMM_TRANS_A } from './gemm-flags.ts';
-import { transpose } from './gemm.ts';
 import { openKernelArena } from './kernel-arena.ts';
 import type { KernelKind, Kernels, MemoryProduct } from './kernel-set.ts';
 import type { NativeAddon } from './native.ts';
 import { finishUndecided, ProductLayers } from './product-attention.ts';
 import type { WasmMemory } from './wasm-assembler.ts';
+import { transposeWeights } from './wasm-transpose.ts';
 import { Workspace } from './workspace.ts';
 
 /** Below this many elements (rows · D, rows · V, F · rows) a native element-wise call does not pay. */
@@ -59,7 +59,8 @@ export class NativeKernels extends ProductLayers implements Kernels {
     this.#gemm = addon.gemm;
     this.#expKernel = nativeExpKernel(addon);
     this.kind = `native-${addon.path()}`;
-    this.workspace = new Workspace(config, { arena: (elements, shared) => (shared === null ? null : openKernelArena(elements, shared)), transpose }, trace);
+    // On a shared arena (threads) the weights are transposed by the WebAssembly kernel in place, as the wasm set does.
+    this.workspace = new Workspace(config, { arena: (elements, shared) => (shared === null ? null : openKernelArena(elements, shared)), transpose: transposeWeights }, trace);
   }
 
   product(c: Matrix, a: Matrix, b: Matrix, flags: number): void {

@@ -21,7 +21,7 @@ import { matrix, type Matrix } from '../reference/matrix.ts';
 import { contiguous, contiguousAll, crossEntropyRow, flatAll, inverseRoots, rowLosses } from './batched.ts';
 import { batchExp } from './exp-batch.ts';
 import { GEMM_ADD, GEMM_TRANS_A } from './gemm-flags.ts';
-import { gemmJs, transpose } from './gemm.ts';
+import { gemmJs } from './gemm.ts';
 import { openKernelArena, residentKernel } from './kernel-arena.ts';
 import type { Kernels, MemoryProduct } from './kernel-set.ts';
 import { ProductLayers } from './product-attention.ts';
@@ -32,7 +32,7 @@ import { createWasmGemm, ensureWasmCapacity, type WasmGemm } from './wasm-gemm.t
 import { wasmRmsNormBackward, wasmRmsNormScale, wasmRmsNormSums } from './wasm-rmsnorm.ts';
 import { wasmAttentionSoftmax } from './wasm-softmax.ts';
 import { wasmSwigluBackward, wasmSwigluForward } from './wasm-swiglu.ts';
-import { wasmTranspose } from './wasm-transpose.ts';
+import { transposeWeights } from './wasm-transpose.ts';
 import { Workspace } from './workspace.ts';
 
 /**
@@ -156,11 +156,7 @@ export class WasmKernels extends ProductLayers implements Kernels {
    */
   constructor(config: DecoderConfig, trace: boolean) {
     super();
-    const move = (dst: Matrix, src: Matrix): void => {
-      // In the arena: the WebAssembly transpose (wasm-transpose.ts), in place.
-      if (!wasmTranspose(dst.data, dst.offset, dst.stride, src.data, src.offset, src.stride, src.rows, src.columns)) transpose(dst, src);
-    };
-    this.workspace = new Workspace(config, { arena: (elements, shared) => openKernelArena(elements, shared ?? undefined), transpose: move }, trace);
+    this.workspace = new Workspace(config, { arena: (elements, shared) => openKernelArena(elements, shared ?? undefined), transpose: transposeWeights }, trace);
   }
 
   product(c: Matrix, a: Matrix, b: Matrix, flags: number): void {

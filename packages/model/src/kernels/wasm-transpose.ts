@@ -9,6 +9,8 @@
  */
 import { gemmCounters } from '../internal/gemm-counters.ts';
 import { ArenaKernels, pointerModuleBytes } from './arena-kernels.ts';
+import type { Matrix } from '../reference/matrix.ts';
+import { transpose } from './gemm.ts';
 import { Code, I32, V128 } from './wasm-assembler.ts';
 
 /** Parameters of `transpose(dst, ldd, src, lds, R, S)`: byte pointers to dst[0, 0] and src[0, 0], row strides in elements. */
@@ -119,4 +121,14 @@ export function wasmTranspose(dst: Float64Array, dOff: number, ldd: number, src:
   arena.exports.transpose(dst.byteOffset + 8 * dOff, ldd, src.byteOffset + 8 * sOff, lds, R, S);
   gemmCounters.transposedInPlace += R * S;
   return true;
+}
+
+/**
+ * `dst = srcᵀ` (src (R, S), dst (S, R)): the WebAssembly transpose in place when both are views of one kernel
+ * arena (a workspace's weights and their transposes: both kernel sets that open arenas), else gemm.ts `transpose`.
+ * @param dst - (S, R) out.
+ * @param src - (R, S).
+ */
+export function transposeWeights(dst: Matrix, src: Matrix): void {
+  if (!wasmTranspose(dst.data, dst.offset, dst.stride, src.data, src.offset, src.stride, src.rows, src.columns)) transpose(dst, src);
 }
