@@ -302,6 +302,16 @@ def check_geometry(h: RawHeader, file_length: int) -> Tuple[int, int, int]:
 # ---------------------------------------------------------------------------
 
 
+def _first_difference(xs: Sequence[str], ys: Sequence[str]) -> Optional[Tuple[int, Optional[str], Optional[str]]]:
+    """The first position where two sorted name lists differ, with each side's name there (None past its end), or None."""
+    for i in range(max(len(xs), len(ys))):
+        a = xs[i] if i < len(xs) else None
+        b = ys[i] if i < len(ys) else None
+        if a != b:
+            return i, a, b
+    return None
+
+
 def _describe(d: RawDescriptor) -> str:
     return f'descriptor[{d.index}] ("{d.name}", role {d.role_tag}, dtype {d.dtype_tag}, shape {shape_text(d.shape)})'
 
@@ -673,15 +683,14 @@ def validate_records(data: bytes, h: RawHeader, partition: Tuple[int, int, int])
     if h.groups is not None and step > 0:
         union = sorted([n for n, _ in h.groups[0]] + [n for n, _ in h.groups[1]])
         names = sorted(f.name for f, _ in moments)
-        for i in range(max(len(union), len(names))):
-            a = union[i] if i < len(union) else None
-            b = names[i] if i < len(names) else None
-            if a != b:
-                raise FormatError(
-                    'FORMAT_ADAMW_STATE',
-                    f'parameter groups do not match the moment state: at sorted position {i} expected {"no further name" if b is None else repr(b)} (from moments), found {"no further name" if a is None else repr(a)} (from groups)',
-                    reason='groups-mismatch', field='parameter groups', element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)',
-                )
+        difference = _first_difference(union, names)
+        if difference is not None:
+            i, a, b = difference
+            raise FormatError(
+                'FORMAT_ADAMW_STATE',
+                f'parameter groups do not match the moment state: at sorted position {i} expected {"no further name" if b is None else repr(b)} (from moments), found {"no further name" if a is None else repr(a)} (from groups)',
+                reason='groups-mismatch', field='parameter groups', element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)',
+            )
 
     # §9.7 cross-component
     if h.tokenizer_vocabulary != h.decoder[0]:
@@ -697,15 +706,14 @@ def validate_records(data: bytes, h: RawHeader, partition: Tuple[int, int, int])
     if h.selected_step > 0:
         moment_names = sorted(f.name for f, _ in moments)
         model_names = sorted(d.name for d in model_slice)
-        for i in range(max(len(moment_names), len(model_names))):
-            a = moment_names[i] if i < len(moment_names) else None
-            b = model_names[i] if i < len(model_names) else None
-            if a != b:
-                raise FormatError(
-                    'FORMAT_OPTIMIZER_NAMES',
-                    f'optimizer moment names differ from model parameter names at sorted position {i}: expected {b or "(none)"}, found {a or "(none)"}',
-                    reason='optimizer-names', element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)',
-                )
+        difference = _first_difference(moment_names, model_names)
+        if difference is not None:
+            i, a, b = difference
+            raise FormatError(
+                'FORMAT_OPTIMIZER_NAMES',
+                f'optimizer moment names differ from model parameter names at sorted position {i}: expected {b or "(none)"}, found {a or "(none)"}',
+                reason='optimizer-names', element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)',
+            )
         shapes = {d.name: d.shape for d in model_slice}
         by_name = {d.name: d for d in opt_slice if d.role_tag == 4}
         for name in moment_names:

@@ -602,6 +602,29 @@ function describeExitAtOnce(lastSaved: { readonly slot: string; readonly step: n
   return `${head}a resume will use ${lastSaved.slot} (step ${lastSaved.step})${inFlight}`;
 }
 
+/**
+ * The setup of a job that trains a fresh model from step 0 (a new run, or a restart of one that never checkpointed):
+ * nothing resumed, nothing repaired, no parent checkpoint.
+ */
+function freshStart(
+  run: Pick<JobSetup, 'runDir' | 'config' | 'inputs' | 'engine' | 'lossLog' | 'runId'>,
+  lossRecordsCut: number,
+): JobSetup {
+  return {
+    ...run,
+    pivots: 0,
+    state: freshState(run.config),
+    resumedFrom: null,
+    loadReport: null,
+    repaired: [],
+    repairedAfter: null,
+    budgetChange: null,
+    lossRecordsCut,
+    lineageHead: null,
+    headLineage: null,
+  };
+}
+
 function freshState(config: TrainerConfig): JobState {
   return {
     step: 0,
@@ -669,24 +692,7 @@ export async function trainRun(options: TrainRunOptions): Promise<RunResult> {
       });
       started = true;
       return await executeJob(
-        {
-          runDir,
-          config,
-          inputs,
-          engine,
-          lossLog,
-          runId,
-          pivots: 0,
-          state: freshState(config),
-          resumedFrom: null,
-          loadReport: null,
-          repaired: [],
-          repairedAfter: null,
-          budgetChange: null,
-          lossRecordsCut: 0,
-          lineageHead: null,
-          headLineage: null,
-        },
+        freshStart({ runDir, config, inputs, engine, lossLog, runId }, 0),
         options,
         created.lock,
       );
@@ -1100,24 +1106,7 @@ async function restartRun(runDir: string, options: ResumeRunOptions, lock: RunLo
     provenance: provenanceRecord(options),
   });
   return executeJob(
-    {
-      runDir,
-      config,
-      inputs,
-      engine,
-      lossLog,
-      runId: manifest.runId,
-      pivots: 0,
-      state: freshState(config),
-      resumedFrom: null,
-      loadReport: null,
-      repaired: [],
-      repairedAfter: null,
-      budgetChange: null,
-      lossRecordsCut: lossPlan.orphanedRecords,
-      lineageHead: null,
-      headLineage: null,
-    },
+    freshStart({ runDir, config, inputs, engine, lossLog, runId: manifest.runId }, lossPlan.orphanedRecords),
     options,
     lock,
   );

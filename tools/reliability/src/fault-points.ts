@@ -20,8 +20,7 @@
 import path from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { SplitMix64 } from '@llmcp/format';
-import { classifyCli, describeExit, finalDifference, harnessConfig, llmcpRun, referenceRun, runEvents, scratch } from './run-harness.ts';
+import { classifyCli, describeExit, finalDifference, harnessConfig, llmcpRun, referenceRun, runEvents, scratch, sampleCases } from './run-harness.ts';
 import { exactPath, readShimLog, type FaultAction, type FaultOp, type FaultRule, type ShimCall } from './shim.ts';
 
 /** One call of the publication, as a rule target. */
@@ -149,13 +148,7 @@ export async function runFaultCampaign(options: FaultOptions = {}): Promise<Faul
   const config = harnessConfig();
   const reference = await referenceRun(config);
   const points = await enumerateFaultPoints();
-  let jobs = points.flatMap((point) => faultsFor(point).map((fault) => ({ point, fault })));
-  if (options.sample !== undefined && options.sample < jobs.length) {
-    const rng = new SplitMix64(options.seed ?? 0xfa17n);
-    const chosen = new Set<number>();
-    while (chosen.size < options.sample) chosen.add(rng.nextBelow(jobs.length));
-    jobs = jobs.filter((_, i) => chosen.has(i));
-  }
+  const jobs = sampleCases(points.flatMap((point) => faultsFor(point).map((fault) => ({ point, fault }))), options.sample, options.seed ?? 0xfa17n);
   const results: FaultResult[] = [];
   const root = mkdtempSync(path.join(os.tmpdir(), 'llmcp-faults-'));
   const cfg = path.join(root, 'cfg.json');

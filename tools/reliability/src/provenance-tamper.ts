@@ -18,7 +18,7 @@ import path from 'node:path';
 import { SplitMix64 } from '@llmcp/format';
 import { generateSigningKeyPair, parseManifest, signingKeyFromPem, type SigningKey } from '@llmcp/trainer';
 import { forgeManifest } from '@llmcp/trainer/testing';
-import { classifyCli, copyRun, describeExit, harnessConfig, llmcpRun, REPRO_DIR, scratch, type Scratch } from './run-harness.ts';
+import { classifyCli, copyRun, describeExit, harnessConfig, llmcpRun, REPRO_DIR, scratch, type Scratch, sampleCases } from './run-harness.ts';
 import type { TamperOptions } from './tamper.ts';
 
 /** What a tampering changes, for the report. */
@@ -260,13 +260,7 @@ export async function runProvenanceTamperCampaign(options: ProvenanceTamperOptio
       });
     const control = await verify(runs.template);
     if (control.kind !== 'ok' || control.lines.length > 0) falseAlarms.push(...(control.lines.length > 0 ? control.lines : [describeExit(control.exit)]));
-    let cases = provenanceTamperCases(runs, options.seed ?? 0x51c4n);
-    if (options.sample !== undefined && options.sample < cases.length) {
-      const rng = new SplitMix64(options.seed ?? 0x51c4n);
-      const chosen = new Set<number>();
-      while (chosen.size < options.sample) chosen.add(rng.nextBelow(cases.length));
-      cases = cases.filter((_, i) => chosen.has(i));
-    }
+    const cases = sampleCases(provenanceTamperCases(runs, options.seed ?? 0x51c4n), options.sample, options.seed ?? 0x51c4n);
     for (const [i, c] of cases.entries()) {
       options.onProgress?.(i, cases.length);
       const run = path.join(s.dir, `case-${i}`);

@@ -13,6 +13,7 @@ import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rea
 import os from 'node:os';
 import path from 'node:path';
 import { CH33_CONFIG_INPUT } from '@llmcp/trainer';
+import { SplitMix64 } from '@llmcp/format';
 import { SOURCE_NODE_ARGS, startChild, type ChildExit, type ChildOptions, type RunningChild } from './proc.ts';
 import { createPausePoint, exactPath, shimEnv, type FaultRule, REPO_ROOT } from './shim.ts';
 
@@ -73,6 +74,25 @@ export interface Scratch {
   /** Writes a config file, returns its path. */
   config(name: string, doc: Record<string, unknown>): string;
   dispose(): void;
+}
+
+/**
+ * A seeded sample of a campaign's cases (the `sample` option of the tamper,
+ * provenance and fault campaigns): `sample` distinct cases, in their order,
+ * drawn with SplitMix64 from `seed`; all of them when `sample` is absent or
+ * not smaller.
+ *
+ * @param cases - every case.
+ * @param sample - how many to keep, or undefined.
+ * @param seed - the campaign seed.
+ * @returns the kept cases.
+ */
+export function sampleCases<T>(cases: readonly T[], sample: number | undefined, seed: bigint): T[] {
+  if (sample === undefined || sample >= cases.length) return [...cases];
+  const rng = new SplitMix64(seed);
+  const chosen = new Set<number>();
+  while (chosen.size < sample) chosen.add(rng.nextBelow(cases.length));
+  return cases.filter((_, i) => chosen.has(i));
 }
 
 /** A fresh scratch directory. */

@@ -10,7 +10,7 @@
 import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { SplitMix64 } from '@llmcp/format';
-import { classifyCli, copyRun, describeExit, finalDifference, harnessConfig, llmcpRun, referenceRun, REPRO_DIR, runEvents, scratch, snapshotTree, trainAndStop, treeDifference } from './run-harness.ts';
+import { classifyCli, copyRun, describeExit, finalDifference, harnessConfig, llmcpRun, referenceRun, REPRO_DIR, runEvents, scratch, snapshotTree, trainAndStop, treeDifference, sampleCases } from './run-harness.ts';
 
 /** One tampering. */
 export interface TamperCase {
@@ -156,13 +156,7 @@ export async function runTamperCampaign(options: TamperOptions = {}): Promise<Ta
     const template = path.join(s.dir, 'template');
     const stop = await trainAndStop(template, cfg, { nth: 3 });
     if (stop.code !== 130) throw new Error(`could not stop the template run: ${describeExit(stop)}`);
-    let cases = tamperCases(template, options.seed ?? 0x7a3en);
-    if (options.sample !== undefined && options.sample < cases.length) {
-      const rng = new SplitMix64(options.seed ?? 0x7a3en);
-      const chosen = new Set<number>();
-      while (chosen.size < options.sample) chosen.add(rng.nextBelow(cases.length));
-      cases = cases.filter((_, i) => chosen.has(i));
-    }
+    const cases = sampleCases(tamperCases(template, options.seed ?? 0x7a3en), options.sample, options.seed ?? 0x7a3en);
     for (const [i, c] of cases.entries()) {
       options.onProgress?.(i, cases.length);
       const run = path.join(s.dir, `case-${i}`);
