@@ -54,22 +54,25 @@ export async function exportManifestFile(ctx: CliContext, target: ManifestTarget
   const t = await import('@llmcp/trainer');
   const manifest = await manifestPath(target);
   const { checkpoint, job, manifest: sourceManifest } = outputs.source;
-  // A bare file's step is a u64; a manifest states it exactly or the export is refused before anything is written.
-  if (job === null && checkpoint.selectedStep > BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new CliError('CLI_INVALID_INPUT', `step ${checkpoint.selectedStep} of the checkpoint is beyond 2^53 − 1: its provenance manifest cannot state it exactly`, {
-      hint: 'export a checkpoint whose step is at most 9007199254740991',
+  try {
+    const written = t.encodeExportManifest({
+      name: 'dir' in target ? path.basename(resolvePath(ctx, target.dir)) : path.basename(target.file),
+      files,
+      ignorePaths: [path.basename(manifest)],
+      source: { step: job?.step ?? Number(checkpoint.selectedStep), stateChecksum: checkpoint.layout.checksumLabel, job, manifest: sourceManifest },
+      export: { format: outputs.format, dtype: outputs.dtype },
+      tool: { name: '@llmcp/cli', version: CLI_VERSION },
+      key: outputs.key,
     });
+    return { file: manifest, bytes: written.bytes };
+  } catch (e) {
+    // The lineage rule refuses a step it cannot state exactly (a bare file's u64 step beyond 2^53 − 1): an input
+    // the export cannot describe, refused before anything is written.
+    if (t.isTrainerError(e) && e.code === 'TRAINER_MANIFEST_INVALID') {
+      throw new CliError('CLI_INVALID_INPUT', `the checkpoint cannot be exported with a provenance manifest: ${e.message}`, { cause: e });
+    }
+    throw e;
   }
-  const written = t.encodeExportManifest({
-    name: 'dir' in target ? path.basename(resolvePath(ctx, target.dir)) : path.basename(target.file),
-    files,
-    ignorePaths: [path.basename(manifest)],
-    source: { step: job?.step ?? Number(checkpoint.selectedStep), stateChecksum: checkpoint.layout.checksumLabel, job, manifest: sourceManifest },
-    export: { format: outputs.format, dtype: outputs.dtype },
-    tool: { name: '@llmcp/cli', version: CLI_VERSION },
-    key: outputs.key,
-  });
-  return { file: manifest, bytes: written.bytes };
 }
 
 /**
