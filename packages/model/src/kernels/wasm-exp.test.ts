@@ -1,39 +1,34 @@
-import { SplitMix64 } from '@llmcp/format';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { checkBatchKernel } from '../../test/helpers/batch-kernel.ts';
 import { bits } from '../../test/helpers/bits.ts';
+import { drawDoubles, slowPathArguments, takesSlowPath } from '../../test/helpers/slow-path.ts';
 import { exp, expSlowPathCount } from '../math/exp.ts';
 import { fromWords } from '../math/float-bits.ts';
 import { WASM_EXP_CHUNK, wasmExpAvailable, wasmExpInto } from './wasm-exp.ts';
 
 /** exp.ts's fast path decided x (no BigInt call). */
-function fastPathDecides(x: number): boolean {
-  const before = expSlowPathCount();
-  exp(x);
-  return expSlowPathCount() === before;
-}
+const fastPathDecides = (x: number): boolean => !takesSlowPath(exp, expSlowPathCount, x);
 
 /** Runs the kernel on xs (separate output), checks the contract against exp() and returns the undecided indices. */
 function checkBatch(xs: Float64Array): Int32Array {
   return checkBatchKernel(wasmExpInto, exp, xs);
 }
 
-function randomDoubles(seed: bigint, n: number): Float64Array {
-  const rng = new SplitMix64(seed);
-  const xs = new Float64Array(n);
-  for (let i = 0; i < n; i += 8) {
-    xs[i] = -745.2 + 1455 * rng.nextUnit(); // whole finite-result range
-    xs[i + 1] = -745.2 + 40 * rng.nextUnit(); // subnormal results and the E < -1021 boundary
-    xs[i + 2] = 709.79 - 0.01 * rng.nextUnit(); // top of the range, E = 1023 / 1024
-    xs[i + 3] = (rng.nextUnit() - 0.5) * 2 ** -(60 * rng.nextUnit()); // near 0
-    xs[i + 4] = -30 * rng.nextUnit(); // softmax
-    xs[i + 5] = (rng.nextUnit() - 0.5) * 40; // SiLU / sigmoid
+/** n arguments, eight kinds in turn. */
+const randomDoubles = (seed: bigint, n: number): Float64Array =>
+  drawDoubles(seed, n, (rng) => {
+    const row = [
+      -745.2 + 1455 * rng.nextUnit(), // whole finite-result range
+      -745.2 + 40 * rng.nextUnit(), // subnormal results and the E < -1021 boundary
+      709.79 - 0.01 * rng.nextUnit(), // top of the range, E = 1023 / 1024
+      (rng.nextUnit() - 0.5) * 2 ** -(60 * rng.nextUnit()), // near 0
+      -30 * rng.nextUnit(), // softmax
+      (rng.nextUnit() - 0.5) * 40, // SiLU / sigmoid
+    ];
     const u = rng.nextU64(); // any bit pattern (NaNs, infinities, huge, tiny)
-    xs[i + 6] = fromWords(Number(u >> 32n), Number(u & 0xffffffffn));
-    xs[i + 7] = -707.7 - 0.2 * rng.nextUnit(); // around E = -1021 / -1022
-  }
-  return xs;
-}
+    const any = fromWords(Number(u >> 32n), Number(u & 0xffffffffn));
+    return [...row, any, -707.7 - 0.2 * rng.nextUnit()]; // the last: around E = -1021 / -1022
+  });
 
 describe('wasmExpInto (WebAssembly SIMD batch exp)', () => {
   it('is available in this runtime (Node has WebAssembly SIMD)', () => {
@@ -88,12 +83,7 @@ describe('wasmExpInto (WebAssembly SIMD batch exp)', () => {
   });
 
   it('reports the arguments that take exp.ts slow path as undecided', () => {
-    const rng = new SplitMix64(0x736c6f77n);
-    const slow: number[] = [];
-    for (let i = 0; i < 3_000_000 && slow.length < 40; i++) {
-      const x = (rng.nextUnit() - 0.5) * 60;
-      if (!fastPathDecides(x)) slow.push(x);
-    }
+    const slow = slowPathArguments(exp, expSlowPathCount, 0x736c6f77n, 40, (rng) => (rng.nextUnit() - 0.5) * 60);
     expect(slow.length).toBeGreaterThanOrEqual(10);
     const undecided = checkBatch(Float64Array.from(slow));
     expect(Array.from(undecided)).toEqual(slow.map((_, i) => i));

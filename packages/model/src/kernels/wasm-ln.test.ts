@@ -1,38 +1,33 @@
-import { SplitMix64 } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
 import { checkBatchKernel } from '../../test/helpers/batch-kernel.ts';
 import { bits } from '../../test/helpers/bits.ts';
+import { drawDoubles, slowPathArguments, takesSlowPath } from '../../test/helpers/slow-path.ts';
 import { fromWords } from '../math/float-bits.ts';
 import { ln, lnSlowPathCount } from '../math/ln.ts';
 import { wasmLnAvailable, wasmLnInto } from './wasm-ln.ts';
 import { WASM_EXP_CHUNK } from './wasm-exp.ts';
 
 /** ln.ts's fast path decided x (no BigInt call). */
-function fastPathDecides(x: number): boolean {
-  const before = lnSlowPathCount();
-  ln(x);
-  return lnSlowPathCount() === before;
-}
+const fastPathDecides = (x: number): boolean => !takesSlowPath(ln, lnSlowPathCount, x);
 
 /** Runs the kernel on xs (separate output), checks the contract against ln() and returns the undecided indices. */
 function checkBatch(xs: Float64Array): Int32Array {
   return checkBatchKernel(wasmLnInto, ln, xs);
 }
 
-function randomDoubles(seed: bigint, n: number): Float64Array {
-  const rng = new SplitMix64(seed);
-  const xs = new Float64Array(n);
-  for (let i = 0; i < n; i += 6) {
+/** n arguments, six kinds in turn. */
+const randomDoubles = (seed: bigint, n: number): Float64Array =>
+  drawDoubles(seed, n, (rng) => {
     const u = rng.nextU64(); // any bit pattern
-    xs[i] = fromWords(Number(u >> 32n), Number(u & 0xffffffffn));
-    xs[i + 1] = fromWords(Number((u >> 32n) & 0x7fffffffn), Number(u & 0xffffffffn)); // any positive
-    xs[i + 2] = 1 + (rng.nextUnit() - 0.5) * 2 ** -(50 * rng.nextUnit()); // near 1
-    xs[i + 3] = rng.nextUnit(); // probabilities
-    xs[i + 4] = 2 ** (2100 * rng.nextUnit() - 1075) * (1 + rng.nextUnit()); // every binade, subnormals included
-    xs[i + 5] = 0.7 + 0.72 * rng.nextUnit(); // the reduced range, all table entries
-  }
-  return xs;
-}
+    return [
+      fromWords(Number(u >> 32n), Number(u & 0xffffffffn)),
+      fromWords(Number((u >> 32n) & 0x7fffffffn), Number(u & 0xffffffffn)), // any positive
+      1 + (rng.nextUnit() - 0.5) * 2 ** -(50 * rng.nextUnit()), // near 1
+      rng.nextUnit(), // probabilities
+      2 ** (2100 * rng.nextUnit() - 1075) * (1 + rng.nextUnit()), // every binade, subnormals included
+      0.7 + 0.72 * rng.nextUnit(), // the reduced range, all table entries
+    ];
+  });
 
 describe('wasmLnInto (WebAssembly SIMD batch ln)', () => {
   it('is available in this runtime', () => {
@@ -70,12 +65,7 @@ describe('wasmLnInto (WebAssembly SIMD batch ln)', () => {
   });
 
   it('reports the arguments that take ln.ts slow path as undecided', () => {
-    const rng = new SplitMix64(0x736c6f776cn);
-    const slow: number[] = [];
-    for (let i = 0; i < 3_000_000 && slow.length < 30; i++) {
-      const x = 0.5 + 8 * rng.nextUnit();
-      if (!fastPathDecides(x)) slow.push(x);
-    }
+    const slow = slowPathArguments(ln, lnSlowPathCount, 0x736c6f776cn, 30, (rng) => 0.5 + 8 * rng.nextUnit());
     expect(slow.length).toBeGreaterThanOrEqual(10);
     expect(Array.from(checkBatch(Float64Array.from(slow)))).toEqual(slow.map((_, i) => i));
   });

@@ -1,6 +1,6 @@
-import { SplitMix64 } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
-import { bits, f64 } from '../../test/helpers/bits.ts';
+import { f64 } from '../../test/helpers/bits.ts';
+import { drawDoubles, missedRoundings, slowPathCalls, slowPathDisagreements } from '../../test/helpers/slow-path.ts';
 import { exp, expSlow, expSlowPathCount } from './exp.ts';
 import { fromWords } from './float-bits.ts';
 
@@ -44,8 +44,7 @@ const BOUNDARIES: readonly [string, string][] = [
 
 describe('exp', () => {
   it('is correctly rounded at the overflow, underflow and subnormal thresholds and near 0', () => {
-    const wrong = BOUNDARIES.filter(([x, y]) => bits(exp(f64(x))) !== y).map(([x, y]) => `exp(${x}): expected ${y}, found ${bits(exp(f64(x)))}`);
-    expect(wrong).toEqual([]);
+    expect(missedRoundings('exp', exp, BOUNDARIES)).toEqual([]);
   });
 
   it('returns 1 for ±0, NaN for NaN, +Infinity and +0 for the infinities', () => {
@@ -71,29 +70,21 @@ describe('exp', () => {
   });
 
   it('agrees with its BigInt evaluation on random arguments over the whole range', () => {
-    const rng = new SplitMix64(0x65787031n);
-    const wrong: string[] = [];
-    const check = (x: number): void => {
-      const a = exp(x);
-      const b = expSlow(x);
-      if (!Object.is(a, b)) wrong.push(`exp(${bits(x)}): fast ${bits(a)}, BigInt ${bits(b)}`);
-    };
-    for (let i = 0; i < 4000; i++) {
-      check(-745.2 + 1455 * rng.nextUnit()); // whole finite-result range
-      check(-745.2 + 37 * rng.nextUnit()); // subnormal results
-      check((rng.nextUnit() - 0.5) * 2 ** -(60 * rng.nextUnit())); // near 0
-      check((rng.nextUnit() - 0.5) * 40); // softmax / SiLU range
+    const xs = drawDoubles(0x65787031n, 4000 * 5, (rng) => {
+      const row = [
+        -745.2 + 1455 * rng.nextUnit(), // whole finite-result range
+        -745.2 + 37 * rng.nextUnit(), // subnormal results
+        (rng.nextUnit() - 0.5) * 2 ** -(60 * rng.nextUnit()), // near 0
+        (rng.nextUnit() - 0.5) * 40, // softmax / SiLU range
+      ];
       const u = rng.nextU64(); // any bit pattern
-      check(fromWords(Number(u >> 32n), Number(u & 0xffffffffn)));
-    }
-    expect(wrong.slice(0, 5)).toEqual([]);
+      return [...row, fromWords(Number(u >> 32n), Number(u & 0xffffffffn))];
+    });
+    expect(slowPathDisagreements([{ name: 'exp', fast: exp, slow: expSlow }], xs)).toEqual([]);
   });
 
   it('needs the BigInt path for fewer than 1 in 1000 arguments', () => {
-    const rng = new SplitMix64(0x65787032n);
-    const before = expSlowPathCount();
     const n = 200000;
-    for (let i = 0; i < n; i++) exp((rng.nextUnit() - 0.5) * 60);
-    expect(expSlowPathCount() - before).toBeLessThan(n / 1000);
+    expect(slowPathCalls(expSlowPathCount, 0x65787032n, n, (rng) => exp((rng.nextUnit() - 0.5) * 60))).toBeLessThan(n / 1000);
   });
 });

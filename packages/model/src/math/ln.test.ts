@@ -1,6 +1,5 @@
-import { SplitMix64 } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
-import { bits, f64 } from '../../test/helpers/bits.ts';
+import { drawDoubles, missedRoundings, slowPathCalls, slowPathDisagreements } from '../../test/helpers/slow-path.ts';
 import { fromWords } from './float-bits.ts';
 import { ln, lnSlow, lnSlowPathCount, lnTableForTests } from './ln.ts';
 
@@ -33,8 +32,7 @@ const SPECIAL: readonly [string, string][] = [
 
 describe('ln', () => {
   it('is correctly rounded for subnormal, extreme and near-1 arguments', () => {
-    const wrong = SPECIAL.filter(([x, y]) => bits(ln(f64(x))) !== y).map(([x, y]) => `ln(${x}): expected ${y}, found ${bits(ln(f64(x)))}`);
-    expect(wrong).toEqual([]);
+    expect(missedRoundings('ln', ln, SPECIAL)).toEqual([]);
   });
 
   it('returns -Infinity for ±0, NaN below 0 and for NaN, +Infinity for +Infinity, +0 for 1', () => {
@@ -49,30 +47,23 @@ describe('ln', () => {
   });
 
   it('agrees with its BigInt evaluation on random arguments over the whole range', () => {
-    const rng = new SplitMix64(0x6c6e3031n);
-    const wrong: string[] = [];
-    const check = (x: number): void => {
-      const a = ln(x);
-      const b = lnSlow(x);
-      if (!Object.is(a, b)) wrong.push(`ln(${bits(x)}): fast ${bits(a)}, BigInt ${bits(b)}`);
-    };
-    for (let i = 0; i < 4000; i++) {
+    const xs = drawDoubles(0x6c6e3031n, 4000 * 4, (rng) => {
       const u = rng.nextU64() & 0x7fffffffffffffffn; // any positive bit pattern (incl. subnormals)
       const x = fromWords(Number(u >> 32n), Number(u & 0xffffffffn));
-      if (x !== Infinity && x === x) check(x);
-      check(1 + (rng.nextUnit() - 0.5) * 2 ** -(52 * rng.nextUnit())); // near 1
-      check(4 * rng.nextUnit()); // RMSNorm range
-      check(0.70703125 + 0.70703125 * rng.nextUnit()); // every table interval
-    }
-    expect(wrong.slice(0, 5)).toEqual([]);
+      return [
+        x,
+        1 + (rng.nextUnit() - 0.5) * 2 ** -(52 * rng.nextUnit()), // near 1
+        4 * rng.nextUnit(), // RMSNorm range
+        0.70703125 + 0.70703125 * rng.nextUnit(), // every table interval
+      ];
+    });
+    const finite = xs.filter((x) => x !== Infinity && x === x);
+    expect(slowPathDisagreements([{ name: 'ln', fast: ln, slow: lnSlow }], finite)).toEqual([]);
   });
 
   it('needs the BigInt path for fewer than 1 in 1000 arguments', () => {
-    const rng = new SplitMix64(0x6c6e3032n);
-    const before = lnSlowPathCount();
     const n = 200000;
-    for (let i = 0; i < n; i++) ln(rng.nextUnit() * 8);
-    expect(lnSlowPathCount() - before).toBeLessThan(n / 1000);
+    expect(slowPathCalls(lnSlowPathCount, 0x6c6e3032n, n, (rng) => ln(rng.nextUnit() * 8))).toBeLessThan(n / 1000);
   });
 
   it('has a reduction table on which the error analysis holds', () => {

@@ -1,6 +1,7 @@
 import { SplitMix64 } from '@llmcp/format';
 import { describe, expect, it } from 'vitest';
 import { bits, f64 } from '../../test/helpers/bits.ts';
+import { drawDoubles, slowPathCalls, slowPathDisagreements } from '../../test/helpers/slow-path.ts';
 import { fromWords } from './float-bits.ts';
 import { pow } from './pow.ts';
 import { cos, sin, sinCosSlow, trigSlowPathCount } from './trig.ts';
@@ -75,31 +76,29 @@ describe('sin and cos', () => {
   });
 
   it('agree with their BigInt evaluation on random arguments of every magnitude', () => {
-    const rng = new SplitMix64(0x7472696en);
-    const wrong: string[] = [];
-    const check = (x: number): void => {
-      if (!Object.is(sin(x), sinCosSlow(x, false))) wrong.push(`sin(${bits(x)})`);
-      if (!Object.is(cos(x), sinCosSlow(x, true))) wrong.push(`cos(${bits(x)})`);
-    };
-    for (let i = 0; i < 1500; i++) {
-      check((rng.nextUnit() - 0.5) * 20);
-      check((rng.nextUnit() - 0.5) * 2 ** 20); // both sides of the fast-path limit 2^19
-      check((rng.nextUnit() - 0.5) * 2 ** -(60 * rng.nextUnit()));
+    const xs = drawDoubles(0x7472696en, 1500 * 4, (rng) => {
+      const row = [
+        (rng.nextUnit() - 0.5) * 20,
+        (rng.nextUnit() - 0.5) * 2 ** 20, // both sides of the fast-path limit 2^19
+        (rng.nextUnit() - 0.5) * 2 ** -(60 * rng.nextUnit()),
+      ];
       const u = rng.nextU64() & 0x7fefffffffffffffn; // finite bit patterns
-      check(fromWords(Number(u >> 32n), Number(u & 0xffffffffn)));
-    }
-    expect(wrong.slice(0, 5)).toEqual([]);
+      return [...row, fromWords(Number(u >> 32n), Number(u & 0xffffffffn))];
+    });
+    const fns = [
+      { name: 'sin', fast: sin, slow: (x: number) => sinCosSlow(x, false) },
+      { name: 'cos', fast: cos, slow: (x: number) => sinCosSlow(x, true) },
+    ];
+    expect(slowPathDisagreements(fns, xs)).toEqual([]);
   });
 
   it('need the BigInt path for fewer than 1 in 50 arguments below 2^19', () => {
-    const rng = new SplitMix64(0x74726933n);
-    const before = trigSlowPathCount();
     const n = 20000;
-    for (let i = 0; i < n; i++) {
+    const calls = slowPathCalls(trigSlowPathCount, 0x74726933n, n, (rng) => {
       const x = (rng.nextUnit() - 0.5) * 8192;
       sin(x);
       cos(x);
-    }
-    expect(trigSlowPathCount() - before).toBeLessThan((2 * n) / 50);
+    });
+    expect(calls).toBeLessThan((2 * n) / 50);
   });
 });
