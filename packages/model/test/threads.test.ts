@@ -255,6 +255,21 @@ describe('threaded training', () => {
     await Promise.all(opened.map((m) => m.close()));
   });
 
+  /** A decoder on `threads` threads (closed after the file), initialized from `seed`. */
+  async function threaded(config: DecoderConfig, threads: number, seed: bigint): Promise<Decoder> {
+    const m = await Decoder.create(config, { tuning, threads });
+    opened.push(m);
+    m.initialize(seed);
+    return m;
+  }
+
+  /** A decoder on this thread and one with a worker thread, both initialized from `seed`. */
+  async function withWorker(config: DecoderConfig, seed: bigint): Promise<{ one: Decoder; m: Decoder }> {
+    const one = new Decoder(config);
+    one.initialize(seed);
+    return { one, m: await threaded(config, 2, seed) };
+  }
+
   it('gives the bits of one thread on generated configs and batches, with 2 and 3 threads, waves and both reduction paths', async () => {
     const rng = new SplitMix64(43n);
     for (let c = 0; c < 2; c++) {
@@ -442,10 +457,7 @@ describe('threaded training', () => {
     setKernels('wasm');
     tuning.helpForce = true;
     tuning.frontShare = (_w, n) => n;
-    const one = new Decoder(TINY);
-    const m = await Decoder.create(TINY, { tuning, threads: 2 });
-    opened.push(m);
-    for (const d of [one, m]) d.initialize(19n);
+    const { one, m } = await withWorker(TINY, 19n);
     const rng = new SplitMix64(51n);
     const train = (): void => {
       const batch = randomBatch(rng, TINY.vocabularySize, 3, 4);
@@ -487,9 +499,7 @@ describe('threaded training', () => {
     const one = new Decoder(config);
     one.initialize(3n);
     for (const threads of [2, 3]) {
-      const m = await Decoder.create(config, { tuning, threads });
-      opened.push(m);
-      m.initialize(3n);
+      const m = await threaded(config, threads, 3n);
       const rng = new SplitMix64(44n);
       for (let step = 0; step < 5; step++) {
         const batch = randomBatch(rng, config.vocabularySize, 8, 8);
@@ -506,10 +516,7 @@ describe('threaded training', () => {
 
   it("adds the workers' partials into the adjoint with the WebAssembly fold on every thread, also after new batch buffers: both are in the first worker's memory", async () => {
     const config = TINY;
-    const one = new Decoder(config);
-    const m = await Decoder.create(config, { tuning, threads: 2 });
-    opened.push(m);
-    for (const d of [one, m]) d.initialize(4n);
+    const { one, m } = await withWorker(config, 4n);
     // The worker runs every sequence; the reduction by the calling thread alone, or by both threads, each over its slice.
     tuning.frontShare = () => 0;
     const rng = new SplitMix64(52n);
@@ -528,10 +535,7 @@ describe('threaded training', () => {
 
   it('counts the time the calling thread waits for the workers (none without them)', async () => {
     const config = TINY;
-    const one = new Decoder(config);
-    const m = await Decoder.create(config, { tuning, threads: 2 });
-    opened.push(m);
-    for (const d of [one, m]) d.initialize(9n);
+    const { one, m } = await withWorker(config, 9n);
     // The workers run every sequence: the calling thread has nothing to do but wait for them. Its clock moves
     // 1 ms at every look, so that each wait counts (a wall clock may read the same twice).
     tuning.frontShare = () => 0;
@@ -557,9 +561,7 @@ describe('threaded training', () => {
       const one = new Decoder(config);
       one.initialize(5n);
       for (const threads of [2, 3]) {
-        const m = await Decoder.create(config, { tuning, threads });
-        opened.push(m);
-        m.initialize(5n);
+        const m = await threaded(config, threads, 5n);
         tuning.frontShare = (_wave, n) => n >> 1;
         const rng = new SplitMix64(47n);
         for (let step = 0; step < 3; step++) {
@@ -581,10 +583,7 @@ describe('threaded training', () => {
     // The second shared memory of the first set asked for (the first worker's, with the adjoint) is refused, as a memory too large would be.
     const memories = refuseSharedMemories((n) => n === 2);
     try {
-      const one = new Decoder(config);
-      const m = await Decoder.create(config, { tuning, threads: 2 });
-      opened.push(m);
-      for (const d of [one, m]) d.initialize(6n);
+      const { one, m } = await withWorker(config, 6n);
       // The calling thread runs every sequence and leaves the lower rows of each product to the worker: only products in the shared memories are.
       tuning.frontShare = (_wave, n) => n;
       tuning.helpForce = true;

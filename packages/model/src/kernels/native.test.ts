@@ -86,14 +86,11 @@ function compare(c: Case, run: (C: Float64Array, cOff: number, ldc: number, A: F
   return firstDifference(native, wasm, keep);
 }
 
-const shapes = fc.record({
-  M: fc.integer({ min: 1, max: 41 }),
-  N: fc.integer({ min: 1, max: 53 }),
-  K: fc.integer({ min: 0, max: 37 }),
-  flags: fc.integer({ min: 0, max: 31 }),
-  pad: fc.integer({ min: 0, max: 3 }),
-  seed: fc.integer(),
-});
+/** Generated cases of the given dimensions, under every flag combination and padding. */
+const gemmCases = (M: fc.Arbitrary<number>, N: fc.Arbitrary<number>, K: fc.Arbitrary<number>): fc.Arbitrary<Case> =>
+  fc.record({ M, N, K, flags: fc.integer({ min: 0, max: 31 }), pad: fc.integer({ min: 0, max: 3 }), seed: fc.integer() });
+
+const shapes = gemmCases(fc.integer({ min: 1, max: 41 }), fc.integer({ min: 1, max: 53 }), fc.integer({ min: 0, max: 37 }));
 
 /** Edge shapes every path must pass: 1 × 1, k = 0 and 1, sizes around the vector and block widths. */
 const EDGES: [number, number, number][] = [
@@ -122,14 +119,11 @@ const PACKED: [number, number, number][] = [
 const AVX2_M = [2, 3, 12, 13, 47, 128, 129, 255, 256, 257] as const;
 const AVX2_N = [1, 4, 5, 16, 31, 32, 47, 48, 49, 52, 64, 79, 80, 95, 96, 97, 112, 142, 145, 189, 193, 200, 238] as const;
 const AVX2_K = [0, 1, 63, 64, 65, 127, 128, 129, 200] as const;
-const avx2Shapes = fc.record({
-  M: fc.oneof(fc.constantFrom(...AVX2_M), fc.integer({ min: 2, max: 300 })),
-  N: fc.oneof(fc.constantFrom(...AVX2_N), fc.integer({ min: 1, max: 250 })),
-  K: fc.oneof(fc.constantFrom(...AVX2_K), fc.integer({ min: 0, max: 300 })),
-  flags: fc.integer({ min: 0, max: 31 }),
-  pad: fc.integer({ min: 0, max: 3 }),
-  seed: fc.integer(),
-});
+const avx2Shapes = gemmCases(
+  fc.oneof(fc.constantFrom(...AVX2_M), fc.integer({ min: 2, max: 300 })),
+  fc.oneof(fc.constantFrom(...AVX2_N), fc.integer({ min: 1, max: 250 })),
+  fc.oneof(fc.constantFrom(...AVX2_K), fc.integer({ min: 0, max: 300 })),
+);
 
 /** Packed AVX2 shapes every flag combination runs on: several column blocks, row chunks and K blocks at once. */
 const AVX2_PACKED: [number, number, number][] = [
@@ -137,14 +131,7 @@ const AVX2_PACKED: [number, number, number][] = [
 ];
 
 /** Random shapes with long K (several K blocks of the packed path). */
-const longShapes = fc.record({
-  M: fc.integer({ min: 1, max: 72 }),
-  N: fc.integer({ min: 1, max: 60 }),
-  K: fc.integer({ min: 100, max: 700 }),
-  flags: fc.integer({ min: 0, max: 31 }),
-  pad: fc.integer({ min: 0, max: 3 }),
-  seed: fc.integer(),
-});
+const longShapes = gemmCases(fc.integer({ min: 1, max: 72 }), fc.integer({ min: 1, max: 60 }), fc.integer({ min: 100, max: 700 }));
 
 describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
   const nativeAddon = addon as NativeAddon;

@@ -80,31 +80,27 @@ describe('the WebAssembly RMSNorm kernels', () => {
     for (let i = 0; i < all.length; i++) if (written[i] === 0 && !sameBits(all[i]!, before[i]!)) expect.fail(`${what}: element ${i} of the arena written`);
   }
 
+  /** `check(next, rows, D, specials)` for every row count and width, without and with special values. */
+  function everyShape(seed: number, check: (next: () => number, rows: number, D: number, specials: boolean) => void): void {
+    const next = uniform(seed);
+    for (const rows of ROWS) for (const D of WIDTHS) for (const specials of [false, true]) check(next, rows, D, specials);
+  }
+
   it('backward: gives the bits of the JavaScript loop in place, for generated shapes and values, and writes only its outputs', () => {
-    const next = uniform(7);
-    for (const rows of ROWS) {
-      for (const D of WIDTHS) {
-        for (const specials of [false, true]) {
-          const n = rows * D;
-          const lengths = { dx: n, gainTerms: n, dnormalized: n, rowAdjoints: 5 * rows, u: n, x: n, gain: D, normalized: n, inv: rows, st: rows, ms: rows, out: n };
-          compare(next, lengths, ['dx', 'gainTerms', 'dnormalized', 'rowAdjoints'], specials, n, (a) => rmsNormBackward(a.dx, a.gainTerms, a, a.u, a.x, a.gain, rows, D), `backward, rows ${rows}, D ${D}`);
-        }
-      }
-    }
+    everyShape(7, (next, rows, D, specials) => {
+      const n = rows * D;
+      const lengths = { dx: n, gainTerms: n, dnormalized: n, rowAdjoints: 5 * rows, u: n, x: n, gain: D, normalized: n, inv: rows, st: rows, ms: rows, out: n };
+      compare(next, lengths, ['dx', 'gainTerms', 'dnormalized', 'rowAdjoints'], specials, n, (a) => rmsNormBackward(a.dx, a.gainTerms, a, a.u, a.x, a.gain, rows, D), `backward, rows ${rows}, D ${D}`);
+    });
   });
 
   it('forward: gives the bits of the JavaScript loop in place (mean squares and scaling), for generated shapes and values, and writes only its outputs', () => {
-    const next = uniform(11);
-    for (const rows of ROWS) {
-      for (const D of WIDTHS) {
-        for (const specials of [false, true]) {
-          const n = rows * D;
-          const eps = [1e-5, 1e-6, 0.5, 5e-324][Math.floor(next() * 4)]!;
-          const lengths = { x: n, gain: D, out: n, normalized: n, inv: rows, st: rows, ms: rows };
-          // The mean squares and the scaling, each over every element.
-          compare(next, lengths, ['out', 'normalized', 'inv', 'st', 'ms'], specials, 2 * n, (a) => rmsNormForward(a, a.x, a.gain, rows, D, eps), `forward, rows ${rows}, D ${D}`);
-        }
-      }
-    }
+    everyShape(11, (next, rows, D, specials) => {
+      const n = rows * D;
+      const eps = [1e-5, 1e-6, 0.5, 5e-324][Math.floor(next() * 4)]!;
+      const lengths = { x: n, gain: D, out: n, normalized: n, inv: rows, st: rows, ms: rows };
+      // The mean squares and the scaling, each over every element.
+      compare(next, lengths, ['out', 'normalized', 'inv', 'st', 'ms'], specials, 2 * n, (a) => rmsNormForward(a, a.x, a.gain, rows, D, eps), `forward, rows ${rows}, D ${D}`);
+    });
   });
 });

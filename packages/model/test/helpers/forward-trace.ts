@@ -176,6 +176,15 @@ export function forwardTraceChecks(set: KernelSetName): Check[] {
     [base + 7, rows(n.rowAdjoints, 0)],
     [base + 8, values(n.dnormalized)],
   ];
+  /** The six nodes of the query or key path: the weight, the projection (two nodes), its heads, the rotated heads (two). */
+  const rotatedNodes = (base: number, name: string, projected: Matrix, rotated: Matrix): [number, ArrayLike<number>][] => [
+    [base, grad(`blocks.0.attention.${name}.weight`)],
+    [base + 1, values(projected)],
+    [base + 2, values(projected)],
+    [base + 3, heads(values(projected), T, H, d)],
+    [base + 4, heads(values(rotated), T, H, d)],
+    [base + 5, heads(values(rotated), T, H, d)],
+  ];
   const dEhead = new Float64Array(D * V);
   for (let v = 0; v < V; v++) for (let c = 0; c < D; c++) dEhead[c * V + v] = headPart[v * D + c] as number;
   const nodeValues = new Map<number, ArrayLike<number>>([
@@ -184,18 +193,8 @@ export function forwardTraceChecks(set: KernelSetName): Check[] {
     ...normNodes(2, a.n1),
     [11, grad('blocks.0.attention_norm.gain')],
     [12, values(g.n1)],
-    [13, grad('blocks.0.attention.query.weight')],
-    [14, values(g.q)],
-    [15, values(g.q)],
-    [16, heads(values(g.q), T, H, d)],
-    [17, heads(values(g.att.q), T, H, d)],
-    [18, heads(values(g.att.q), T, H, d)],
-    [19, grad('blocks.0.attention.key.weight')],
-    [20, values(g.k)],
-    [21, values(g.k)],
-    [22, heads(values(g.k), T, H, d)],
-    [23, heads(values(g.att.k), T, H, d)],
-    [24, heads(values(g.att.k), T, H, d)],
+    ...rotatedNodes(13, 'query', g.q, g.att.q),
+    ...rotatedNodes(19, 'key', g.k, g.att.k),
     [25, keysT(values(g.att.k), T, H, d)],
     [26, tr.draw.subarray(0, H * T * T)],
     [28, tr.dscaled.subarray(0, H * T * T)],
