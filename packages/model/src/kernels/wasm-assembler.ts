@@ -376,6 +376,16 @@ export const EW_U_OFF: number = EW_X_OFF + EW_CHUNK * 8;
 /** First byte free for the kernel's tables and constants (up to 65536). */
 export const EW_DATA_OFF: number = EW_U_OFF + EW_CHUNK * 4;
 
+/**
+ * A kernel's constant region: `values[name]` at index `slots[name]` for every slot but `COUNT`, the region's
+ * length in f64 (wasm-exp.ts, wasm-ln.ts).
+ */
+export function slotValues<K extends { readonly COUNT: number }>(slots: K, values: Readonly<Record<Exclude<keyof K, 'COUNT'>, number>>): Float64Array {
+  const v = new Float64Array(slots.COUNT);
+  for (const name of Object.keys(slots) as (keyof K)[]) if (name !== 'COUNT') v[slots[name] as number] = values[name as Exclude<keyof K, 'COUNT'>];
+  return v;
+}
+
 /** Locals of the pair loop, numbered by the kernel (parameter n is local 0). */
 export interface PairLoopLocals {
   /** i32 scratch: element index, byte pointer, undecided count, bitmask. */

@@ -23,7 +23,7 @@
  * `runElementwise`, shared with wasm-ln.ts).
  */
 import { expFastPathConstants } from '../math/exp.ts';
-import { Code, EW_CHUNK, EW_DATA_OFF, emitPairLoop, elementwiseModuleBytes, instantiateElementwise, runElementwise, type ElementwiseKernel } from './wasm-assembler.ts';
+import { Code, EW_CHUNK, EW_DATA_OFF, emitPairLoop, elementwiseModuleBytes, instantiateElementwise, runElementwise, slotValues, type ElementwiseKernel } from './wasm-assembler.ts';
 
 /** Elements per kernel call (the input/output region of the module's memory). */
 export const WASM_EXP_CHUNK: number = EW_CHUNK;
@@ -70,21 +70,7 @@ const K = {
 
 function constantValues(): Float64Array {
   const c = expFastPathConstants();
-  const v = new Float64Array(K.COUNT);
-  v[K.INV_L] = c.INV_L;
-  v[K.SHIFTER] = c.SHIFTER;
-  v[K.L1] = c.L1;
-  v[K.L2] = c.L2;
-  v[K.L3] = c.L3;
-  v[K.C3] = c.C3;
-  v[K.C4] = c.C4;
-  v[K.C5] = c.C5;
-  v[K.C6] = c.C6;
-  v[K.HALF] = 0.5;
-  v[K.SPLITTER] = c.SPLITTER;
-  v[K.ERR] = c.ERR;
-  v[K.K_MIN] = K_MIN;
-  v[K.K_MAX] = K_MAX;
+  const v = slotValues(K, { ...c, HALF: 0.5, K_MIN, K_MAX, BIAS: 0 }); // BIAS: bits, set here
   const dv = new DataView(v.buffer); // little-endian, as WebAssembly memory
   dv.setFloat64(K.BIAS * 8, c.SHIFTER, true);
   dv.setBigInt64(K.BIAS * 8, dv.getBigInt64(K.BIAS * 8, true) - 1023n * 128n, true);

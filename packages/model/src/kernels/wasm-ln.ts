@@ -17,7 +17,7 @@
  * reported and its output slot holds the argument unchanged.
  */
 import { lnFastPathConstants } from '../math/ln.ts';
-import { Code, EW_DATA_OFF, emitPairLoop, elementwiseModuleBytes, instantiateElementwise, runElementwise, type ElementwiseKernel } from './wasm-assembler.ts';
+import { Code, EW_DATA_OFF, emitPairLoop, elementwiseModuleBytes, instantiateElementwise, runElementwise, slotValues, type ElementwiseKernel } from './wasm-assembler.ts';
 
 /** ln.ts's table TBL (768 f64: c_i, -ln c_i hi, lo), then the splatted constants, in bytes. */
 const TBL_OFF = EW_DATA_OFF;
@@ -48,26 +48,7 @@ const K = {
 } as const;
 
 function constantValues(): Float64Array {
-  const c = lnFastPathConstants();
-  const v = new Float64Array(K.COUNT);
-  v[K.SPLITTER] = c.SPLITTER;
-  v[K.ONE] = 1;
-  v[K.TWO] = 2;
-  v[K.HALF] = 0.5;
-  v[K.P3] = c.P3;
-  v[K.P4] = c.P4;
-  v[K.P5] = c.P5;
-  v[K.P6] = c.P6;
-  v[K.P7] = c.P7;
-  v[K.P8] = c.P8;
-  v[K.P9] = c.P9;
-  v[K.LN2_HI] = c.LN2_HI;
-  v[K.LN2_LO] = c.LN2_LO;
-  v[K.ERR_REL] = c.ERR_REL;
-  v[K.MIN_NORMAL] = 2.2250738585072014e-308;
-  v[K.INF] = Infinity;
-  v[K.SHIFTER] = 6755399441055744;
-  return v;
+  return slotValues(K, { ...lnFastPathConstants(), ONE: 1, TWO: 2, HALF: 0.5, MIN_NORMAL: 2.2250738585072014e-308, INF: Infinity, SHIFTER: 6755399441055744 });
 }
 
 /** Byte lanes of `i8x16.shuffle` taking lane 0 of each operand, and lane 1 of each. */
