@@ -107,24 +107,6 @@ static int ew_any_overlap(const ew_span *s, int k) {
   return 0;
 }
 
-static napi_value ew_int(napi_env env, int64_t v) {
-  napi_value r;
-  napi_create_int64(env, v, &r);
-  return r;
-}
-
-static int ew_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv, const char *name) {
-  size_t argc = want;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return 0;
-  if (argc < want) {
-    char msg[96];
-    snprintf(msg, sizeof msg, "llmcp kernels: %s takes %d arguments", name, (int)want);
-    napi_throw_type_error(env, NULL, msg);
-    return 0;
-  }
-  return 1;
-}
-
 /* Reads `count` Float64Arrays from argv (names for the errors) and checks that each holds `need[k]` elements. */
 static int ew_f64_args(napi_env env, const napi_value *argv, int count, const char *const *names, const int64_t *need,
                        double **a, ew_span *spans) {
@@ -138,16 +120,31 @@ static int ew_f64_args(napi_env env, const napi_value *argv, int count, const ch
   return 1;
 }
 
-static int ew_constants(napi_env env, napi_value v, double **C) {
-  size_t len;
-  if (!get_f64_array(env, v, C, &len, "constants")) return 0;
-  if (len != EXP_C_LENGTH) {
-    napi_throw_range_error(env, NULL, "llmcp kernels: constants must have 516 elements (L1, L2, L3, INV_L, T)");
-    return 0;
-  }
-  return 1;
+/* The row's maximum by the TypeScript loops' scan `z > m` from −∞. */
+static inline double ew_row_max(const double *z, int64_t n) {
+  double m = -__builtin_inf();
+  for (int64_t c = 0; c < n; c++) m = z[c] > m ? z[c] : m;
+  return m;
 }
 
+/*
+ * exp in place on one row p[0 … n−1], element `at` of its array onwards: its undecided indices, made relative to
+ * the array, go ascending to und; returns their count.
+ */
+static inline int64_t ew_row_exp(double *p, int64_t n, int32_t *und, int64_t at, const double *C) {
+  const int64_t c = run_exp(p, p, n, und, C);
+  for (int64_t t = 0; t < c; t++) und[t] += (int32_t)at;
+  return c;
+}
+
+/* The softmax tail of one row: Σ p[c] in order, skipping the first c whose shift z[c] − m is exactly zero. */
+static inline double ew_tail(const double *p, const double *z, double m, int64_t n) {
+  double tail = 0;
+  int64_t c = 0;
+  for (; c < n && z[c] - m != 0; c++) tail += p[c];
+  for (c++; c < n; c++) tail += p[c];
+  return tail;
+}
 
 /*
  * swigluForward(prod, silu, sigma, gate, up, n, undecided, constants) → count: swiglu.ts's forward on elements
@@ -237,13 +234,10 @@ static napi_value js_ce_shifts(napi_env env, napi_callback_info info) {
   for (int64_t r = 0; r < rows && V > 0; r++) {
     const double *z = logits + r * V;
     double *p = prob + r * V;
-    double m = -__builtin_inf();
-    for (int64_t c = 0; c < V; c++) m = z[c] > m ? z[c] : m;
+    const double m = ew_row_max(z, V);
     stats[2 * r] = m;
     EW_DISPATCH(ce_shift, p, z, m, V);
-    const int64_t c = run_exp(p, p, V, und + count, C);
-    for (int64_t t = 0; t < c; t++) und[count + t] += (int32_t)(r * V);
-    count += c;
+    count += ew_row_exp(p, V, und + count, r * V, C);
   }
   return ew_int(env, count);
 }
@@ -269,12 +263,8 @@ static napi_value js_ce_rows(napi_env env, napi_callback_info info) {
   for (int64_t r = 0; r < rows && V > 0; r++) {
     const double *z = logits + r * V;
     double *p = prob + r * V;
-    const double m = stats[2 * r];
     /* The shift is tested, not its exp; the first exact zero is skipped, the others summed in order. */
-    double tail = 0;
-    int64_t c = 0;
-    for (; c < V && z[c] - m != 0; c++) tail += p[c];
-    for (c++; c < V; c++) tail += p[c];
+    const double tail = ew_tail(p, z, stats[2 * r], V);
     stats[2 * r + 1] = tail;
     EW_DISPATCH(ce_scale, p, 1.0 + tail, V);
   }
@@ -495,14 +485,11 @@ static napi_value js_att_softmax(napi_env env, napi_callback_info info) {
     double *p = pr + i * T;
     const int64_t n = i + 1;
     EW_DISPATCH(att_scale, s, scale, n);
-    double m = -__builtin_inf();
-    for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+    const double m = ew_row_max(s, n);
     M[i] = m;
     EW_DISPATCH(ce_shift, p, s, m, n);
     if (n < T) EW_DISPATCH(att_zero, p + n, T - n);
-    const int64_t c = run_exp(p, p, n, und + count, C);
-    for (int64_t t = 0; t < c; t++) und[count + t] += (int32_t)(i * T);
-    count += c;
+    count += ew_row_exp(p, n, und + count, i * T, C);
   }
   return ew_int(env, count);
 }
@@ -532,11 +519,7 @@ static napi_value js_att_softmax_rows(napi_env env, napi_callback_info info) {
     const double *s = S + i * T;
     double *p = pr + i * T;
     const int64_t n = i + 1;
-    const double m = M[i];
-    double tail = 0;
-    int64_t j = 0;
-    for (; j < n && s[j] - m != 0; j++) tail += p[j];
-    for (j++; j < n; j++) tail += p[j];
+    const double tail = ew_tail(p, s, M[i], n);
     EW_DISPATCH(ce_scale, p, 1.0 + tail, n);
   }
   return ew_int(env, 0);

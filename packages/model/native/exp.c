@@ -263,6 +263,35 @@ static int exp_overlap(const void *a, size_t na, const void *b, size_t nb) {
   return na != 0 && nb != 0 && pa < pb + nb && pb < pa + na;
 }
 
+/* ew_int, ew_args, ew_constants: the glue of the Node-API functions here and in elementwise.c (included after). */
+static napi_value ew_int(napi_env env, int64_t v) {
+  napi_value r;
+  napi_create_int64(env, v, &r);
+  return r;
+}
+
+static int ew_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv, const char *name) {
+  size_t argc = want;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return 0;
+  if (argc < want) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "llmcp kernels: %s takes %d arguments", name, (int)want);
+    napi_throw_type_error(env, NULL, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static int ew_constants(napi_env env, napi_value v, double **C) {
+  size_t len;
+  if (!get_f64_array(env, v, C, &len, "constants")) return 0;
+  if (len != EXP_C_LENGTH) {
+    napi_throw_range_error(env, NULL, "llmcp kernels: constants must have 516 elements (L1, L2, L3, INV_L, T)");
+    return 0;
+  }
+  return 1;
+}
+
 /*
  * exp(out, outOff, x, xOff, n, undecided, constants): out[outOff + i] = exp(x[xOff + i]) for the lanes decided
  * here; returns the number of undecided indices i (relative to the offsets, ascending) written to
@@ -270,29 +299,20 @@ static int exp_overlap(const void *a, size_t na, const void *b, size_t nb) {
  * place) but must not overlap otherwise; undecided must hold n indices; constants is exp-batch.ts's array.
  */
 static napi_value js_exp(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
   napi_value argv[7];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
-  if (argc < 7) {
-    napi_throw_type_error(env, NULL, "llmcp kernels: exp takes 7 arguments");
-    return NULL;
-  }
+  if (!ew_args(env, info, 7, argv, "exp")) return NULL;
   double *out, *x, *C;
   int32_t *und;
-  size_t outLen, xLen, undLen, cLen;
+  size_t outLen, xLen, undLen;
   int64_t outOff, xOff, n;
   if (!get_f64_array(env, argv[0], &out, &outLen, "out") || !get_int(env, argv[1], MAX_OFFSET, &outOff, "outOff") ||
       !get_f64_array(env, argv[2], &x, &xLen, "x") || !get_int(env, argv[3], MAX_OFFSET, &xOff, "xOff") ||
       !get_int(env, argv[4], MAX_DIM, &n, "n") || !get_i32_array(env, argv[5], &und, &undLen, "undecided") ||
-      !get_f64_array(env, argv[6], &C, &cLen, "constants"))
+      !ew_constants(env, argv[6], &C))
     return NULL;
   if (!check_extent(env, outLen, outOff, n, 1, n, "out") || !check_extent(env, xLen, xOff, n, 1, n, "x")) return NULL;
   if ((int64_t)undLen < n) {
     napi_throw_range_error(env, NULL, "llmcp kernels: undecided must have at least n elements");
-    return NULL;
-  }
-  if (cLen != EXP_C_LENGTH) {
-    napi_throw_range_error(env, NULL, "llmcp kernels: constants must have 516 elements (L1, L2, L3, INV_L, T)");
     return NULL;
   }
   double *o = out + outOff;
@@ -303,8 +323,5 @@ static napi_value js_exp(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, NULL, "llmcp kernels: exp's out and x must be the same elements or disjoint (and undecided, constants disjoint from them)");
     return NULL;
   }
-  const int64_t count = run_exp(o, xi, n, und, C);
-  napi_value result;
-  napi_create_int64(env, count, &result);
-  return result;
+  return ew_int(env, run_exp(o, xi, n, und, C));
 }
