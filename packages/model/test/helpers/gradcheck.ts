@@ -49,6 +49,14 @@ export function checkGradient(
   return null;
 }
 
+/**
+ * {@link checkGradient} for several inputs of one function: `checks[name]` is [x, analytic]; returns the
+ * messages of the inputs that fail (empty when all match).
+ */
+export function gradientMismatches(f: () => number, checks: Readonly<Record<string, readonly [Float64Array, ArrayLike<number>]>>): string[] {
+  return Object.entries(checks).flatMap(([name, [x, analytic]]) => checkGradient(name, f, x, analytic) ?? []);
+}
+
 /** Σ w_i · y_i. */
 export function dot(w: ArrayLike<number>, y: ArrayLike<number>, n: number = w.length): number {
   let s = 0;
