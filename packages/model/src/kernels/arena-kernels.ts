@@ -161,15 +161,13 @@ export function emitSkipTail(e: Code, L: SkipTailLocals): void {
   e.f64Zero().set(L.tail);
   e.i32(0).set(L.skipped);
   e.i32(0).set(L.j);
-  e.block().loop();
-  e.get(L.j).get(L.n).geS().brIf(1);
-  e.get(L.skipped).i32(0).eq();
-  e.get(L.z).get(L.j).shl3().add().f64Load().get(L.m).f64Sub().f64Zero().f64Eq().and().if();
-  e.i32(1).set(L.skipped);
-  e.else();
-  e.get(L.tail).get(L.p).get(L.j).shl3().add().f64Load().f64Add().set(L.tail);
-  e.end();
-  e.get(L.j).i32(1).add().set(L.j);
-  e.br(0);
-  e.end().end();
+  e.whileLess(L.j, L.n, () => {
+    e.get(L.skipped).i32(0).eq();
+    e.get(L.z).get(L.j).shl3().add().f64Load().get(L.m).f64Sub().f64Zero().f64Eq().and().if();
+    e.i32(1).set(L.skipped);
+    e.else();
+    e.get(L.tail).get(L.p).get(L.j).shl3().add().f64Load().f64Add().set(L.tail);
+    e.end();
+    e.get(L.j).i32(1).add().set(L.j);
+  });
 }

@@ -127,6 +127,17 @@ export class Code {
   brIf(depth: number): this {
     return this.op(0x0d, ...uleb(depth));
   }
+  /**
+   * `block loop … end end` running `body` while local `i` < local `n` (signed; `i32.ge_s` then `br_if 1` at the
+   * top of each pass, `br 0` after the body): the body steps `i`.
+   */
+  whileLess(i: number, n: number, body: () => void): this {
+    this.block().loop();
+    this.get(i).get(n).geS().brIf(1);
+    body();
+    this.br(0);
+    return this.end().end();
+  }
   /** `i32.shr_s` */
   shrS(): this {
     return this.op(0x75);
@@ -411,9 +422,7 @@ export function emitPairLoop(e: Code, L: PairLoopLocals, body: () => void): void
   e.i32(0).set(L.cnt);
   e.i32(0).set(L.i);
   e.i32(EW_X_OFF).set(L.p);
-  e.block().loop();
-  {
-    e.get(L.i).get(n).geS().brIf(1);
+  e.whileLess(L.i, n, () => {
     e.get(L.p).v128Load().set(L.x);
     body();
     e.get(L.p).get(L.res).get(L.x).get(L.ok).bitselect().v128Store();
@@ -434,9 +443,7 @@ export function emitPairLoop(e: Code, L: PairLoopLocals, body: () => void): void
     e.end();
     e.get(L.i).i32(2).add().set(L.i);
     e.get(L.p).i32(16).add().set(L.p);
-    e.br(0);
-  }
-  e.end().end();
+  });
   e.get(L.cnt);
   e.end(); // function end
 }

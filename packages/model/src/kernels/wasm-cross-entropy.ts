@@ -51,40 +51,34 @@ function moduleBytes(shared: boolean): Uint8Array {
   e.v128Zero().set(zero);
   e.i32(0).set(cnt);
   e.i32(0).set(r);
-  e.block().loop();
-  {
-    e.get(r).get(rows).geS().brIf(1);
+  e.whileLess(r, rows, () => {
     e.get(r).get(V).mul().shl3().tee(o).get(pz).add().set(zr);
     e.get(o).get(pp).add().set(pr);
     // m: the scalar scan `if (z > m) m = z`
     e.f64Const(-Infinity).set(m);
     e.i32(0).set(c);
-    e.block().loop();
-    e.get(c).get(V).geS().brIf(1);
-    // a branch, not a select: the maximum rarely changes, and a select would chain every element to the last
-    e.get(zr).get(c).shl3().add().f64Load().tee(zv).get(m).f64Gt().if();
-    e.get(zv).set(m);
-    e.end();
-    e.get(c).i32(1).add().set(c);
-    e.br(0);
-    e.end().end();
+    e.whileLess(c, V, () => {
+      // a branch, not a select: the maximum rarely changes, and a select would chain every element to the last
+      e.get(zr).get(c).shl3().add().f64Load().tee(zv).get(m).f64Gt().if();
+      e.get(zv).set(m);
+      e.end();
+      e.get(c).i32(1).add().set(c);
+    });
     // shifts and their exp, by pairs (an odd row's last pair computes one element of slack, ignored)
     e.get(m).splat().set(mv);
     e.i32(0).set(bad);
     e.i32(0).set(c);
     e.i32(0).set(o);
-    e.block().loop();
-    e.get(c).get(V).geS().brIf(1);
-    e.get(zr).get(o).add().v128Load().get(mv).vSub().set(x);
-    emitExpPair(e, v0, ta, tb, TABLE);
-    e.get(pr).get(o).add().get(res).v128Store();
-    e.get(ok).i64x2Bitmask().set(bm);
-    e.get(bad).get(bm).i32(1).and().i32(0).eq().or();
-    e.get(bm).i32(2).and().i32(0).eq().get(c).i32(1).add().get(V).ltS().and().or().set(bad);
-    e.get(c).i32(2).add().set(c);
-    e.get(o).i32(16).add().set(o);
-    e.br(0);
-    e.end().end();
+    e.whileLess(c, V, () => {
+      e.get(zr).get(o).add().v128Load().get(mv).vSub().set(x);
+      emitExpPair(e, v0, ta, tb, TABLE);
+      e.get(pr).get(o).add().get(res).v128Store();
+      e.get(ok).i64x2Bitmask().set(bm);
+      e.get(bad).get(bm).i32(1).and().i32(0).eq().or();
+      e.get(bm).i32(2).and().i32(0).eq().get(c).i32(1).add().get(V).ltS().and().or().set(bad);
+      e.get(c).i32(2).add().set(c);
+      e.get(o).i32(16).add().set(o);
+    });
     e.get(bad).if();
     {
       e.get(cnt).i32(2).shl().get(r).i32Store(UND);
@@ -100,19 +94,15 @@ function moduleBytes(shared: boolean): Uint8Array {
       e.f64Const(1.0).get(tail).f64Add().splat().set(den);
       e.i32(0).set(c);
       e.get(pr).set(o);
-      e.block().loop();
-      e.get(c).get(V).geS().brIf(1);
-      e.get(o).get(o).v128Load().get(den).vDiv().get(zero).vAdd().v128Store();
-      e.get(c).i32(2).add().set(c);
-      e.get(o).i32(16).add().set(o);
-      e.br(0);
-      e.end().end();
+      e.whileLess(c, V, () => {
+        e.get(o).get(o).v128Load().get(den).vDiv().get(zero).vAdd().v128Store();
+        e.get(c).i32(2).add().set(c);
+        e.get(o).i32(16).add().set(o);
+      });
     }
     e.end();
     e.get(r).i32(1).add().set(r);
-    e.br(0);
-  }
-  e.end().end();
+  });
   e.get(cnt);
   e.end();
   return pointerModuleBytes('ce', 4, [[I32_LOCALS, I32], [F64_LOCALS, F64], [V128_LOCALS, V128]], e.bytes, shared);

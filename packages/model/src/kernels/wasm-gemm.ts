@@ -155,9 +155,8 @@ function gemmBody(): number[] {
   e.i32(8).get(ldaB).get(flags).i32(TRANS_A).and().select().set(aStepR);
   // i = 0
   e.i32(0).set(i);
-  e.block().loop(); // $rows: one iteration per row block
-  {
-    e.get(i).get(M).geS().brIf(1);
+  // $rows: one iteration per row block
+  e.whileLess(i, M, () => {
     // rows = the tallest tile height that fits M − i
     e.i32(1).set(rows);
     for (const h of [...HEIGHTS].reverse().slice(1)) e.i32(h).get(rows).get(M).get(i).sub().i32(h).geS().select().set(rows);
@@ -180,14 +179,10 @@ function gemmBody(): number[] {
     }
 
     // ── scalar columns j … jEnd−1 for the `rows` rows of this block ──
-    e.block().loop();
-    {
-      e.get(j).get(jEnd).geS().brIf(1);
+    e.whileLess(j, jEnd, () => {
       for (const v of s) e.f64Zero().set(v);
       e.get(kBeg).set(k);
-      e.block().loop();
-      {
-        e.get(k).get(kEnd).geS().brIf(1);
+      e.whileLess(k, kEnd, () => {
         e.get(b).get(k).get(ldb).mul().add().get(j).add().shl3().f64Load().set(bv);
         for (let rr = 0; rr < TILE_ROWS; rr++) {
           // only the block's own rows
@@ -199,9 +194,7 @@ function gemmBody(): number[] {
           e.end();
         }
         e.get(k).i32(1).add().set(k);
-        e.br(0);
-      }
-      e.end().end();
+      });
       e.get(c).get(i).get(ldc).mul().add().get(j).add().shl3().set(cp);
       for (let rr = 0; rr < TILE_ROWS; rr++) {
         e.get(rows).i32(rr).gtS().if();
@@ -216,14 +209,10 @@ function gemmBody(): number[] {
         e.get(cp).get(ldcB).add().set(cp);
       }
       e.get(j).i32(1).add().set(j);
-      e.br(0);
-    }
-    e.end().end();
+    });
 
     e.get(i).get(rows).add().set(i);
-    e.br(0);
-  }
-  e.end().end();
+  });
   e.end(); // function end
 
   const locals = [...uleb(3), ...uleb(I32_LOCALS), I32, ...uleb(V128_LOCALS), V128, ...uleb(F64_LOCALS), F64];

@@ -45,13 +45,11 @@ function rowsModule(name: string, params: number, locals: readonly [number, numb
   const e = new Code();
   e.get(D).i32(-2).and().i32(3).shl().set(L.PAIRS);
   e.i32(0).set(L.R);
-  e.block().loop();
-  e.get(L.R).get(ROWS).geS().brIf(1);
-  e.get(L.R).get(D).mul().i32(3).shl().set(L.O);
-  row(e, L);
-  e.get(L.R).i32(1).add().set(L.R);
-  e.br(0);
-  e.end().end();
+  e.whileLess(L.R, ROWS, () => {
+    e.get(L.R).get(D).mul().i32(3).shl().set(L.O);
+    row(e, L);
+    e.get(L.R).i32(1).add().set(L.R);
+  });
   e.i32(0);
   e.end();
   const [i32s, f64s, v128s] = locals;

@@ -43,15 +43,13 @@ const V0 = 20;
 /** Row loop over i0 … i1−1: sets N = i + 1, RS and RP to the row's scores and weights; `body` per row. */
 function rowLoop(e: Code, body: () => void): void {
   e.get(I0).set(I);
-  e.block().loop();
-  e.get(I).get(I1).geS().brIf(1);
-  e.get(I).i32(1).add().set(N);
-  e.get(I).get(T_).mul().tee(Q).shl3().tee(RS).get(PP).add().set(RP);
-  e.get(RS).get(PS).add().set(RS);
-  body();
-  e.get(I).i32(1).add().set(I);
-  e.br(0);
-  e.end().end();
+  e.whileLess(I, I1, () => {
+    e.get(I).i32(1).add().set(N);
+    e.get(I).get(T_).mul().tee(Q).shl3().tee(RS).get(PP).add().set(RP);
+    e.get(RS).get(PS).add().set(RS);
+    body();
+    e.get(I).i32(1).add().set(I);
+  });
 }
 
 /** Loop over keys J = 0 … N−1 by pairs (`pair`, J < N − 1), then the odd last key alone (`single`). */
@@ -105,14 +103,12 @@ function shiftsModuleBytes(shared: boolean): Uint8Array {
     // m: the scalar scan `if (s > m) m = s` in key order
     e.f64Const(-Infinity).set(M);
     e.i32(0).set(J);
-    e.block().loop();
-    e.get(J).get(N).geS().brIf(1);
-    at(e, RS).f64Load().tee(ZV).get(M).f64Gt().if();
-    e.get(ZV).set(M);
-    e.end();
-    e.get(J).i32(1).add().set(J);
-    e.br(0);
-    e.end().end();
+    e.whileLess(J, N, () => {
+      at(e, RS).f64Load().tee(ZV).get(M).f64Gt().if();
+      e.get(ZV).set(M);
+      e.end();
+      e.get(J).i32(1).add().set(J);
+    });
     e.get(I).get(I0).sub().shl3().get(M).f64Store(MAXS);
     e.get(M).splat().set(mv);
     // p = exp(s − m) where decided, else the shift (reported)
@@ -141,12 +137,10 @@ function shiftsModuleBytes(shared: boolean): Uint8Array {
     );
     // +0 for the masked keys j > i
     e.get(N).set(J);
-    e.block().loop();
-    e.get(J).get(T_).geS().brIf(1);
-    at(e, RP).f64Zero().f64Store();
-    e.get(J).i32(1).add().set(J);
-    e.br(0);
-    e.end().end();
+    e.whileLess(J, T_, () => {
+      at(e, RP).f64Zero().f64Store();
+      e.get(J).i32(1).add().set(J);
+    });
   });
   e.get(CNT);
   e.end();

@@ -62,9 +62,7 @@ function forwardModuleBytes(shared: boolean): Uint8Array {
   e.i32(0).set(cnt);
   e.i32(0).set(i);
   e.i32(0).set(o);
-  e.block().loop();
-  {
-    e.get(i).get(n).geS().brIf(1);
+  e.whileLess(i, n, () => {
     // x = gate; the exp argument x ≥ 0 ? −x : x (NaN fails the test)
     e.get(pgate).get(o).add().v128Load().tee(xg).v128Zero().vGe().set(ge);
     e.get(xg).vNeg().get(xg).get(ge).bitselect().set(x);
@@ -89,9 +87,7 @@ function forwardModuleBytes(shared: boolean): Uint8Array {
     e.end();
     e.get(i).i32(2).add().set(i);
     e.get(o).i32(16).add().set(o);
-    e.br(0);
-  }
-  e.end().end();
+  });
   e.get(cnt);
   e.end();
   return moduleBytes('forward', 6, I32_LOCALS, V128_LOCALS, e, shared);
@@ -121,9 +117,7 @@ function backwardModuleBytes(shared: boolean): Uint8Array {
   e.op(0x44, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f).splat().set(one);
   e.i32(0).set(i);
   e.i32(0).set(o);
-  e.block().loop();
-  {
-    e.get(i).get(n).geS().brIf(1);
+  e.whileLess(i, n, () => {
     e.get(pdprod).get(o).add().v128Load().set(u);
     e.get(pdsilu).get(o).add().get(zero).get(u).get(pup).get(o).add().v128Load().vMul().vAdd().tee(ds).v128Store();
     e.get(pdup).get(o).add().get(zero).get(u).get(psilu).get(o).add().v128Load().vMul().vAdd().v128Store();
@@ -134,9 +128,7 @@ function backwardModuleBytes(shared: boolean): Uint8Array {
     e.vMul().vAdd().v128Store();
     e.get(i).i32(2).add().set(i);
     e.get(o).i32(16).add().set(o);
-    e.br(0);
-  }
-  e.end().end();
+  });
   e.i32(0);
   e.end();
   return moduleBytes('backward', 9, 2, 5, e, shared);

@@ -89,13 +89,12 @@ function transposeModuleBytes(shared: boolean): Uint8Array {
   e.i32(0).set(COL);
   e.get(SRC).get(ROW).get(LDS_B).mul().add().set(SP);
   e.get(DST).get(ROW).i32(8).mul().add().set(DP);
-  e.block().loop();
-  e.get(COL).get(S).geS().brIf(1);
-  e.get(DP).get(SP).f64Load(0).f64Store(0);
-  e.get(SP).i32(8).add().set(SP);
-  e.get(DP).get(LDD_B).add().set(DP);
-  e.get(COL).i32(1).add().set(COL);
-  e.br(0).end().end();
+  e.whileLess(COL, S, () => {
+    e.get(DP).get(SP).f64Load(0).f64Store(0);
+    e.get(SP).i32(8).add().set(SP);
+    e.get(DP).get(LDD_B).add().set(DP);
+    e.get(COL).i32(1).add().set(COL);
+  });
   e.end();
   e.i32(0).end();
   return pointerModuleBytes('transpose', 6, [
