@@ -88,41 +88,72 @@ static int64_t exp_scalar(double *out, const double *x, int64_t n, int32_t *unde
 
 #ifdef LLMCP_X86
 
+/*
+ * The lanes' arithmetic of exp_avx512 and exp_avx2, exp_scalar's operations in its order, for the intrinsic
+ * prefix P (_mm512 or _mm256) and vector type V of the doubles; IP, VI and BITS (_mm256, __m256i, 256 or _mm,
+ * __m128i, 128) are those of the 32-bit lanes of k.
+ * - EXP_VEC_CONSTANTS: the constants, broadcast; the table T; the mask and the exponent bias of the k lanes.
+ * - EXP_VEC_REDUCE: from the argument xv, kf (k as a double), k, the table offset j = 4·(k & 127), E = k >> 7,
+ *   the reduced argument rh + rl = x − kf·(L1 + L2 + L3) and the polynomial q.
+ * - EXP_VEC_RESULT: with the table row (th, tl, a1, a2), the candidate y and its rounding-test twin y2 (th·rh
+ *   exactly by Dekker's split, then the sums).
+ */
+#define EXP_VEC_CONSTANTS(P, V, IP, VI)                                                                               \
+  const V L1 = P##_set1_pd(C[EXP_C_L1]), L2 = P##_set1_pd(C[EXP_C_L2]), L3 = P##_set1_pd(C[EXP_C_L3]);                \
+  const V INV_L = P##_set1_pd(C[EXP_C_INV_L]);                                                                        \
+  const V SH = P##_set1_pd(EXP_SHIFTER), SPL = P##_set1_pd(EXP_SPLITTER), ERR = P##_set1_pd(EXP_ERR);                 \
+  const V C3 = P##_set1_pd(EXP_C3), C4 = P##_set1_pd(EXP_C4), C5 = P##_set1_pd(EXP_C5);                               \
+  const V C6 = P##_set1_pd(EXP_C6), HALF = P##_set1_pd(0.5);                                                          \
+  const V HI = P##_set1_pd(EXP_HI), LO = P##_set1_pd(EXP_LO);                                                         \
+  const V KMIN = P##_set1_pd(EXP_KF_MIN), KMAX = P##_set1_pd(EXP_KF_MAX);                                             \
+  const double *T = C + EXP_C_TABLE;                                                                                  \
+  const VI M127 = IP##_set1_epi32(127), BIAS = IP##_set1_epi32(1023)
+
+#define EXP_VEC_REDUCE(P, V, IP, VI, BITS)                                                                            \
+  const V kf = P##_sub_pd(P##_add_pd(P##_mul_pd(xv, INV_L), SH), SH);                                                 \
+  const VI k = P##_cvttpd_epi32(kf);                                                                                  \
+  const VI j = IP##_slli_epi32(IP##_and_si##BITS(k, M127), 2);                                                        \
+  const VI E = IP##_srai_epi32(k, 7);                                                                                 \
+  const V t1 = P##_sub_pd(xv, P##_mul_pd(kf, L1));                                                                    \
+  const V u = P##_mul_pd(kf, L2);                                                                                     \
+  const V rh = P##_sub_pd(t1, u);                                                                                     \
+  const V bb = P##_sub_pd(rh, t1);                                                                                    \
+  const V rl = P##_sub_pd(P##_sub_pd(P##_sub_pd(t1, P##_sub_pd(rh, bb)), P##_add_pd(u, bb)), P##_mul_pd(kf, L3));     \
+  const V r2 = P##_mul_pd(rh, rh);                                                                                    \
+  /* C4 + rh·C5 + r2·C6, then rh·C3 + r2·(…) */                                                                       \
+  const V p456 = P##_add_pd(P##_add_pd(C4, P##_mul_pd(rh, C5)), P##_mul_pd(r2, C6));                                  \
+  const V p3 = P##_add_pd(P##_mul_pd(rh, C3), P##_mul_pd(r2, p456));                                                  \
+  const V q = P##_add_pd(P##_mul_pd(r2, P##_add_pd(HALF, p3)), P##_mul_pd(rh, rl))
+
+#define EXP_VEC_RESULT(P, V)                                                                                          \
+  const V g = P##_mul_pd(rh, SPL);                                                                                    \
+  const V b1 = P##_sub_pd(g, P##_sub_pd(g, rh));                                                                      \
+  const V b2 = P##_sub_pd(rh, b1);                                                                                    \
+  const V ph = P##_mul_pd(th, rh);                                                                                    \
+  /* a1·b1 − ph + a1·b2 + a2·b1 + a2·b2, left to right */                                                             \
+  V pl = P##_sub_pd(P##_mul_pd(a1, b1), ph);                                                                          \
+  pl = P##_add_pd(pl, P##_mul_pd(a1, b2));                                                                            \
+  pl = P##_add_pd(pl, P##_mul_pd(a2, b1));                                                                            \
+  pl = P##_add_pd(pl, P##_mul_pd(a2, b2));                                                                            \
+  const V s = P##_add_pd(rl, q);                                                                                      \
+  const V low = P##_add_pd(pl, P##_add_pd(tl, P##_add_pd(P##_mul_pd(th, s), P##_mul_pd(tl, rh))));                    \
+  const V hi = P##_add_pd(th, ph);                                                                                    \
+  const V lo = P##_add_pd(P##_add_pd(P##_sub_pd(th, hi), ph), low);                                                   \
+  const V y = P##_add_pd(hi, P##_sub_pd(lo, ERR));                                                                    \
+  const V y2 = P##_add_pd(hi, P##_add_pd(lo, ERR))
+
 /* ── AVX-512F: 8 lanes ──────────────────────────────────────────────── */
 
 __attribute__((target("avx512f"))) static int64_t exp_avx512(double *out, const double *x, int64_t n, int32_t *undecided,
                                                               const double *C) {
-  const __m512d L1 = _mm512_set1_pd(C[EXP_C_L1]), L2 = _mm512_set1_pd(C[EXP_C_L2]), L3 = _mm512_set1_pd(C[EXP_C_L3]);
-  const __m512d INV_L = _mm512_set1_pd(C[EXP_C_INV_L]);
-  const double *T = C + EXP_C_TABLE;
-  const __m512d SH = _mm512_set1_pd(EXP_SHIFTER), SPL = _mm512_set1_pd(EXP_SPLITTER), ERR = _mm512_set1_pd(EXP_ERR);
-  const __m512d C3 = _mm512_set1_pd(EXP_C3), C4 = _mm512_set1_pd(EXP_C4), C5 = _mm512_set1_pd(EXP_C5);
-  const __m512d C6 = _mm512_set1_pd(EXP_C6), HALF = _mm512_set1_pd(0.5);
-  const __m512d HI = _mm512_set1_pd(EXP_HI), LO = _mm512_set1_pd(EXP_LO);
-  const __m512d KMIN = _mm512_set1_pd(EXP_KF_MIN), KMAX = _mm512_set1_pd(EXP_KF_MAX);
-  const __m256i M127 = _mm256_set1_epi32(127), BIAS = _mm256_set1_epi32(1023);
+  EXP_VEC_CONSTANTS(_mm512, __m512d, _mm256, __m256i);
   int64_t count = 0;
   for (int64_t i = 0; i < n; i += 8) {
     const int64_t left = n - i;
     const __mmask8 m = left >= 8 ? (__mmask8)0xff : (__mmask8)((1u << left) - 1u);
     const __m512d xv = _mm512_maskz_loadu_pd(m, x + i);
     __mmask8 ok = _mm512_cmp_pd_mask(xv, HI, _CMP_LT_OQ) & _mm512_cmp_pd_mask(xv, LO, _CMP_GT_OQ);
-    const __m512d kf = _mm512_sub_pd(_mm512_add_pd(_mm512_mul_pd(xv, INV_L), SH), SH);
-    const __m256i k = _mm512_cvttpd_epi32(kf);
-    const __m256i j = _mm256_slli_epi32(_mm256_and_si256(k, M127), 2);
-    const __m256i E = _mm256_srai_epi32(k, 7);
-    const __m512d t1 = _mm512_sub_pd(xv, _mm512_mul_pd(kf, L1));
-    const __m512d u = _mm512_mul_pd(kf, L2);
-    const __m512d rh = _mm512_sub_pd(t1, u);
-    const __m512d bb = _mm512_sub_pd(rh, t1);
-    const __m512d rl = _mm512_sub_pd(_mm512_sub_pd(_mm512_sub_pd(t1, _mm512_sub_pd(rh, bb)), _mm512_add_pd(u, bb)),
-                                     _mm512_mul_pd(kf, L3));
-    const __m512d r2 = _mm512_mul_pd(rh, rh);
-    /* C4 + rh·C5 + r2·C6 */
-    const __m512d p456 = _mm512_add_pd(_mm512_add_pd(C4, _mm512_mul_pd(rh, C5)), _mm512_mul_pd(r2, C6));
-    /* rh·C3 + r2·(…) */
-    const __m512d p3 = _mm512_add_pd(_mm512_mul_pd(rh, C3), _mm512_mul_pd(r2, p456));
-    const __m512d q = _mm512_add_pd(_mm512_mul_pd(r2, _mm512_add_pd(HALF, p3)), _mm512_mul_pd(rh, rl));
+    EXP_VEC_REDUCE(_mm512, __m512d, _mm256, __m256i, 256);
     /* Each lane's table row (Th, Tl, a1, a2) in one 256-bit load, then an 8 × 4 transpose (cheaper than 4 gathers). */
     int32_t jj[8];
     _mm256_storeu_si256((__m256i *)jj, j);
@@ -137,21 +168,7 @@ __attribute__((target("avx512f"))) static int64_t exp_avx512(double *out, const 
     const __m512d a1 = _mm512_permutex2var_pd(lo01, PB, lo23);
     const __m512d tl = _mm512_permutex2var_pd(hi01, PA, hi23);
     const __m512d a2 = _mm512_permutex2var_pd(hi01, PB, hi23);
-    const __m512d g = _mm512_mul_pd(rh, SPL);
-    const __m512d b1 = _mm512_sub_pd(g, _mm512_sub_pd(g, rh));
-    const __m512d b2 = _mm512_sub_pd(rh, b1);
-    const __m512d ph = _mm512_mul_pd(th, rh);
-    /* a1·b1 − ph + a1·b2 + a2·b1 + a2·b2, left to right */
-    __m512d pl = _mm512_sub_pd(_mm512_mul_pd(a1, b1), ph);
-    pl = _mm512_add_pd(pl, _mm512_mul_pd(a1, b2));
-    pl = _mm512_add_pd(pl, _mm512_mul_pd(a2, b1));
-    pl = _mm512_add_pd(pl, _mm512_mul_pd(a2, b2));
-    const __m512d s = _mm512_add_pd(rl, q);
-    const __m512d low = _mm512_add_pd(pl, _mm512_add_pd(tl, _mm512_add_pd(_mm512_mul_pd(th, s), _mm512_mul_pd(tl, rh))));
-    const __m512d hi = _mm512_add_pd(th, ph);
-    const __m512d lo = _mm512_add_pd(_mm512_add_pd(_mm512_sub_pd(th, hi), ph), low);
-    const __m512d y = _mm512_add_pd(hi, _mm512_sub_pd(lo, ERR));
-    const __m512d y2 = _mm512_add_pd(hi, _mm512_add_pd(lo, ERR));
+    EXP_VEC_RESULT(_mm512, __m512d);
     ok &= _mm512_cmp_pd_mask(y, y2, _CMP_EQ_OQ) & _mm512_cmp_pd_mask(kf, KMIN, _CMP_GE_OQ) &
           _mm512_cmp_pd_mask(kf, KMAX, _CMP_LE_OQ);
     const __m512i e64 = _mm512_slli_epi64(_mm512_cvtepi32_epi64(_mm256_add_epi32(E, BIAS)), 52);
@@ -170,34 +187,13 @@ __attribute__((target("avx512f"))) static int64_t exp_avx512(double *out, const 
 
 __attribute__((target("avx2"))) static int64_t exp_avx2(double *out, const double *x, int64_t n, int32_t *undecided,
                                                          const double *C) {
-  const __m256d L1 = _mm256_set1_pd(C[EXP_C_L1]), L2 = _mm256_set1_pd(C[EXP_C_L2]), L3 = _mm256_set1_pd(C[EXP_C_L3]);
-  const __m256d INV_L = _mm256_set1_pd(C[EXP_C_INV_L]);
-  const double *T = C + EXP_C_TABLE;
-  const __m256d SH = _mm256_set1_pd(EXP_SHIFTER), SPL = _mm256_set1_pd(EXP_SPLITTER), ERR = _mm256_set1_pd(EXP_ERR);
-  const __m256d C3 = _mm256_set1_pd(EXP_C3), C4 = _mm256_set1_pd(EXP_C4), C5 = _mm256_set1_pd(EXP_C5);
-  const __m256d C6 = _mm256_set1_pd(EXP_C6), HALF = _mm256_set1_pd(0.5);
-  const __m256d HI = _mm256_set1_pd(EXP_HI), LO = _mm256_set1_pd(EXP_LO);
-  const __m256d KMIN = _mm256_set1_pd(EXP_KF_MIN), KMAX = _mm256_set1_pd(EXP_KF_MAX);
-  const __m128i M127 = _mm_set1_epi32(127), BIAS = _mm_set1_epi32(1023);
+  EXP_VEC_CONSTANTS(_mm256, __m256d, _mm, __m128i);
   int64_t count = 0;
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256d xv = _mm256_loadu_pd(x + i);
     __m256d ok = _mm256_and_pd(_mm256_cmp_pd(xv, HI, _CMP_LT_OQ), _mm256_cmp_pd(xv, LO, _CMP_GT_OQ));
-    const __m256d kf = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(xv, INV_L), SH), SH);
-    const __m128i k = _mm256_cvttpd_epi32(kf);
-    const __m128i j = _mm_slli_epi32(_mm_and_si128(k, M127), 2);
-    const __m128i E = _mm_srai_epi32(k, 7);
-    const __m256d t1 = _mm256_sub_pd(xv, _mm256_mul_pd(kf, L1));
-    const __m256d u = _mm256_mul_pd(kf, L2);
-    const __m256d rh = _mm256_sub_pd(t1, u);
-    const __m256d bb = _mm256_sub_pd(rh, t1);
-    const __m256d rl = _mm256_sub_pd(_mm256_sub_pd(_mm256_sub_pd(t1, _mm256_sub_pd(rh, bb)), _mm256_add_pd(u, bb)),
-                                     _mm256_mul_pd(kf, L3));
-    const __m256d r2 = _mm256_mul_pd(rh, rh);
-    const __m256d p456 = _mm256_add_pd(_mm256_add_pd(C4, _mm256_mul_pd(rh, C5)), _mm256_mul_pd(r2, C6));
-    const __m256d p3 = _mm256_add_pd(_mm256_mul_pd(rh, C3), _mm256_mul_pd(r2, p456));
-    const __m256d q = _mm256_add_pd(_mm256_mul_pd(r2, _mm256_add_pd(HALF, p3)), _mm256_mul_pd(rh, rl));
+    EXP_VEC_REDUCE(_mm256, __m256d, _mm, __m128i, 128);
     /* Each lane's table row (Th, Tl, a1, a2) in one load, then a 4 × 4 transpose (cheaper than 4 gathers). */
     int32_t jj[4];
     _mm_storeu_si128((__m128i *)jj, j);
@@ -209,20 +205,7 @@ __attribute__((target("avx2"))) static int64_t exp_avx2(double *out, const doubl
     const __m256d a1 = _mm256_permute2f128_pd(lo01, lo23, 0x31);
     const __m256d tl = _mm256_permute2f128_pd(hi01, hi23, 0x20);
     const __m256d a2 = _mm256_permute2f128_pd(hi01, hi23, 0x31);
-    const __m256d g = _mm256_mul_pd(rh, SPL);
-    const __m256d b1 = _mm256_sub_pd(g, _mm256_sub_pd(g, rh));
-    const __m256d b2 = _mm256_sub_pd(rh, b1);
-    const __m256d ph = _mm256_mul_pd(th, rh);
-    __m256d pl = _mm256_sub_pd(_mm256_mul_pd(a1, b1), ph);
-    pl = _mm256_add_pd(pl, _mm256_mul_pd(a1, b2));
-    pl = _mm256_add_pd(pl, _mm256_mul_pd(a2, b1));
-    pl = _mm256_add_pd(pl, _mm256_mul_pd(a2, b2));
-    const __m256d s = _mm256_add_pd(rl, q);
-    const __m256d low = _mm256_add_pd(pl, _mm256_add_pd(tl, _mm256_add_pd(_mm256_mul_pd(th, s), _mm256_mul_pd(tl, rh))));
-    const __m256d hi = _mm256_add_pd(th, ph);
-    const __m256d lo = _mm256_add_pd(_mm256_add_pd(_mm256_sub_pd(th, hi), ph), low);
-    const __m256d y = _mm256_add_pd(hi, _mm256_sub_pd(lo, ERR));
-    const __m256d y2 = _mm256_add_pd(hi, _mm256_add_pd(lo, ERR));
+    EXP_VEC_RESULT(_mm256, __m256d);
     ok = _mm256_and_pd(ok, _mm256_cmp_pd(y, y2, _CMP_EQ_OQ));
     ok = _mm256_and_pd(ok, _mm256_and_pd(_mm256_cmp_pd(kf, KMIN, _CMP_GE_OQ), _mm256_cmp_pd(kf, KMAX, _CMP_LE_OQ)));
     const __m256i e64 = _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm_add_epi32(E, BIAS)), 52);
