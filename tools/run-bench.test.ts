@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { discoverBenchmarks, selectBenchmarks } from './run-bench.ts';
+import { discoverBenchmarks, parseBenchArgs, selectBenchmarks } from './run-bench.ts';
 
 let scratch = '';
 afterEach(() => rmSync(scratch, { recursive: true, force: true }));
@@ -24,5 +24,15 @@ describe('run-bench discovery', () => {
 
   it('includes this repository’s format benchmark', () => {
     expect(discoverBenchmarks()).toContain(path.join('packages', 'format', 'bench', 'codec.bench.ts'));
+  });
+});
+
+describe('run-bench arguments', () => {
+  it('passes everything after -- to the scripts, option values included', () => {
+    expect(parseBenchArgs(['native-gemm', '--', '--configs', 'xl', '--paths', 'avx2'])).toEqual({ filters: ['native-gemm'], flags: ['--configs', 'xl', '--paths', 'avx2'] });
+    expect(parseBenchArgs(['format', '--', '--large'])).toEqual({ filters: ['format'], flags: ['--large'] });
+    expect(parseBenchArgs(['model', 'format', '--quick'])).toEqual({ filters: ['model', 'format'], flags: ['--quick'] });
+    expect(parseBenchArgs(['--', '--vs', 'other.node', '--'])).toEqual({ filters: [], flags: ['--vs', 'other.node', '--'] });
+    expect(parseBenchArgs([])).toEqual({ filters: [], flags: [] });
   });
 });

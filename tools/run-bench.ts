@@ -9,8 +9,11 @@
  * sources), one after another, so timings do not compete and the peak RSS
  * reported per script is that script's own. With filters, only scripts
  * whose repository-relative path contains one of them run
- * (`pnpm bench format`, `pnpm bench model/bench/math`). Arguments that start
- * with `--` are passed on to every selected script (`pnpm bench format -- --large`).
+ * (`pnpm bench format`, `pnpm bench model/bench/math`). Everything after a
+ * `--` is passed on to every selected script as it is, options with values
+ * included (`pnpm bench format -- --large`, `pnpm bench native-gemm --
+ * --configs xl --paths avx2`); before it, arguments that start with `--` are
+ * passed on and the others are filters.
  *
  * Benchmarks are not tests: nothing here asserts speed. Exit status is 1 if
  * a script fails.
@@ -38,6 +41,18 @@ export function discoverBenchmarks(repositoryRoot: string = root): string[] {
   const rootBench = path.join(repositoryRoot, 'bench');
   if (existsSync(rootBench)) for (const f of readdirSync(rootBench)) if (f.endsWith('.ts')) found.push(path.join('bench', f));
   return found.sort();
+}
+
+/**
+ * Splits the command line into filters and the arguments every script gets.
+ * @param argv - the arguments after the script's own path.
+ * @returns the filters, and the scripts' arguments in their order.
+ */
+export function parseBenchArgs(argv: readonly string[]): { filters: string[]; flags: string[] } {
+  const cut = argv.indexOf('--');
+  const before = cut < 0 ? argv : argv.slice(0, cut);
+  const after = cut < 0 ? [] : argv.slice(cut + 1);
+  return { filters: before.filter((a) => !a.startsWith('--')), flags: [...before.filter((a) => a.startsWith('--')), ...after] };
 }
 
 /** Scripts matching any filter (substring of the relative path); all when no filter. */
@@ -76,9 +91,7 @@ function run(script: string, scratch: string, flags: readonly string[] = []): Ou
 
 const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (isMain) {
-  const args = process.argv.slice(2).filter((a) => a !== '--');
-  const filters = args.filter((a) => !a.startsWith('--'));
-  const flags = args.filter((a) => a.startsWith('--'));
+  const { filters, flags } = parseBenchArgs(process.argv.slice(2));
   const all = discoverBenchmarks();
   const selected = selectBenchmarks(all, filters);
   if (selected.length === 0) {
