@@ -687,6 +687,18 @@ __attribute__((target("avx2"))) static void pack_b256(const double *b, ptrdiff_t
   }
 }
 
+/* dst (4 rows ldd apart) = the 4 × 4 block at src (rows lds apart) transposed, in registers. */
+__attribute__((target("avx2"))) static inline void transpose4x4_256(double *dst, ptrdiff_t ldd, const double *src, ptrdiff_t lds) {
+  const __m256d r0 = _mm256_loadu_pd(src), r1 = _mm256_loadu_pd(src + lds);
+  const __m256d r2 = _mm256_loadu_pd(src + 2 * lds), r3 = _mm256_loadu_pd(src + 3 * lds);
+  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  _mm256_storeu_pd(dst, _mm256_permute2f128_pd(t0, t2, 0x20));
+  _mm256_storeu_pd(dst + ldd, _mm256_permute2f128_pd(t1, t3, 0x20));
+  _mm256_storeu_pd(dst + 2 * ldd, _mm256_permute2f128_pd(t0, t2, 0x31));
+  _mm256_storeu_pd(dst + 3 * ldd, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
 /*
  * Rows 0 … m−1 of A, stored transposed (F_TRANS_A: A[i, k] at at + k·lda + i), steps 0 … K−1, into row-major `ap`
  * (row i at ap + i·ldap): each row of A contiguous along k, as the kernels read A in place without F_TRANS_A.
@@ -705,15 +717,7 @@ __attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff
      */
     for (int i = 0; i < m4; i += 4) {
       if (((flags & F_UPPER_K) && i0 + i > k0 + 3) || ((flags & F_LOWER_K) && k0 > i0 + i + 3)) continue;
-      const __m256d r0 = _mm256_loadu_pd(src + i), r1 = _mm256_loadu_pd(src + lda + i);
-      const __m256d r2 = _mm256_loadu_pd(src + 2 * lda + i), r3 = _mm256_loadu_pd(src + 3 * lda + i);
-      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-      double *dst = ap + (ptrdiff_t)i * ldap + k0;
-      _mm256_storeu_pd(dst, _mm256_permute2f128_pd(t0, t2, 0x20));
-      _mm256_storeu_pd(dst + ldap, _mm256_permute2f128_pd(t1, t3, 0x20));
-      _mm256_storeu_pd(dst + 2 * ldap, _mm256_permute2f128_pd(t0, t2, 0x31));
-      _mm256_storeu_pd(dst + 3 * ldap, _mm256_permute2f128_pd(t1, t3, 0x31));
+      transpose4x4_256(ap + (ptrdiff_t)i * ldap + k0, ldap, src + i, lda);
     }
     for (int i = m4; i < m; i++)
       for (int k = 0; k < 4; k++) ap[(ptrdiff_t)i * ldap + k0 + k] = src[(ptrdiff_t)k * lda + i];
@@ -993,13 +997,8 @@ static int check_extent(napi_env env, size_t length, int64_t off, int64_t ld, in
  * gemmTransA() with flag 16 (A stored [K, M]).
  */
 static napi_value js_gemm(napi_env env, napi_callback_info info) {
-  size_t argc = 13;
   napi_value argv[13];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
-  if (argc < 13) {
-    napi_throw_type_error(env, NULL, "llmcp kernels: gemm takes 13 arguments");
-    return NULL;
-  }
+  if (!ew_args(env, info, 13, argv, "gemm")) return NULL;
   double *C, *A, *B;
   size_t cLen, aLen, bLen;
   int64_t cOff, ldc, aOff, lda, bOff, ldb, M, N, K, flags;
@@ -1020,6 +1019,62 @@ static napi_value js_gemm(napi_env env, napi_callback_info info) {
                  (ptrdiff_t)ldb, (int)M, (int)N, (int)K, (int)flags};
   run_gemm(&g);
   return NULL;
+}
+
+/* ── transpose ─────────────────────────────────────────────────────────── */
+
+/*
+ * dst[s·ldd + r] = src[r·lds + s] for the R × S source: values moved, never computed, so every path gives the same
+ * bits. The decoder's weights are transposed once per update (the input adjoints multiply by Wᵀ).
+ */
+static void transpose_scalar(double *dst, ptrdiff_t ldd, const double *src, ptrdiff_t lds, int R, int S, int r0, int s0) {
+  for (int r = r0; r < R; r++)
+    for (int s = 0; s < S; s++) dst[(ptrdiff_t)s * ldd + r] = src[(ptrdiff_t)r * lds + s];
+  for (int r = 0; r < r0; r++)
+    for (int s = s0; s < S; s++) dst[(ptrdiff_t)s * ldd + r] = src[(ptrdiff_t)r * lds + s];
+}
+
+#ifdef LLMCP_X86
+/* 4 × 4 blocks transposed in registers (transpose4x4_256, as pack_at256 packs Aᵀ). */
+__attribute__((target("avx2"))) static void transpose_avx2(double *dst, ptrdiff_t ldd, const double *src, ptrdiff_t lds, int R,
+                                                           int S) {
+  const int R4 = R & ~3, S4 = S & ~3;
+  for (int r = 0; r < R4; r += 4) {
+    const double *a = src + (ptrdiff_t)r * lds;
+    for (int s = 0; s < S4; s += 4) transpose4x4_256(dst + (ptrdiff_t)s * ldd + r, ldd, a + s, lds);
+  }
+  transpose_scalar(dst, ldd, src, lds, R, S, R4, S4);
+}
+#endif
+
+/*
+ * transpose(dst, dOff, ldd, src, sOff, lds, R, S) → 0, or −1 when the two spans overlap (the caller transposes in
+ * JavaScript): dst (S × R, rows ldd apart) = src (R × S, rows lds apart)ᵀ.
+ */
+static napi_value js_transpose(napi_env env, napi_callback_info info) {
+  napi_value argv[8];
+  if (!ew_args(env, info, 8, argv, "transpose")) return NULL;
+  double *D, *S0;
+  size_t dLen, sLen;
+  int64_t dOff, ldd, sOff, lds, R, S;
+  if (!get_f64_array(env, argv[0], &D, &dLen, "dst") || !get_int(env, argv[1], MAX_OFFSET, &dOff, "dOff") ||
+      !get_int(env, argv[2], MAX_DIM, &ldd, "ldd") || !get_f64_array(env, argv[3], &S0, &sLen, "src") ||
+      !get_int(env, argv[4], MAX_OFFSET, &sOff, "sOff") || !get_int(env, argv[5], MAX_DIM, &lds, "lds") ||
+      !get_int(env, argv[6], MAX_DIM, &R, "R") || !get_int(env, argv[7], MAX_DIM, &S, "S"))
+    return NULL;
+  if (!check_extent(env, dLen, dOff, ldd, S, R, "dst") || !check_extent(env, sLen, sOff, lds, R, S, "src")) return NULL;
+  if (R == 0 || S == 0) return ew_int(env, 0);
+  double *d = D + dOff;
+  const double *s = S0 + sOff;
+  const char *dEnd = (const char *)(d + (S - 1) * ldd + R), *sEnd = (const char *)(s + (R - 1) * lds + S);
+  if ((const char *)d < sEnd && (const char *)s < dEnd) return ew_int(env, -1);
+#ifdef LLMCP_X86
+  if (current_path() != PATH_SCALAR) {
+    transpose_avx2(d, (ptrdiff_t)ldd, s, (ptrdiff_t)lds, (int)R, (int)S);
+  } else
+#endif
+    transpose_scalar(d, (ptrdiff_t)ldd, s, (ptrdiff_t)lds, (int)R, (int)S, 0, 0);
+  return ew_int(env, 0);
 }
 
 static int path_by_name(napi_env env, napi_value v, int *path) {
@@ -1119,7 +1174,8 @@ static napi_value init(napi_env env, napi_value exports) {
                {"attentionSoftmax", js_att_softmax},
                {"attentionSoftmaxRows", js_att_softmax_rows},
                {"attentionSoftmaxBackward", js_att_softmax_backward},
-               {"rope", js_rope}};
+               {"rope", js_rope},
+               {"transpose", js_transpose}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) != napi_ok) return NULL;
@@ -1138,7 +1194,7 @@ static napi_value init(napi_env env, napi_value exports) {
   }
   napi_set_named_property(env, exports, "gemmFlags", flagObject);
   napi_value version;
-  napi_create_uint32(env, 3, &version);
+  napi_create_uint32(env, 4, &version);
   napi_set_named_property(env, exports, "abiVersion", version);
   return exports;
 }

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isModelError } from '../errors.ts';
 import { GEMM_ADD, GEMM_LOWER_K, GEMM_LOWER_OUT, GEMM_TRANS_A as TRANS_A, GEMM_UPPER_K } from './gemm-flags.ts';
 import { matrix } from '../reference/matrix.ts';
-import { gemmJs } from './gemm.ts';
+import { gemmJs, transpose } from './gemm.ts';
 import { kernelChoice, kernelInfo, openKernels, resolveKernels, setKernels } from './kernel-choice.ts';
 import { loadNativeKernels, nativeAddonProblem, type NativeAddon, type NativePath } from './native.ts';
 import { createWasmGemm } from './wasm-gemm.ts';
@@ -224,6 +224,37 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
   });
 });
 
+describe.skipIf(addon === null)(`native transpose (addon)${SKIPPED}`, () => {
+  const nativeAddon = addon as NativeAddon;
+  it.each(PATHS)('%s path: every element of dst = srcᵀ as gemm.ts transpose writes it, and nothing outside the view', (path) => {
+    nativeAddon.setPath(path);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 23 }), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 5 }), fc.integer(), (R, S, pad, off, seed) => {
+        const lds = S + pad, ldd = R + ((pad * 3) % 7);
+        const src = random(off + R * lds + 3, seed);
+        const dst = random(2 * off + S * ldd + 3, seed + 1);
+        const expected = dst.slice();
+        transpose(matrix(expected, S, R, ldd, 2 * off), matrix(src, R, S, lds, off));
+        expect(nativeAddon.transpose(dst, 2 * off, ldd, src, off, lds, R, S)).toBe(0);
+        expect(firstDifference(dst, expected, () => true)).toBeNull();
+      }),
+      { numRuns: 150, seed: 7 },
+    );
+  });
+
+  it('refuses overlapping spans without writing, and bad extents with a RangeError', () => {
+    const a = random(64, 3);
+    const before = a.slice();
+    expect(nativeAddon.transpose(a, 0, 8, a, 4, 8, 4, 4)).toBe(-1);
+    expect(firstDifference(a, before, () => true)).toBeNull();
+    const d = new Float64Array(12), s = new Float64Array(12);
+    expect(nativeAddon.transpose(d, 0, 3, s, 0, 4, 3, 4)).toBe(0);
+    expect(() => nativeAddon.transpose(d, 1, 3, s, 0, 4, 3, 4)).toThrow(RangeError);
+    expect(() => nativeAddon.transpose(d, 0, 3, s, 0, 3, 3, 4)).toThrow(RangeError);
+    expect(() => nativeAddon.transpose(d, 0, 2, s, 0, 4, 3, 4)).toThrow(RangeError);
+  });
+});
+
 describe('setKernels / kernelInfo', () => {
   it('reports the set a choice resolves to: the JavaScript reference under "scalar", WebAssembly under "wasm" (or the reference without SIMD)', () => {
     setKernels('scalar');
@@ -259,7 +290,8 @@ describe('nativeAddonProblem', () => {
     const built = addon as NativeAddon;
     const like = (change: Record<string, unknown>): NativeAddon => ({ ...built, ...change }) as NativeAddon;
     expect(nativeAddonProblem(like({ rope: undefined }), 'old.node')).toMatch(/old\.node lacks rope/);
-    expect(nativeAddonProblem(like({ abiVersion: 2 }), 'old.node')).toMatch(/ABI version 2, expected 3/);
+    expect(nativeAddonProblem(like({ abiVersion: 3 }), 'old.node')).toMatch(/ABI version 3, expected 4/);
+    expect(nativeAddonProblem(like({ transpose: undefined }), 'old.node')).toMatch(/old\.node lacks transpose/);
     expect(nativeAddonProblem(like({ gemmFlags: { ...built.gemmFlags, transA: 32 } }), 'odd.node')).toMatch(/transA = 32 \(expected 16\)/);
     expect(nativeAddonProblem(like({ gemmFlags: undefined }), 'odd.node')).toMatch(/product flags/);
   });

@@ -88,6 +88,8 @@ export interface NativeAddon {
   attentionSoftmaxBackward(draw: Float64Array, dp: Float64Array, prob: Float64Array, pOff: number, T: number, scale: number): number;
   /** rope.ts's ropeForward (back 0) or ropeBackward (back 1) on rows 0 … T−1; returns 0, or −1 without writing when arrays overlap. */
   rope(dst: Float64Array, src: Float64Array, cosines: Float64Array, sines: Float64Array, T: number, D: number, headWidth: number, back: number): number;
+  /** `dst (S × R, rows ldd apart) = src (R × S, rows lds apart)ᵀ` (values moved: the same bits on every path); returns 0, or −1 without writing when the two overlap. */
+  transpose(dst: Float64Array, dOff: number, ldd: number, src: Float64Array, sOff: number, lds: number, R: number, S: number): number;
   /** The calling thread's path. */
   path(): NativePath;
   /** The best path this CPU runs. */
@@ -117,6 +119,7 @@ const NATIVE_FUNCTIONS: readonly (keyof NativeAddon)[] = [
   'attentionSoftmaxRows',
   'attentionSoftmaxBackward',
   'rope',
+  'transpose',
   'path',
   'bestPath',
   'setPath',
@@ -146,7 +149,7 @@ export function nativeAddonProblem(addon: Partial<NativeAddon>, file: string): s
 /** The addon file, relative to the package root. */
 export const NATIVE_ADDON_FILE = 'native/build/llmcp_kernels.node';
 /** Bumped whenever the addon's surface changes: an addon built for another version is refused whole. */
-const ABI_VERSION = 3;
+const ABI_VERSION = 4;
 
 interface NodeProcess {
   readonly versions?: { readonly node?: string };
