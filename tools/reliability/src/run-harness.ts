@@ -151,8 +151,10 @@ export function classifyCli(exit: ChildExit): CliOutcome {
   if (/CLI_INTERNAL|this is a bug in llmcp|Uncaught|UnhandledPromiseRejection|^\s+at .+:\d+:\d+\)?$/m.test(exit.stderr)) return { kind: 'untyped', code, exit };
   if (exit.code === 0) return { kind: 'ok', code, exit };
   if (exit.code === 130) return { kind: 'interrupted', code, exit };
-  // 1: verification failed (the verdict is on stdout); 2–4: a reported error (one line plus a hint on stderr).
-  return { kind: exit.code === 1 || code !== null || /^llmcp [a-z]+: error: /m.test(exit.stderr) ? 'typed' : 'untyped', code, exit };
+  // 1: verification failed, and 4 with verify's UNSETTLED (a run being trained never stood still): verdicts, on
+  // stdout; 2–4 otherwise: a reported error (one line plus a hint on stderr).
+  const verdict = exit.code === 1 || (exit.code === 4 && /^run .*: UNSETTLED$|"settled": false/m.test(exit.stdout));
+  return { kind: verdict || code !== null || /^llmcp [a-z]+: error: /m.test(exit.stderr) ? 'typed' : 'untyped', code, exit };
 }
 
 /** One line describing an exit (for assertion messages). */
