@@ -997,8 +997,13 @@ static int check_extent(napi_env env, size_t length, int64_t off, int64_t ld, in
  * gemmTransA() with flag 16 (A stored [K, M]).
  */
 static napi_value js_gemm(napi_env env, napi_callback_info info) {
+  size_t argc = 13;
   napi_value argv[13];
-  if (!ew_args(env, info, 13, argv, "gemm")) return NULL;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL;
+  if (argc < 13) {
+    napi_throw_type_error(env, NULL, "llmcp kernels: gemm takes 13 arguments");
+    return NULL;
+  }
   double *C, *A, *B;
   size_t cLen, aLen, bLen;
   int64_t cOff, ldc, aOff, lda, bOff, ldb, M, N, K, flags;
