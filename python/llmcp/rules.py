@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import tensors
 from .errors import FormatError
@@ -310,6 +310,15 @@ def _first_difference(xs: Sequence[str], ys: Sequence[str]) -> Optional[Tuple[in
         if a != b:
             return i, a, b
     return None
+
+
+def _raise_on_difference(xs: Sequence[str], ys: Sequence[str], code: str, reason: str, message: Callable[[int, Optional[str], Optional[str]], str], **fields: Any) -> None:
+    """Raises `code` at the first sorted position where the name lists `xs` (found) and `ys` (expected) differ, if any."""
+    difference = _first_difference(xs, ys)
+    if difference is None:
+        return
+    i, a, b = difference
+    raise FormatError(code, message(i, a, b), reason=reason, element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)', **fields)
 
 
 def _describe(d: RawDescriptor) -> str:
@@ -683,14 +692,11 @@ def validate_records(data: bytes, h: RawHeader, partition: Tuple[int, int, int])
     if h.groups is not None and step > 0:
         union = sorted([n for n, _ in h.groups[0]] + [n for n, _ in h.groups[1]])
         names = sorted(f.name for f, _ in moments)
-        difference = _first_difference(union, names)
-        if difference is not None:
-            i, a, b = difference
-            raise FormatError(
-                'FORMAT_ADAMW_STATE',
-                f'parameter groups do not match the moment state: at sorted position {i} expected {"no further name" if b is None else repr(b)} (from moments), found {"no further name" if a is None else repr(a)} (from groups)',
-                reason='groups-mismatch', field='parameter groups', element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)',
-            )
+        _raise_on_difference(
+            union, names, 'FORMAT_ADAMW_STATE', 'groups-mismatch',
+            lambda i, a, b: f'parameter groups do not match the moment state: at sorted position {i} expected {"no further name" if b is None else repr(b)} (from moments), found {"no further name" if a is None else repr(a)} (from groups)',
+            field='parameter groups',
+        )
 
     # §9.7 cross-component
     if h.tokenizer_vocabulary != h.decoder[0]:
@@ -706,14 +712,10 @@ def validate_records(data: bytes, h: RawHeader, partition: Tuple[int, int, int])
     if h.selected_step > 0:
         moment_names = sorted(f.name for f, _ in moments)
         model_names = sorted(d.name for d in model_slice)
-        difference = _first_difference(moment_names, model_names)
-        if difference is not None:
-            i, a, b = difference
-            raise FormatError(
-                'FORMAT_OPTIMIZER_NAMES',
-                f'optimizer moment names differ from model parameter names at sorted position {i}: expected {b or "(none)"}, found {a or "(none)"}',
-                reason='optimizer-names', element_index=i, expected=b if b is not None else '(none)', found=a if a is not None else '(none)',
-            )
+        _raise_on_difference(
+            moment_names, model_names, 'FORMAT_OPTIMIZER_NAMES', 'optimizer-names',
+            lambda i, a, b: f'optimizer moment names differ from model parameter names at sorted position {i}: expected {b or "(none)"}, found {a or "(none)"}',
+        )
         shapes = {d.name: d.shape for d in model_slice}
         by_name = {d.name: d for d in opt_slice if d.role_tag == 4}
         for name in moment_names:
