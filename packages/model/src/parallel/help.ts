@@ -219,7 +219,7 @@ export class HelpingKernels implements Kernels {
   product(c: Matrix, a: Matrix, b: Matrix, flags: number): void {
     const M = c.rows;
     const h = ((M >> 1) + 3) & ~3;
-    if (h === 0 || h >= M || !this.#offer(rowsOf(c, h, M - h), outputRowsOf(a, h, M - h, flags), b, flags)) {
+    if (h === 0 || h >= M || !this.#offer(c, a, b, flags, h)) {
       this.#k.product(c, a, b, flags);
       return;
     }
@@ -245,18 +245,24 @@ export class HelpingKernels implements Kernels {
   linearBackward(dinp: Matrix, dweight: Matrix, inp: Matrix, dout: Matrix, weight: LinearWeight, flags: number): void {
     const add = (flags & ADD_DWEIGHT) !== 0 ? GEMM_ADD : 0;
     const [a, b] = (flags & DWEIGHT_TRANSPOSED) !== 0 ? [dout, inp] : [inp, dout];
-    const handed = this.#offer(dweight, a, b, GEMM_TRANS_A | add);
+    const handed = this.#offer(dweight, a, b, GEMM_TRANS_A | add, 0);
     if (handed) gemmCounters.offeredProducts++;
     this.product(dinp, dout, weight.t as Matrix, (flags & ADD_DINP) !== 0 ? GEMM_ADD : 0);
     if (!handed || !this.#desk.settle()) this.product(dweight, a, b, GEMM_TRANS_A | add);
   }
 
-  /** Offers a product whose three operands are all in the desk's memory; false when they are not, or it is not taken. */
-  #offer(c: Matrix, a: Matrix, b: Matrix, flags: number): boolean {
+  /**
+   * Offers output rows `first …` of a product whose three operands are all in the desk's memory (the rows'
+   * offsets computed here: no views are made for a product that is not offered, the common case); false when they
+   * are not in it, or it is not taken.
+   */
+  #offer(c: Matrix, a: Matrix, b: Matrix, flags: number, first: number): boolean {
     const buffer = this.#desk.buffer;
     if ((flags & ROW_DEPENDENT) !== 0 || c.data.buffer !== buffer || a.data.buffer !== buffer || b.data.buffer !== buffer) return false;
-    const K = (flags & GEMM_TRANS_A) !== 0 ? a.rows : a.columns;
-    return this.#desk.offer(elementOf(c), c.stride, elementOf(a), a.stride, elementOf(b), b.stride, c.rows, c.columns, K, flags);
+    const transA = (flags & GEMM_TRANS_A) !== 0;
+    const K = transA ? a.rows : a.columns;
+    const aFirst = elementOf(a) + (transA ? first : first * a.stride); // outputRowsOf(a, first, …)
+    return this.#desk.offer(elementOf(c) + first * c.stride, c.stride, aFirst, a.stride, elementOf(b), b.stride, c.rows - first, c.columns, K, flags);
   }
 
   rmsNormForward(n: NormActivations, x: Matrix, gain: Float64Array, eps: number): void {
