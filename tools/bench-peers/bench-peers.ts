@@ -12,8 +12,8 @@
  * through `LD_LIBRARY_PATH`; the library actually mapped is reported), 1 and
  * 2 threads (`torch.set_num_threads`, `OPENBLAS_NUM_THREADS`). Every
  * measurement is its own process; rounds interleave the variants (rotating
- * their order), each process excludes its warm-up, and the table quotes the
- * median of the rounds. Both implementations start from the same initial
+ * their order), each process trains untimed first (2 s; large and xl 6 s:
+ * `budgetFor`), and the table quotes the median of the rounds. Both implementations start from the same initial
  * weights and batch (written by llmcp), and PyTorch's step-1 loss is compared
  * with llmcp's.
  *
@@ -129,15 +129,28 @@ function runChild(command: string, args: readonly string[], env: NodeJS.ProcessE
 }
 
 interface Budget {
+  /** Untimed steps at least… */
   readonly warmup: number;
+  /** …and untimed milliseconds at least. */
+  readonly warmupMs: number;
   readonly minSteps: number;
   readonly budgetMs: number;
 }
 
+/**
+ * What each process runs untimed, then timed. The warm-up is 2 s (large and
+ * xl: 6 s) of training, as in thread-scaling.bench.ts, so that the table
+ * gives the steady state of a long run: llmcp's worker threads each compile
+ * their own code, and V8 keeps optimising the hot JavaScript over the first
+ * hundred-odd steps (medium, 2 threads: the reference's block functions are
+ * optimised some 75–275 steps in, each compile taking CPU from the two
+ * training threads). `--quick` keeps a token warm-up: a smoke run, not a
+ * measurement.
+ */
 function budgetFor(c: PeerConfig, quick: boolean): Budget {
   const large = c.name === 'large' || c.name === 'xl';
-  if (quick) return { warmup: 1, minSteps: large ? 1 : 3, budgetMs: large ? 0 : 300 };
-  return { warmup: large ? 1 : 2, minSteps: large ? 3 : 5, budgetMs: 2500 };
+  if (quick) return { warmup: 1, warmupMs: 0, minSteps: large ? 1 : 3, budgetMs: large ? 0 : 300 };
+  return { warmup: large ? 1 : 2, warmupMs: large ? 6000 : 2000, minSteps: large ? 3 : 5, budgetMs: 2500 };
 }
 
 function llmcpEnv(kernels: 'native' | 'wasm'): NodeJS.ProcessEnv {
@@ -303,6 +316,7 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
     say('llmcp-wasm = WebAssembly SIMD matrix kernel (LLMCP_KERNELS=wasm); PyTorch f64 with the BLAS named above.');
     say("torch-engine ×N = llmcp's torch engine (python -m llmcp.engine) through its protocol: N ranks of one thread each (gloo), f64; torch-engine-cuda: one rank on a GPU, f32. The best-against-best ratio compares the llmcp engine's kernels with PyTorch.");
     say('tokens/s is wall time (median step of each process, median of rounds); tok/CPU-s divides by the process CPU time of a step (all threads), which a busy machine distorts less.');
+    say(options.quick ? 'quick: one untimed step per process, then a short window (a smoke run, not a measurement).' : 'each process trains untimed for 2 s (large, xl: 6 s) before it times anything: the steady state of a long run.');
     say(`load average after: ${la()}`);
   } finally {
     rmSync(scratch, { recursive: true, force: true });

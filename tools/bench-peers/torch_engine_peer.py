@@ -57,7 +57,8 @@ def main():
     with LocalEngine(world_size=ranks, device=device, threads=1) as engine:
         ready = engine.init(cfg, optimizer, parameters, dtype=spec.get("dtype", "f64"))
         losses = []
-        for _ in range(spec["warmup"]):
+        warm = time.perf_counter()
+        while len(losses) < spec["warmup"] or (time.perf_counter() - warm) * 1000 < spec.get("warmupMs", 0):
             losses.append(engine.step(inputs, targets, B, T, 1e-3)[0])
         pids = [p.pid for p in engine.ranks]
         times = []

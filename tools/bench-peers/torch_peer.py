@@ -126,8 +126,11 @@ def main():
         opt.step()
         losses.append(loss.item())
 
-    for _ in range(spec["warmup"]):
+    warm = time.perf_counter()
+    done = 0
+    while done < spec["warmup"] or (time.perf_counter() - warm) * 1000 < spec.get("warmupMs", 0):
         step()
+        done += 1
     times = []
     cpu = []
     start = time.perf_counter()

@@ -5,7 +5,9 @@
  * line. Not a `*.bench.ts` script: `pnpm bench` does not run it on its own.
  *
  * Usage: `node --conditions=@llmcp/source --import tsx packages/optim/bench/peer-step.ts '<spec json>'`
- * with spec `{ config, context, batch, threads, warmup, minSteps, budgetMs, dump }` (or `@file` holding it).
+ * with spec `{ config, context, batch, threads, warmup, warmupMs?, minSteps, budgetMs, dump }` (or `@file`
+ * holding it): untimed steps until at least `warmup` of them and `warmupMs` milliseconds (default 0) have gone
+ * by, then timed ones until at least `minSteps` of them and `budgetMs` milliseconds.
  * With `dump` (a path prefix) the initial parameters (`.params.f64`, model
  * order, little-endian f64), the batch (`.inputs.i32`, `.targets.i32`) and the
  * loss of the first step are written, so a peer implementation can start from
@@ -25,6 +27,8 @@ interface PeerSpec {
   readonly batch: number;
   readonly threads: number;
   readonly warmup: number;
+  /** Milliseconds of untimed steps at least (the warm-up also takes `warmup` steps at least). */
+  readonly warmupMs?: number;
   readonly minSteps: number;
   readonly budgetMs: number;
   readonly dump: string | null;
@@ -49,7 +53,8 @@ async function main(): Promise<void> {
     const step = (): void => {
       losses.push(train(batch).loss);
     };
-    for (let w = 0; w < spec.warmup; w++) step();
+    const warm = performance.now();
+    for (let w = 0; w < spec.warmup || performance.now() - warm < (spec.warmupMs ?? 0); w++) step();
     const times: number[] = [];
     const cpu: number[] = [];
     const start = performance.now();
