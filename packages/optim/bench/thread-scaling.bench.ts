@@ -22,10 +22,15 @@
  *
  * Each shape and kernel set is measured in several fresh processes, one
  * after another, and the medians over the processes are reported with their
- * range. In each, the two decoders (and the peer) first train for 2 s (large:
- * 6 s) untimed, so that what is measured is the steady state of a long run:
- * each worker thread compiles its own code, and V8 optimises the hot
- * WebAssembly and JavaScript over the first steps. On the 2-core development VM (a Firecracker microVM) the two vCPUs
+ * range. In each, the two decoders (and the peer) first train for 15 s
+ * (large: 6 s) untimed, so that what is measured is the steady state of a
+ * long run: each worker thread compiles its own code, and V8 optimises the
+ * hot WebAssembly and JavaScript over the first steps — on medium the
+ * reference's block functions only some 75–275 steps into a 2-thread
+ * decoder, which gets half of the warm-up here (after 2 s of it the medium
+ * native 2-thread step still ran 5 % slower than the tree before the
+ * kernel-set restructuring, whose pass V8 optimised sooner; after 15 s,
+ * 2.5 % faster). On the 2-core development VM (a Firecracker microVM) the two vCPUs
  * run the same code at speeds that differ by up to 1.5× and change over
  * seconds (medium, WebAssembly, 1 thread: 34–37 ms or 45–55 ms, on either
  * vCPU; the guest sees no steal time). In one process, with the split of
@@ -97,7 +102,7 @@ async function measure(shape: keyof typeof PEER_SHAPES, kernels: 'native' | 'was
   const s = PEER_SHAPES[shape];
   const batch = randomBatch(new SplitMix64(7n), s.config.vocabularySize, s.batch, s.context);
   const pairs = (shape === 'large' ? 8 : 24) / (quick ? 4 : 1);
-  const warmMs = shape === 'large' ? 6000 : 2000;
+  const warmMs = shape === 'large' ? 6000 : 15000;
   const one = new Decoder(s.config);
   const two = await Decoder.create(s.config, { threads: 2 });
   const peer = startPeer(shape, kernels);
