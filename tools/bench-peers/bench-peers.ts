@@ -139,8 +139,8 @@ interface Budget {
 
 /**
  * What each process runs untimed, then timed. The warm-up is 2 s (large and
- * xl: 6 s) of training, as in thread-scaling.bench.ts, so that the table
- * gives the steady state of a long run: llmcp's worker threads each compile
+ * xl: 6 s) of training, so that the table gives the steady state of a long
+ * run (thread-scaling.bench.ts warms up for the same reason): llmcp's worker threads each compile
  * their own code, and V8 keeps optimising the hot JavaScript over the first
  * hundred-odd steps (medium, 2 threads: the reference's block functions are
  * optimised some 75–275 steps in, each compile taking CPU from the two
@@ -316,7 +316,8 @@ export function runPeers(options: PeerOptions, log: (line: string) => void = (l)
     say('llmcp-wasm = WebAssembly SIMD matrix kernel (LLMCP_KERNELS=wasm); PyTorch f64 with the BLAS named above.');
     say("torch-engine ×N = llmcp's torch engine (python -m llmcp.engine) through its protocol: N ranks of one thread each (gloo), f64; torch-engine-cuda: one rank on a GPU, f32. The best-against-best ratio compares the llmcp engine's kernels with PyTorch.");
     say('tokens/s is wall time (median step of each process, median of rounds); tok/CPU-s divides by the process CPU time of a step (all threads), which a busy machine distorts less.');
-    say(options.quick ? 'quick: one untimed step per process, then a short window (a smoke run, not a measurement).' : 'each process trains untimed for 2 s (large, xl: 6 s) before it times anything: the steady state of a long run.');
+    const warmups = configs.map((c) => `${c.name} ${budgetFor(c, options.quick).warmupMs / 1000} s`).join(', ');
+    say(options.quick ? 'quick: one untimed step per process, then a short window (a smoke run, not a measurement).' : `each process trains untimed before it times anything (${warmups}): the steady state of a long run.`);
     say(`load average after: ${la()}`);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
