@@ -565,21 +565,76 @@ typedef struct {
   int ic, jc, j0, wp;       /* chunk's first row, column block's first column, panel's first column and width */
   const double *panel;      /* the packed panel, row k − kb at + (k − kb)·ldbp */
   ptrdiff_t ldbp;
-  const double *at;         /* the chunk's A packed from A^T: A[i, k] at + (i − ic)·ldat + k (NULL: A in place) */
+  const double *at;         /* the chunk's A for the K block: A[i, k] at at + (i − ic)·ldat + k − kb (packed or in place) */
   ptrdiff_t ldat;
   double *P;                /* the chunk's partial tile: row i − ic, column j − jc at + (i − ic)·ldp + j − jc */
   ptrdiff_t ldp;
   const double *next;       /* the rows of B the next panel packs (row r at + r·ldb, nextW wide), NULL if none */
   int nextRows, nextW;
-  int prefetchA;            /* 1: each row fetches the next row's run of A into L1 (A too large for L2, see gemm_avx2) */
+  int prefetchA;            /* 1: each row fetches the next row's run of A in place into L1 (A too large for L2) */
+  int prefetchC;            /* in the last K block, each row fetches the row of C this many rows on for writing (0: none) */
 } panel256;
 
+/* The pieces of a row against a panel, NV vectors of it, shared by the two kernels below. */
+/* The row's sums start at +0.0 (its first K block) or continue from its row of the partial tile. */
+#define ROW_START256(NV, acc, first, pt)                                                                              \
+  if (first) {                                                                                                        \
+    _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_setzero_pd();                              \
+  } else {                                                                                                            \
+    _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_load_pd((pt) + 4 * v);                    \
+  }
+/* Fetches: row r of the chunk fetches row r of the next panel's B into L2 (its packing then reads no farther); the
+ * next row's run of A in place (aNext, n steps) into L1 when A is read from L3 at every panel (+4 % for the xl value
+ * mix); in the last K block (last), the row of C J->prefetchC rows on for writing (a large C's lines come from memory:
+ * +1 % at 256 × 4096). */
+#define ROW_FETCH256(J, r, aNext, n, last, cNext)                                                                     \
+  if ((J)->next != NULL && (r) < (J)->nextRows) {                                                                     \
+    const double *q_ = (J)->next + (ptrdiff_t)(r) * g->ldb;                                                           \
+    for (int v = 0; v < (J)->nextW; v += 8) _mm_prefetch((const char *)(q_ + v), _MM_HINT_T1);                       \
+    _mm_prefetch((const char *)(q_ + (J)->nextW - 1), _MM_HINT_T1);                                                   \
+  }                                                                                                                   \
+  if ((last) && (cNext) != NULL) {                                                                                    \
+    for (int v = 0; v < (J)->wp; v += 8) __builtin_prefetch((cNext) + v, 1, 3);                                       \
+    __builtin_prefetch((cNext) + (J)->wp - 1, 1, 3);                                                                  \
+  }                                                                                                                   \
+  if ((aNext) != NULL)                                                                                                \
+    for (int q = 0; q < (n); q += 8) _mm_prefetch((const char *)((aNext) + q), _MM_HINT_T0);
+/* n steps: acc += A's value (ap, one per step, broadcast) × the panel's row (bp, ldbp apart). */
+#define ROW_SUMS256(NV, acc, ap, bp, n, ldbp)                                                                         \
+  _Pragma("GCC unroll 2") for (int k = 0; k < (n); k++) {                                                            \
+    const __m256d x = _mm256_broadcast_sd((ap)++);                                                                    \
+    _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_add_pd(acc[v], MUL_MEM256(x, (bp) + 4 * v)); \
+    (bp) += (ldbp);                                                                                                   \
+  }
+/* The row's sums to its row of the partial tile (not its last K block), or to C: C = s, or C_old + s under F_ADD, the
+ * last vector's lanes masked unless full. */
+#define ROW_END256(NV, acc, last, pt, c, add, full, mask)                                                             \
+  if (!(last)) {                                                                                                      \
+    _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) _mm256_store_pd((pt) + 4 * v, acc[v]);                    \
+  } else {                                                                                                            \
+    _Pragma("GCC unroll 12") for (int v = 0; v < NV - 1; v++) {                                                      \
+      __m256d out = acc[v];                                                                                           \
+      if (add) out = _mm256_add_pd(_mm256_loadu_pd((c) + 4 * v), out);                                                \
+      _mm256_storeu_pd((c) + 4 * v, out);                                                                             \
+    }                                                                                                                 \
+    __m256d out = acc[NV - 1];                                                                                        \
+    if (full) {                                                                                                       \
+      if (add) out = _mm256_add_pd(_mm256_loadu_pd((c) + 4 * (NV - 1)), out);                                         \
+      _mm256_storeu_pd((c) + 4 * (NV - 1), out);                                                                      \
+    } else {                                                                                                          \
+      if (add) out = _mm256_add_pd(_mm256_maskload_pd((c) + 4 * (NV - 1), mask), out);                                \
+      _mm256_maskstore_pd((c) + 4 * (NV - 1), mask, out);                                                             \
+    }                                                                                                                 \
+  }
+/* The mask of a vector's first `lanes` lanes (1 … 4). */
+#define LANES256(lanes) _mm256_set_epi64x((lanes) > 3 ? -1 : 0, (lanes) > 2 ? -1 : 0, (lanes) > 1 ? -1 : 0, -1)
+
 /*
- * Rows i0 … i1−1 against one panel, NV vectors of it (the rows' width w, from the panel's and the causal bounds,
- * has ⌈w/4⌉ = NV). Each row's causal bounds are block_bounds' for one row.
+ * Rows i0 … i1−1 of a causal product against one panel, NV vectors of it (the rows' width w, from the panel's and
+ * the causal bounds, has ⌈w/4⌉ = NV). Each row's causal bounds are block_bounds' for one row.
  */
 #define DEFINE_MKP256(NV)                                                                                             \
-  __attribute__((target("avx2"))) static void mkp256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) {   \
+  __attribute__((target("avx2,prfchw"))) static void mkp256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) { \
     const int add = g->flags & F_ADD;                                                                                 \
     for (int i = i0; i < i1; i++) {                                                                                   \
       int jEnd, kBeg, kEnd, k0, k1, first, last;                                                                      \
@@ -596,74 +651,72 @@ typedef struct {
         last = kEnd <= J->kb + J->n;                                                                                  \
       }                                                                                                               \
       double *const pt = J->P + (ptrdiff_t)(i - J->ic) * J->ldp + (J->j0 - J->jc);                                    \
-      __m256d acc[NV];                                                                                                \
-      if (first) {                                                                                                    \
-        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_setzero_pd();                          \
-      } else {                                                                                                        \
-        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_load_pd(pt + 4 * v);                   \
-      }                                                                                                               \
-      const double *ap = J->at != NULL ? J->at + (ptrdiff_t)(i - J->ic) * J->ldat + k0                               \
-                                       : g->a + i * g->ars + (ptrdiff_t)k0;                                           \
-      const double *bp = J->panel + (ptrdiff_t)(k0 - J->kb) * J->ldbp;                                                \
-      /* Row r of the chunk fetches row r of the next panel's B into L2: its packing then reads no farther. */     \
-      if (J->next != NULL && i - J->ic < J->nextRows) {                                                               \
-        const double *q = J->next + (ptrdiff_t)(i - J->ic) * g->ldb;                                                  \
-        for (int v = 0; v < J->nextW; v += 8) _mm_prefetch((const char *)(q + v), _MM_HINT_T1);                      \
-        _mm_prefetch((const char *)(q + J->nextW - 1), _MM_HINT_T1);                                                  \
-      }                                                                                                               \
-      /* The next row's run of A into L1 while this row computes (from L3 when A outgrows L2: 2-4 % of the product). */ \
-      if (J->prefetchA && i + 1 < i1) {                                                                               \
-        const double *an = ap + (J->at != NULL ? J->ldat : g->ars);                                                   \
-        for (int q = 0; q < k1 - k0; q += 8) _mm_prefetch((const char *)(an + q), _MM_HINT_T0);                      \
-      }                                                                                                               \
-      _Pragma("GCC unroll 2") for (int k = k0; k < k1; k++) {                                                        \
-        const __m256d x = _mm256_broadcast_sd(ap++);                                                                  \
-        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) acc[v] = _mm256_add_pd(acc[v], MUL_MEM256(x, bp + 4 * v)); \
-        bp += J->ldbp;                                                                                                \
-      }                                                                                                               \
-      if (!last) {                                                                                                    \
-        _Pragma("GCC unroll 12") for (int v = 0; v < NV; v++) _mm256_store_pd(pt + 4 * v, acc[v]);                   \
-        continue;                                                                                                     \
-      }                                                                                                               \
       double *const c = g->c + i * g->ldc + J->j0;                                                                    \
-      _Pragma("GCC unroll 12") for (int v = 0; v < NV - 1; v++) {                                                    \
-        __m256d out = acc[v];                                                                                         \
-        if (add) out = _mm256_add_pd(_mm256_loadu_pd(c + 4 * v), out);                                                \
-        _mm256_storeu_pd(c + 4 * v, out);                                                                             \
-      }                                                                                                               \
+      __m256d acc[NV];                                                                                                \
+      ROW_START256(NV, acc, first, pt)                                                                                \
+      const double *ap = J->at + (ptrdiff_t)(i - J->ic) * J->ldat + (k0 - J->kb);                                    \
+      const double *bp = J->panel + (ptrdiff_t)(k0 - J->kb) * J->ldbp;                                                \
+      ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ap + J->ldat : NULL, k1 - k0, 0, (const double *)NULL) \
+      ROW_SUMS256(NV, acc, ap, bp, k1 - k0, J->ldbp)                                                                  \
       const int lastLanes = imin(J->wp, jEnd - J->j0) - 4 * (NV - 1);                                                 \
-      __m256d out = acc[NV - 1];                                                                                      \
-      if (lastLanes == 4) {                                                                                           \
-        if (add) out = _mm256_add_pd(_mm256_loadu_pd(c + 4 * (NV - 1)), out);                                       \
-        _mm256_storeu_pd(c + 4 * (NV - 1), out);                                                                      \
-      } else {                                                                                                        \
-        const __m256i mask =                                                                                          \
-            _mm256_set_epi64x(lastLanes > 3 ? -1 : 0, lastLanes > 2 ? -1 : 0, lastLanes > 1 ? -1 : 0, -1);            \
-        if (add) out = _mm256_add_pd(_mm256_maskload_pd(c + 4 * (NV - 1), mask), out);                               \
-        _mm256_maskstore_pd(c + 4 * (NV - 1), mask, out);                                                             \
-      }                                                                                                               \
+      ROW_END256(NV, acc, last, pt, c, add, lastLanes == 4, LANES256(lastLanes))                                      \
     }                                                                                                                 \
   }
 
-DEFINE_MKP256(1)
-DEFINE_MKP256(2)
-DEFINE_MKP256(3)
-DEFINE_MKP256(4)
-DEFINE_MKP256(5)
-DEFINE_MKP256(6)
-DEFINE_MKP256(7)
-DEFINE_MKP256(8)
-DEFINE_MKP256(9)
-DEFINE_MKP256(10)
-DEFINE_MKP256(11)
-DEFINE_MKP256(12)
+/*
+ * Rows i0 … i1−1 of a product with no causal flag against one panel of NV vectors: every row has the whole K block
+ * and the whole panel, so nothing is decided per row. (The row's work outside its loop is most of what a product
+ * loses to its loop; this kernel against mkp256's per-row bounds: +1.5–4 % on the xl products.)
+ */
+#define DEFINE_MKQ256(NV)                                                                                             \
+  __attribute__((target("avx2,prfchw"))) static void mkq256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) { \
+    const int add = g->flags & F_ADD, first = J->kb == 0, last = J->kb + J->n >= g->K, n = J->n;                      \
+    const ptrdiff_t ldat = J->ldat, ldp = J->ldp, ldc = g->ldc, ldbp = J->ldbp;                                       \
+    const double *ar = J->at + (ptrdiff_t)(i0 - J->ic) * ldat;                                                        \
+    double *pt = J->P + (ptrdiff_t)(i0 - J->ic) * ldp + (J->j0 - J->jc);                                              \
+    double *c = g->c + i0 * ldc + J->j0;                                                                              \
+    const int lastLanes = J->wp - 4 * (NV - 1), full = lastLanes == 4;                                                \
+    const __m256i mask = LANES256(lastLanes);                                                                         \
+    const int cFetchEnd = J->prefetchC ? i1 - J->prefetchC : i0;                                                      \
+    for (int i = i0; i < i1; i++, ar += ldat, pt += ldp, c += ldc) {                                                  \
+      __m256d acc[NV];                                                                                                \
+      ROW_START256(NV, acc, first, pt)                                                                                \
+      ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ar + ldat : NULL, n, last,                               \
+                   i < cFetchEnd ? c + J->prefetchC * ldc : NULL)                                                     \
+      const double *ap = ar, *bp = J->panel;                                                                          \
+      ROW_SUMS256(NV, acc, ap, bp, n, ldbp)                                                                           \
+      ROW_END256(NV, acc, last, pt, c, add, full, mask)                                                                \
+    }                                                                                                                 \
+  }
+
+#define DEFINE_PANEL_KERNELS256(NV) DEFINE_MKP256(NV) DEFINE_MKQ256(NV)
+DEFINE_PANEL_KERNELS256(1)
+DEFINE_PANEL_KERNELS256(2)
+DEFINE_PANEL_KERNELS256(3)
+DEFINE_PANEL_KERNELS256(4)
+DEFINE_PANEL_KERNELS256(5)
+DEFINE_PANEL_KERNELS256(6)
+DEFINE_PANEL_KERNELS256(7)
+DEFINE_PANEL_KERNELS256(8)
+DEFINE_PANEL_KERNELS256(9)
+DEFINE_PANEL_KERNELS256(10)
+DEFINE_PANEL_KERNELS256(11)
+DEFINE_PANEL_KERNELS256(12)
 
 typedef void (*mkp256_fn)(const gemm_args *, const panel256 *, int, int);
 static const mkp256_fn MKP256[NVP256] = {mkp256_1, mkp256_2, mkp256_3, mkp256_4,  mkp256_5,  mkp256_6,
                                          mkp256_7, mkp256_8, mkp256_9, mkp256_10, mkp256_11, mkp256_12};
+static const mkp256_fn MKQ256[NVP256] = {mkq256_1, mkq256_2, mkq256_3, mkq256_4,  mkq256_5,  mkq256_6,
+                                         mkq256_7, mkq256_8, mkq256_9, mkq256_10, mkq256_11, mkq256_12};
 
 #ifndef PFA256
 #define PFA256 262144.0
+#endif
+#ifndef PFC256
+#define PFC256 2097152.0
+#endif
+#ifndef AKEEP256
+#define AKEEP256 4194304.0
 #endif
 #ifndef PFB256
 #define PFB256 6
@@ -701,22 +754,22 @@ __attribute__((target("avx2"))) static inline void transpose4x4_256(double *dst,
 
 /*
  * Rows 0 … m−1 of A, stored transposed (F_TRANS_A: A[i, k] at at + k·lda + i), steps 0 … K−1, into row-major `ap`
- * (row i at ap + i·ldap): each row of A contiguous along k, as the kernels read A in place without F_TRANS_A.
- * Reads each run of A^T once, in order, four steps at a time. Values moved (and shuffled), never computed. The rows
- * are rows i0 … i0+m−1 of the product (for the causal flags).
+ * (row i at ap + i·ldap): each row of A contiguous along k, as pack_a256 packs A stored by rows. Reads each run of
+ * A^T once, in order, four steps at a time. Values moved (and shuffled), never computed. The rows are rows
+ * i0 … i0+m−1 of the product and the steps kOff … kOff+K−1 (for the causal flags).
  */
 __attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff_t lda, int K, int m, double *ap, ptrdiff_t ldap,
-                                                       int i0, int flags) {
+                                                       int i0, int kOff, int flags) {
   const int m4 = m & ~3, K4 = K & ~3;
   for (int k0 = 0; k0 < K4; k0 += 4) {
     const double *src = at + (ptrdiff_t)k0 * lda;
     /*
      * 4 × 4 blocks: four steps of four rows in, transposed in registers, four rows of four steps out; under the
-     * causal contraction flags only the blocks some of whose rows contract (row i0 + i: k ≥ i0 + i under F_UPPER_K,
-     * k ≤ i0 + i under F_LOWER_K — the kernels' one-row bounds, so they read nothing else).
+     * causal contraction flags only the blocks some of whose rows contract (row i0 + i, step kOff + k: k ≥ i0 + i
+     * under F_UPPER_K, k ≤ i0 + i under F_LOWER_K — the kernels' one-row bounds, so they read nothing else).
      */
     for (int i = 0; i < m4; i += 4) {
-      if (((flags & F_UPPER_K) && i0 + i > k0 + 3) || ((flags & F_LOWER_K) && k0 > i0 + i + 3)) continue;
+      if (((flags & F_UPPER_K) && i0 + i > kOff + k0 + 3) || ((flags & F_LOWER_K) && kOff + k0 > i0 + i + 3)) continue;
       transpose4x4_256(ap + (ptrdiff_t)i * ldap + k0, ldap, src + i, lda);
     }
     for (int i = m4; i < m; i++)
@@ -724,6 +777,18 @@ __attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff
   }
   for (int k = K4; k < K; k++)
     for (int i = 0; i < m; i++) ap[(ptrdiff_t)i * ldap + k] = at[(ptrdiff_t)k * lda + i];
+}
+
+/* Rows 0 … m−1, steps 0 … n−1 of A in place (A[i, k] at a + i·lda + k) into `ap` (row i at ap + i·ldap). */
+__attribute__((target("avx2"))) static void pack_a256(const double *a, ptrdiff_t lda, int n, int m, double *ap, ptrdiff_t ldap) {
+  const int n4 = n & ~3;
+  for (int i = 0; i < m; i++) {
+    const double *src = a + (ptrdiff_t)i * lda;
+    double *dst = ap + (ptrdiff_t)i * ldap;
+    int k = 0;
+    for (; k < n4; k += 4) _mm256_storeu_pd(dst + k, _mm256_loadu_pd(src + k));
+    for (; k < n; k++) dst[k] = src[k];
+  }
 }
 
 /*
@@ -737,12 +802,18 @@ static int panel_start(int p, int np, int w) {
 
 /*
  * The packed AVX2 path (more than ROWS256 rows and more than SMALL256 multiply-adds). Loops, outside in: row chunks of
- * MC256 rows (A^T packed row-major for the chunk), column blocks of whole panels (with several K blocks: as many as
- * PT256 doubles of the chunk's partial tile allow, so it stays in L2), K blocks of KC256, panels of at most 48 columns
- * (all of them as even as multiples of 4 go: no narrow, latency-bound last panel; each packed once per chunk, then
- * L1-resident), the chunk's rows (in runs of rows with the same vector count: only the causal output
- * bound changes it). The causal bounds are block_bounds' for each row; an empty k range gives s = +0.0 (written in
- * the first K block).
+ * MC256 rows, column blocks of whole panels (with several K blocks: as many as PT256 doubles of the chunk's partial
+ * tile allow, so it stays in L2), K blocks of KC256 (the chunk's A for the block packed at its first use, see below),
+ * panels of at most 48 columns (all of them as even as multiples of 4 go: no narrow, latency-bound last panel; each
+ * packed once per chunk, then L1-resident), the chunk's rows (in runs of rows with the same vector count: only the
+ * causal output bound changes it). The causal bounds are block_bounds' for each row; an empty k range gives s = +0.0
+ * (written in the first K block).
+ *
+ * A is packed (A^T always; A stored by rows when three panels or more read it and its rows lie farther apart than
+ * packed rows): each K block's rows KC256 + 8 doubles apart, one block after the other, so that every panel streams A
+ * contiguously instead of one run per row a row stride apart (2–32 KB for the xl products: the same L1 and L2 sets, a
+ * new page every row or two). +0–3.5 % on the xl products; head dx (K 4096) 2–4 % more from packing each block at its
+ * first use rather than all of them before the first panel.
  */
 __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   const int M = g->M, N = g->N, K = g->K;
@@ -759,9 +830,15 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   const int colBlocks = (panels + npMax - 1) / npMax;
   const int npb = (panels + colBlocks - 1) / colBlocks;
   const ptrdiff_t ldp = (ptrdiff_t)W * npb;
-  const int transA = (g->flags & F_TRANS_A) != 0;
-  const ptrdiff_t ldat = ((ptrdiff_t)K + 7) / 8 * 8 + 8; /* a line more than a multiple of lines: rows spread over L1's sets */
-  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)mc * ldp : 0, aSize = transA ? (size_t)mc * ldat : 0;
+  /* A stored by rows is packed when three panels or more read it and its rows are farther apart than packed rows. */
+  const int transA = (g->flags & F_TRANS_A) != 0, packA = transA || (panels > 2 && g->ars > kc + 8);
+  const ptrdiff_t ldat = kc + 8; /* a line more than the K block: rows spread over L1's sets */
+  const int nkb = (K + kc - 1) / kc;
+  const ptrdiff_t atBlock = (ptrdiff_t)mc * ldat;
+  /* The packed blocks are kept for the later column blocks (up to AKEEP256 doubles), else packed again at each. */
+  const int keepA = packA && colBlocks > 1 && (double)nkb * atBlock <= AKEEP256;
+  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)mc * ldp : 0,
+               aSize = !packA ? 0 : keepA ? (size_t)nkb * atBlock : (size_t)atBlock;
   double *const Bp = scratch(panelSize + pSize + aSize);
   if (Bp == NULL) {
     gemm_avx2_direct(g);
@@ -769,19 +846,26 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   }
   double *const P = Bp + panelSize;
   double *const At = P + pSize;
-  /*
-   * A chunk's A (in place or packed) larger than PFA256 bytes is read from L3 at every panel; then each row fetches the
-   * next row's run (xl: 256 × 256 and beyond, +1–4 %). Smaller ones stay in L2, where the fetches only cost (large: −1–3 %).
-   */
-  const int prefetchA = (double)mc * K * 8 > PFA256;
+  /* A chunk's A in place larger than PFA256 bytes is read from L3 at every panel: each row fetches the next row's run. */
+  const int prefetchA = !packA && (double)mc * K * 8 > PFA256;
+  /* A C larger than PFC256 bytes comes from memory: each row of the last K block fetches a later row's for writing. */
+  const int prefetchC = (double)M * N * 8 > PFC256 ? 2 : 0;
   for (int ic = 0; ic < M; ic += mc) {
     const int icEnd = imin(M, ic + mc);
-    if (transA) pack_at256(g->a + ic, g->aks, K, icEnd - ic, At, ldat, ic, g->flags);
     for (int p0 = 0; p0 < panels; p0 += npb) {
       const int p1 = imin(panels, p0 + npb), jc = panel_start(p0, panels, N);
       int kb = 0;
       do { /* one pass at least: with K = 0 it writes the empty sums */
         const int n = K - kb < kc ? K - kb : kc;
+        double *const atb = At + (keepA ? (kb / kc) * atBlock : 0);
+        if (packA && n > 0 && (p0 == 0 || !keepA)) {
+          if (transA)
+            pack_at256(g->a + ic + (ptrdiff_t)kb * g->aks, g->aks, n, icEnd - ic, atb, ldat, ic, kb, g->flags);
+          else
+            pack_a256(g->a + (ptrdiff_t)ic * g->ars + kb, g->ars, n, icEnd - ic, atb, ldat);
+        }
+        const double *const aBlock = packA ? atb : g->a + (ptrdiff_t)ic * g->ars + kb;
+        const ptrdiff_t ldaBlock = packA ? ldat : g->ars;
         for (int p = p0; p < p1; p++) {
           const int j0 = panel_start(p, panels, N), wp = panel_start(p + 1, panels, N) - j0;
           /* The panel packed next: the block's next panel, else the next K block's first, else the next block's. */
@@ -793,9 +877,13 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
           }
           const int nj0 = np_ < panels ? panel_start(np_, panels, N) : 0, nn = imin(kc, K - nkb);
           const double *next = np_ < panels && nn > 0 && (np_ != p || nkb != kb) ? g->b + (ptrdiff_t)nkb * g->ldb + nj0 : NULL;
-          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), transA ? At : NULL, ldat, P, ldp,
-                        next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0, prefetchA};
+          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), aBlock, ldaBlock, P, ldp,
+                        next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0, prefetchA, prefetchC};
           if (n > 0) pack_b256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp);
+          if (!(g->flags & (F_LOWER_OUT | F_LOWER_K | F_UPPER_K))) {
+            MKQ256[(wp + 3) / 4 - 1](g, &J, ic, icEnd);
+            continue;
+          }
           /* Runs of rows with the same vector count (all the chunk's rows but near a causal output bound). */
           int i = ic;
           while (i < icEnd) {

@@ -111,8 +111,8 @@ const PACKED: [number, number, number][] = [
 /**
  * Dimensions on and around every edge of the packed AVX2 path (more than one row and 4096 multiply-adds): one row
  * of A against panels of 48 columns of B, K blocks of 64 (running sums carried across them in a partial tile, never
- * in C), row chunks of 256 (A^T packed per chunk under TRANS_A), column blocks of 2 panels at 256 rows and 4 at 128
- * when K spans several blocks, a block's panels as even as multiples of 4 columns go and none wider than 48 (49 →
+ * in C), row chunks of 256 (A packed per K block at its first use: always under TRANS_A, else with 3 panels or more
+ * and rows more than 72 apart), column blocks of 2 panels at 256 rows and 4 at 128 when K spans several blocks, a block's panels as even as multiples of 4 columns go and none wider than 48 (49 →
  * 28 + 21, 97 → 36 + 32 + 29, 189 → 48 + 48 + 48 + 45, 256 → 44 + 44 + 40 + 44 + 44 + 40). The other paths must
  * agree too.
  */
@@ -177,6 +177,13 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
 
     it.each(AVX2_PACKED)('equals the WebAssembly kernel for the packed AVX2 shape %i × %i × %i under every flag combination', (M, N, K) => {
       agreesEveryFlag(M, N, K, [1], M * 7919 + N * 31 + K);
+    });
+
+    it.skipIf(path === 'scalar')('equals the WebAssembly kernel when a chunk\'s packed A outgrows what is kept for later column blocks (K 14,600: packed again at each; skipped on the scalar path, which packs nothing)', () => {
+      for (const flags of [0, GEMM_ADD | TRANS_A]) {
+        const c = { M: 256, N: 100, K: 14_600, flags, pad: 1, seed: 33 + flags };
+        expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
+      }
     });
 
     it.each(EDGES)('equals the WebAssembly kernel for %i × %i × %i under every flag combination', (M, N, K) => {
