@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { discoverBenchmarks, parseBenchArgs, selectBenchmarks } from './run-bench.ts';
+import { discoverBenchmarks, parseBenchArgs, selectBenchmarks, unmatchedFilters } from './run-bench.ts';
 
 let scratch = '';
 afterEach(() => rmSync(scratch, { recursive: true, force: true }));
@@ -34,5 +34,14 @@ describe('run-bench arguments', () => {
     expect(parseBenchArgs(['model', 'format', '--quick'])).toEqual({ filters: ['model', 'format'], flags: ['--quick'] });
     expect(parseBenchArgs(['--', '--vs', 'other.node', '--'])).toEqual({ filters: [], flags: ['--vs', 'other.node', '--'] });
     expect(parseBenchArgs([])).toEqual({ filters: [], flags: [] });
+  });
+
+  it('names the filters no script matches: an option value written before -- is one, not a silent no-op', () => {
+    const all = ['packages/model/bench/native-gemm.bench.ts', 'packages/format/bench/codec.bench.ts'];
+    const { filters } = parseBenchArgs(['native-gemm', '--configs', 'xl']);
+    expect(unmatchedFilters(all, filters)).toEqual(['xl']);
+    expect(unmatchedFilters(all, parseBenchArgs(['native-gemm', '--', '--configs', 'xl']).filters)).toEqual([]);
+    expect(unmatchedFilters(all, ['format', 'formt'])).toEqual(['formt']);
+    expect(unmatchedFilters(all, [])).toEqual([]);
   });
 });

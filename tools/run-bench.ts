@@ -13,7 +13,8 @@
  * `--` is passed on to every selected script as it is, options with values
  * included (`pnpm bench format -- --large`, `pnpm bench native-gemm --
  * --configs xl --paths avx2`); before it, arguments that start with `--` are
- * passed on and the others are filters.
+ * passed on and the others are filters. A filter that matches no script is
+ * an error (a typo, or an option's value written before `--`).
  *
  * Benchmarks are not tests: nothing here asserts speed. Exit status is 1 if
  * a script fails.
@@ -55,6 +56,15 @@ export function parseBenchArgs(argv: readonly string[]): { filters: string[]; fl
   return { filters: before.filter((a) => !a.startsWith('--')), flags: [...before.filter((a) => a.startsWith('--')), ...after] };
 }
 
+/**
+ * The filters no script matches. Each is an error: a typo, or the value of an option written before `--`
+ * (`pnpm bench native-gemm --configs xl` gives the filter `xl` and a bare `--configs`), which would otherwise run
+ * the wrong thing without a word.
+ */
+export function unmatchedFilters(scripts: readonly string[], filters: readonly string[]): string[] {
+  return filters.filter((f) => !scripts.some((s) => s.includes(f)));
+}
+
 /** Scripts matching any filter (substring of the relative path); all when no filter. */
 export function selectBenchmarks(scripts: readonly string[], filters: readonly string[]): string[] {
   if (filters.length === 0) return [...scripts];
@@ -93,11 +103,19 @@ const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) ==
 if (isMain) {
   const { filters, flags } = parseBenchArgs(process.argv.slice(2));
   const all = discoverBenchmarks();
-  const selected = selectBenchmarks(all, filters);
-  if (selected.length === 0) {
-    console.log(all.length === 0 ? 'run-bench: no benchmark scripts found' : `run-bench: no benchmark matches ${filters.join(', ')} (available: ${all.join(', ')})`);
-    process.exit(all.length === 0 ? 0 : 1);
+  if (all.length === 0) {
+    console.log('run-bench: no benchmark scripts found');
+    process.exit(0);
   }
+  const unmatched = unmatchedFilters(all, filters);
+  if (unmatched.length > 0) {
+    console.error(
+      `run-bench: no benchmark matches ${unmatched.join(', ')} (available: ${all.join(', ')}). ` +
+        'Options that take a value go after `--`, e.g. pnpm bench native-gemm -- --configs xl',
+    );
+    process.exit(1);
+  }
+  const selected = selectBenchmarks(all, filters);
   const scratch = mkdtempSync(path.join(tmpdir(), 'llmcp-bench-'));
   const outcomes: Outcome[] = [];
   try {
