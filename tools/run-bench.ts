@@ -56,19 +56,22 @@ export function parseBenchArgs(argv: readonly string[]): { filters: string[]; fl
   return { filters: before.filter((a) => !a.startsWith('--')), flags: [...before.filter((a) => a.startsWith('--')), ...after] };
 }
 
+/** A filter selects the scripts whose repository-relative path contains it. */
+const matches = (script: string, filter: string): boolean => script.includes(filter);
+
 /**
  * The filters no script matches. Each is an error: a typo, or the value of an option written before `--`
  * (`pnpm bench native-gemm --configs xl` gives the filter `xl` and a bare `--configs`), which would otherwise run
  * the wrong thing without a word.
  */
 export function unmatchedFilters(scripts: readonly string[], filters: readonly string[]): string[] {
-  return filters.filter((f) => !scripts.some((s) => s.includes(f)));
+  return filters.filter((f) => !scripts.some((s) => matches(s, f)));
 }
 
 /** Scripts matching any filter (substring of the relative path); all when no filter. */
 export function selectBenchmarks(scripts: readonly string[], filters: readonly string[]): string[] {
   if (filters.length === 0) return [...scripts];
-  return scripts.filter((s) => filters.some((f) => s.includes(f)));
+  return scripts.filter((s) => filters.some((f) => matches(s, f)));
 }
 
 interface Outcome {

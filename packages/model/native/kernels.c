@@ -432,6 +432,8 @@ __attribute__((target("avx512f"))) static void gemm_avx512(const gemm_args *g) {
 /* ── AVX2 ──────────────────────────────────────────────────────────────── */
 
 #define MR256 6
+/* The mask of a vector's first `lanes` lanes (1 … 4). */
+#define LANES256(lanes) _mm256_set_epi64x((lanes) > 3 ? -1 : 0, (lanes) > 2 ? -1 : 0, (lanes) > 1 ? -1 : 0, -1)
 #define NV256 2
 
 #define DEFINE_MK256(MR, NV)                                                                                          \
@@ -500,7 +502,7 @@ __attribute__((target("avx2"))) static void gemm_avx2_direct(const gemm_args *g)
       const int w = imin(W, jEnd - j0);
       const int nv = (w + 3) / 4;
       const int last = w - 4 * (nv - 1);
-      const __m256i mask = _mm256_set_epi64x(last > 3 ? -1 : 0, last > 2 ? -1 : 0, last > 1 ? -1 : 0, -1);
+      const __m256i mask = LANES256(last);
       MK256[rows - 1][nv - 1](g->a + i0 * g->ars, g->ars, g->aks, g->b + j0, g->ldb, g->c + i0 * g->ldc + j0, g->ldc,
                               kBeg, kEnd, mask, add);
     }
@@ -585,17 +587,12 @@ typedef struct {
   }
 /* Fetches: row r of the chunk fetches row r of the next panel's B into L2 (its packing then reads no farther); the
  * next row's run of A in place (aNext, n steps) into L1 when A is read from L3 at every panel (+4 % for the xl value
- * mix); in the last K block (last), the row of C J->prefetchC rows on for writing (a large C's lines come from memory:
- * +1 % at 256 × 4096). */
-#define ROW_FETCH256(J, r, aNext, n, last, cNext)                                                                     \
+ * mix). */
+#define ROW_FETCH256(J, r, aNext, n)                                                                                  \
   if ((J)->next != NULL && (r) < (J)->nextRows) {                                                                     \
     const double *q_ = (J)->next + (ptrdiff_t)(r) * g->ldb;                                                           \
     for (int v = 0; v < (J)->nextW; v += 8) _mm_prefetch((const char *)(q_ + v), _MM_HINT_T1);                       \
     _mm_prefetch((const char *)(q_ + (J)->nextW - 1), _MM_HINT_T1);                                                   \
-  }                                                                                                                   \
-  if ((last) && (cNext) != NULL) {                                                                                    \
-    for (int v = 0; v < (J)->wp; v += 8) __builtin_prefetch((cNext) + v, 1, 3);                                       \
-    __builtin_prefetch((cNext) + (J)->wp - 1, 1, 3);                                                                  \
   }                                                                                                                   \
   if ((aNext) != NULL)                                                                                                \
     for (int q = 0; q < (n); q += 8) _mm_prefetch((const char *)((aNext) + q), _MM_HINT_T0);
@@ -626,15 +623,13 @@ typedef struct {
       _mm256_maskstore_pd((c) + 4 * (NV - 1), mask, out);                                                             \
     }                                                                                                                 \
   }
-/* The mask of a vector's first `lanes` lanes (1 … 4). */
-#define LANES256(lanes) _mm256_set_epi64x((lanes) > 3 ? -1 : 0, (lanes) > 2 ? -1 : 0, (lanes) > 1 ? -1 : 0, -1)
 
 /*
  * Rows i0 … i1−1 of a causal product against one panel, NV vectors of it (the rows' width w, from the panel's and
  * the causal bounds, has ⌈w/4⌉ = NV). Each row's causal bounds are block_bounds' for one row.
  */
 #define DEFINE_MKP256(NV)                                                                                             \
-  __attribute__((target("avx2,prfchw"))) static void mkp256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) { \
+  __attribute__((target("avx2"))) static void mkp256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) { \
     const int add = g->flags & F_ADD;                                                                                 \
     for (int i = i0; i < i1; i++) {                                                                                   \
       int jEnd, kBeg, kEnd, k0, k1, first, last;                                                                      \
@@ -656,7 +651,7 @@ typedef struct {
       ROW_START256(NV, acc, first, pt)                                                                                \
       const double *ap = J->at + (ptrdiff_t)(i - J->ic) * J->ldat + (k0 - J->kb);                                    \
       const double *bp = J->panel + (ptrdiff_t)(k0 - J->kb) * J->ldbp;                                                \
-      ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ap + J->ldat : NULL, k1 - k0, 0, (const double *)NULL) \
+      ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ap + J->ldat : NULL, k1 - k0)                           \
       ROW_SUMS256(NV, acc, ap, bp, k1 - k0, J->ldbp)                                                                  \
       const int lastLanes = imin(J->wp, jEnd - J->j0) - 4 * (NV - 1);                                                 \
       ROW_END256(NV, acc, last, pt, c, add, lastLanes == 4, LANES256(lastLanes))                                      \
@@ -681,8 +676,14 @@ typedef struct {
     for (int i = i0; i < i1; i++, ar += ldat, pt += ldp, c += ldc) {                                                  \
       __m256d acc[NV];                                                                                                \
       ROW_START256(NV, acc, first, pt)                                                                                \
-      ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ar + ldat : NULL, n, last,                               \
-                   i < cFetchEnd ? c + J->prefetchC * ldc : NULL)                                                     \
+      ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ar + ldat : NULL, n)                                    \
+      /* In the last K block, the row of C J->prefetchC rows on, for writing (a large C's lines come from memory:      \
+       * +1 % at 256 × 4096). */                                                                                     \
+      if (last && i < cFetchEnd) {                                                                                    \
+        const double *q = c + J->prefetchC * ldc;                                                                     \
+        for (int v = 0; v < J->wp; v += 8) __builtin_prefetch(q + v, 1, 3);                                           \
+        __builtin_prefetch(q + J->wp - 1, 1, 3);                                                                      \
+      }                                                                                                               \
       const double *ap = ar, *bp = J->panel;                                                                          \
       ROW_SUMS256(NV, acc, ap, bp, n, ldbp)                                                                           \
       ROW_END256(NV, acc, last, pt, c, add, full, mask)                                                                \
@@ -721,22 +722,25 @@ static const mkp256_fn MKQ256[NVP256] = {mkq256_1, mkq256_2, mkq256_3, mkq256_4,
 #ifndef PFB256
 #define PFB256 6
 #endif
-/* Rows kb … kb+n−1, columns 0 … w−1 of B into the panel `bp` (row stride 4·⌈w/4⌉, zero beyond w). */
-__attribute__((target("avx2"))) static void pack_b256(const double *b, ptrdiff_t ldb, int n, int w, double *bp) {
+/*
+ * Rows 0 … n−1, columns 0 … w−1 (w ≥ 1) of a matrix (row r at src + r·lds) into `dst`, rows ldd apart (ldd a multiple
+ * of 4, dst 32-byte aligned), each row zero from w to the next multiple of 4: B's panels (ldd = 4·⌈w/4⌉) and the K
+ * blocks of A stored by rows (ldd = KC256 + 8).
+ */
+__attribute__((target("avx2"))) static void pack_rows256(const double *src, ptrdiff_t lds, int n, int w, double *dst, ptrdiff_t ldd) {
   const int pv = (w + 3) / 4;
-  const int last = w - 4 * (pv - 1);
-  const __m256i lastMask = _mm256_set_epi64x(last > 3 ? -1 : 0, last > 2 ? -1 : 0, last > 1 ? -1 : 0, -1);
+  const __m256i lastMask = LANES256(w - 4 * (pv - 1));
   for (int k = 0; k < n; k++) {
-    const double *src = b + (ptrdiff_t)k * ldb;
-    double *dst = bp + (ptrdiff_t)k * 4 * pv;
-    /* The row PFB256 ahead (rows of B are often far apart, beyond what the hardware prefetcher follows). */
+    const double *s = src + (ptrdiff_t)k * lds;
+    double *d = dst + (ptrdiff_t)k * ldd;
+    /* The row PFB256 ahead (rows are often far apart, beyond what the hardware prefetcher follows). */
     if (k + PFB256 < n) {
-      const double *ahead = src + PFB256 * ldb;
+      const double *ahead = s + PFB256 * lds;
       for (int v = 0; v < w; v += 8) _mm_prefetch((const char *)(ahead + v), _MM_HINT_T0);
       _mm_prefetch((const char *)(ahead + w - 1), _MM_HINT_T0);
     }
-    for (int v = 0; v < pv - 1; v++) _mm256_store_pd(dst + 4 * v, _mm256_loadu_pd(src + 4 * v));
-    _mm256_store_pd(dst + 4 * (pv - 1), _mm256_maskload_pd(src + 4 * (pv - 1), lastMask));
+    for (int v = 0; v < pv - 1; v++) _mm256_store_pd(d + 4 * v, _mm256_loadu_pd(s + 4 * v));
+    _mm256_store_pd(d + 4 * (pv - 1), _mm256_maskload_pd(s + 4 * (pv - 1), lastMask));
   }
 }
 
@@ -754,7 +758,7 @@ __attribute__((target("avx2"))) static inline void transpose4x4_256(double *dst,
 
 /*
  * Rows 0 … m−1 of A, stored transposed (F_TRANS_A: A[i, k] at at + k·lda + i), steps 0 … K−1, into row-major `ap`
- * (row i at ap + i·ldap): each row of A contiguous along k, as pack_a256 packs A stored by rows. Reads each run of
+ * (row i at ap + i·ldap): each row of A contiguous along k, as pack_rows256 packs A stored by rows. Reads each run of
  * A^T once, in order, four steps at a time. Values moved (and shuffled), never computed. The rows are rows
  * i0 … i0+m−1 of the product and the steps kOff … kOff+K−1 (for the causal flags).
  */
@@ -777,18 +781,6 @@ __attribute__((target("avx2"))) static void pack_at256(const double *at, ptrdiff
   }
   for (int k = K4; k < K; k++)
     for (int i = 0; i < m; i++) ap[(ptrdiff_t)i * ldap + k] = at[(ptrdiff_t)k * lda + i];
-}
-
-/* Rows 0 … m−1, steps 0 … n−1 of A in place (A[i, k] at a + i·lda + k) into `ap` (row i at ap + i·ldap). */
-__attribute__((target("avx2"))) static void pack_a256(const double *a, ptrdiff_t lda, int n, int m, double *ap, ptrdiff_t ldap) {
-  const int n4 = n & ~3;
-  for (int i = 0; i < m; i++) {
-    const double *src = a + (ptrdiff_t)i * lda;
-    double *dst = ap + (ptrdiff_t)i * ldap;
-    int k = 0;
-    for (; k < n4; k += 4) _mm256_storeu_pd(dst + k, _mm256_loadu_pd(src + k));
-    for (; k < n; k++) dst[k] = src[k];
-  }
 }
 
 /*
@@ -862,7 +854,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
           if (transA)
             pack_at256(g->a + ic + (ptrdiff_t)kb * g->aks, g->aks, n, icEnd - ic, atb, ldat, ic, kb, g->flags);
           else
-            pack_a256(g->a + (ptrdiff_t)ic * g->ars + kb, g->ars, n, icEnd - ic, atb, ldat);
+            pack_rows256(g->a + (ptrdiff_t)ic * g->ars + kb, g->ars, icEnd - ic, n, atb, ldat);
         }
         const double *const aBlock = packA ? atb : g->a + (ptrdiff_t)ic * g->ars + kb;
         const ptrdiff_t ldaBlock = packA ? ldat : g->ars;
@@ -879,7 +871,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
           const double *next = np_ < panels && nn > 0 && (np_ != p || nkb != kb) ? g->b + (ptrdiff_t)nkb * g->ldb + nj0 : NULL;
           panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), aBlock, ldaBlock, P, ldp,
                         next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0, prefetchA, prefetchC};
-          if (n > 0) pack_b256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp);
+          if (n > 0) pack_rows256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp, 4 * ((wp + 3) / 4));
           if (!(g->flags & (F_LOWER_OUT | F_LOWER_K | F_UPPER_K))) {
             MKQ256[(wp + 3) / 4 - 1](g, &J, ic, icEnd);
             continue;
