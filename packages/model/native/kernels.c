@@ -52,6 +52,12 @@ typedef struct {
 
 static int imin(int x, int y) { return x < y ? x : y; }
 
+/*
+ * The calling thread's limits of the packed AVX2 path, in doubles (0: the defaults, PT256 and AKEEP256): tests set
+ * small ones (setBlocking) to reach several column blocks, and A packed again at each, with products they can afford.
+ */
+static _Thread_local double t_pt256 = 0, t_akeep256 = 0;
+
 /* ── plain C ───────────────────────────────────────────────────────────── */
 
 /* One row block's causal bounds, the same rule as the other kernels (see gemm.ts). */
@@ -546,9 +552,15 @@ __attribute__((target("avx2"))) static void gemm_avx2_direct(const gemm_args *g)
 #ifndef MC256
 #define MC256 256
 #endif
-/* Doubles of the partial tile per chunk (MC256 × the column block's width, 192 KB): it stays in L2 across the K blocks. */
+/*
+ * Doubles of the partial tiles per chunk (MC256 × the column block's width: 576 KB, 6 panels at 256 rows, N 288). The
+ * column block is the unit that reads the chunk's A once; a panel's tile streams from L2 or L3 row after row as its
+ * rows run. At 192 KB (two panels, all in L2) N 256 took three column blocks, so three passes over the chunk's A: head
+ * dx (K 4096, an 8 MB A) 5–7 % slower, ffn down 2–3 %. At 3 MB (32 panels) the products alone ran as fast or 1 %
+ * faster, but an xl training step 1 % slower: tiles that large stream through L3 and push out what the step reads next.
+ */
 #ifndef PT256
-#define PT256 24576
+#define PT256 73728
 #endif
 /*
  * Products of at most ROWS256 rows or at most SMALL256 multiply-adds run unpacked. Two rows already gain from the
@@ -564,12 +576,12 @@ __attribute__((target("avx2"))) static void gemm_avx2_direct(const gemm_args *g)
 /* One panel of one K block, run by a chunk's rows. */
 typedef struct {
   int kb, n;                /* the K block: steps kb … kb+n−1 */
-  int ic, jc, j0, wp;       /* chunk's first row, column block's first column, panel's first column and width */
+  int ic, j0, wp;           /* chunk's first row, panel's first column and width */
   const double *panel;      /* the packed panel, row k − kb at + (k − kb)·ldbp */
   ptrdiff_t ldbp;
   const double *at;         /* the chunk's A for the K block: A[i, k] at at + (i − ic)·ldat + k − kb (packed or in place) */
   ptrdiff_t ldat;
-  double *P;                /* the chunk's partial tile: row i − ic, column j − jc at + (i − ic)·ldp + j − jc */
+  double *P;                /* the panel's partial tile: row i − ic, column j − j0 at + (i − ic)·ldp + j − j0 */
   ptrdiff_t ldp;
   const double *next;       /* the rows of B the next panel packs (row r at + r·ldb, nextW wide), NULL if none */
   int nextRows, nextW;
@@ -645,7 +657,7 @@ typedef struct {
         first = kBeg >= J->kb;                                                                                        \
         last = kEnd <= J->kb + J->n;                                                                                  \
       }                                                                                                               \
-      double *const pt = J->P + (ptrdiff_t)(i - J->ic) * J->ldp + (J->j0 - J->jc);                                    \
+      double *const pt = J->P + (ptrdiff_t)(i - J->ic) * J->ldp;                                                      \
       double *const c = g->c + i * g->ldc + J->j0;                                                                    \
       __m256d acc[NV];                                                                                                \
       ROW_START256(NV, acc, first, pt)                                                                                \
@@ -668,7 +680,7 @@ typedef struct {
     const int add = g->flags & F_ADD, first = J->kb == 0, last = J->kb + J->n >= g->K, n = J->n;                      \
     const ptrdiff_t ldat = J->ldat, ldp = J->ldp, ldc = g->ldc, ldbp = J->ldbp;                                       \
     const double *ar = J->at + (ptrdiff_t)(i0 - J->ic) * ldat;                                                        \
-    double *pt = J->P + (ptrdiff_t)(i0 - J->ic) * ldp + (J->j0 - J->jc);                                              \
+    double *pt = J->P + (ptrdiff_t)(i0 - J->ic) * ldp;                                                                \
     double *c = g->c + i0 * ldc + J->j0;                                                                              \
     const int lastLanes = J->wp - 4 * (NV - 1), full = lastLanes == 4;                                                \
     const __m256i mask = LANES256(lastLanes);                                                                         \
@@ -795,11 +807,13 @@ static int panel_start(int p, int np, int w) {
 /*
  * The packed AVX2 path (more than ROWS256 rows and more than SMALL256 multiply-adds). Loops, outside in: row chunks of
  * MC256 rows, column blocks of whole panels (with several K blocks: as many as PT256 doubles of the chunk's partial
- * tile allow, so it stays in L2), K blocks of KC256 (the chunk's A for the block packed at its first use, see below),
+ * tiles allow), K blocks of KC256 (the chunk's A for the block packed at its first use, see below),
  * panels of at most 48 columns (all of them as even as multiples of 4 go: no narrow, latency-bound last panel; each
  * packed once per chunk, then L1-resident), the chunk's rows (in runs of rows with the same vector count: only the
  * causal output bound changes it). The causal bounds are block_bounds' for each row; an empty k range gives s = +0.0
- * (written in the first K block).
+ * (written in the first K block). Each panel has its own partial tile, rows 48 doubles apart, the column block's tiles
+ * one after the other, so that a panel's rows stream their partial sums contiguously (one tile for the block, rows its
+ * width apart, cost 0.5–1 % at two panels, up to 3 % at six).
  *
  * A is packed (A^T always; A stored by rows when three panels or more read it and its rows lie farther apart than
  * packed rows): each K block's rows KC256 + 8 doubles apart, one block after the other, so that every panel streams A
@@ -818,18 +832,19 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   /* ⌈N/48⌉ panels, as even as multiples of 4 columns go (N = 256: 44 + 44 + 40 + 44 + 44 + 40), none wider than 48. */
   const int panels = (N + W - 1) / W;
   /* Column blocks of whole panels: with one K block no partial tile, so one block; else the partial tile's budget. */
-  const int npMax = K > kc ? (PT256 / mc / W > 1 ? PT256 / mc / W : 1) : panels;
+  const double ptBudget = t_pt256 > 0 ? t_pt256 : PT256, keepBudget = t_akeep256 > 0 ? t_akeep256 : AKEEP256;
+  const double npFit = ptBudget / mc / W;
+  const int npMax = K <= kc ? panels : npFit < 1 ? 1 : npFit > panels ? panels : (int)npFit;
   const int colBlocks = (panels + npMax - 1) / npMax;
   const int npb = (panels + colBlocks - 1) / colBlocks;
-  const ptrdiff_t ldp = (ptrdiff_t)W * npb;
   /* A stored by rows is packed when three panels or more read it and its rows are farther apart than packed rows. */
   const int transA = (g->flags & F_TRANS_A) != 0, packA = transA || (panels > 2 && g->ars > kc + 8);
   const ptrdiff_t ldat = kc + 8; /* a line more than the K block: rows spread over L1's sets */
   const int nkb = (K + kc - 1) / kc;
   const ptrdiff_t atBlock = (ptrdiff_t)mc * ldat;
   /* The packed blocks are kept for the later column blocks (up to AKEEP256 doubles), else packed again at each. */
-  const int keepA = packA && colBlocks > 1 && (double)nkb * atBlock <= AKEEP256;
-  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)mc * ldp : 0,
+  const int keepA = packA && colBlocks > 1 && (double)nkb * atBlock <= keepBudget;
+  const size_t panelSize = (size_t)kc * W, pSize = K > kc ? (size_t)npb * mc * W : 0,
                aSize = !packA ? 0 : keepA ? (size_t)nkb * atBlock : (size_t)atBlock;
   double *const Bp = scratch(panelSize + pSize + aSize);
   if (Bp == NULL) {
@@ -845,7 +860,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   for (int ic = 0; ic < M; ic += mc) {
     const int icEnd = imin(M, ic + mc);
     for (int p0 = 0; p0 < panels; p0 += npb) {
-      const int p1 = imin(panels, p0 + npb), jc = panel_start(p0, panels, N);
+      const int p1 = imin(panels, p0 + npb);
       int kb = 0;
       do { /* one pass at least: with K = 0 it writes the empty sums */
         const int n = K - kb < kc ? K - kb : kc;
@@ -869,7 +884,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
           }
           const int nj0 = np_ < panels ? panel_start(np_, panels, N) : 0, nn = imin(kc, K - nkb);
           const double *next = np_ < panels && nn > 0 && (np_ != p || nkb != kb) ? g->b + (ptrdiff_t)nkb * g->ldb + nj0 : NULL;
-          panel256 J = {kb, n, ic, jc, j0, wp, Bp, 4 * ((wp + 3) / 4), aBlock, ldaBlock, P, ldp,
+          panel256 J = {kb, n, ic, j0, wp, Bp, 4 * ((wp + 3) / 4), aBlock, ldaBlock, P + (ptrdiff_t)(p - p0) * mc * W, W,
                         next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0, prefetchA, prefetchC};
           if (n > 0) pack_rows256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp, 4 * ((wp + 3) / 4));
           if (!(g->flags & (F_LOWER_OUT | F_LOWER_K | F_UPPER_K))) {
@@ -1214,6 +1229,25 @@ static napi_value js_set_path(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/*
+ * setBlocking(partialTile, keptA): the calling thread's limits of the packed AVX2 path in doubles (tests): the partial
+ * tiles of a row chunk (PT256) and the packed A kept for later column blocks (AKEEP256); 0 restores a default.
+ */
+static napi_value js_set_blocking(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int64_t pt, keep;
+  if (argc < 2) {
+    napi_throw_type_error(env, NULL, "llmcp kernels: setBlocking takes (partialTile, keptA)");
+    return NULL;
+  }
+  if (!get_int(env, argv[0], MAX_OFFSET, &pt, "partialTile") || !get_int(env, argv[1], MAX_OFFSET, &keep, "keptA")) return NULL;
+  t_pt256 = (double)pt;
+  t_akeep256 = (double)keep;
+  return NULL;
+}
+
 /* peak(name, iterations): { macs, seconds } of independent multiply-then-add chains on that path. */
 static napi_value js_peak(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -1246,7 +1280,9 @@ static napi_value init(napi_env env, napi_value exports) {
   static const struct {
     const char *name;
     napi_callback fn;
-  } fns[] = {{"gemm", js_gemm}, {"path", js_path}, {"bestPath", js_best}, {"setPath", js_set_path}, {"peak", js_peak},
+  } fns[] = {{"gemm", js_gemm}, {"path", js_path}, {"bestPath", js_best}, {"setPath", js_set_path},
+               {"setBlocking", js_set_blocking},
+               {"peak", js_peak},
                {"exp", js_exp},
                {"swigluForward", js_swiglu_forward},
                {"swigluBackward", js_swiglu_backward},

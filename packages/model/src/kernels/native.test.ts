@@ -19,6 +19,7 @@ const initialKernels = kernelChoice();
 afterEach(() => {
   setKernels(initialKernels);
   addon?.setPath('best');
+  addon?.setBlocking(0, 0);
 });
 
 /** The WebAssembly kernel on copied operands (the yardstick), or the JavaScript product without WebAssembly SIMD. */
@@ -112,7 +113,8 @@ const PACKED: [number, number, number][] = [
  * Dimensions on and around every edge of the packed AVX2 path (more than one row and 4096 multiply-adds): one row
  * of A against panels of 48 columns of B, K blocks of 64 (running sums carried across them in a partial tile, never
  * in C), row chunks of 256 (A packed per K block at its first use: always under TRANS_A, else with 3 panels or more
- * and rows more than 72 apart), column blocks of 2 panels at 256 rows and 4 at 128 when K spans several blocks, a block's panels as even as multiples of 4 columns go and none wider than 48 (49 →
+ * and rows more than 72 apart), column blocks of 6 panels at 256 rows and 12 at 128 when K spans several blocks
+ * (2 and 4 under SMALL_TILES), a block's panels as even as multiples of 4 columns go and none wider than 48 (49 →
  * 28 + 21, 97 → 36 + 32 + 29, 189 → 48 + 48 + 48 + 45, 256 → 44 + 44 + 40 + 44 + 44 + 40). The other paths must
  * agree too.
  */
@@ -125,10 +127,18 @@ const avx2Shapes = gemmCases(
   fc.oneof(fc.constantFrom(...AVX2_K), fc.integer({ min: 0, max: 300 })),
 );
 
-/** Packed AVX2 shapes every flag combination runs on: several column blocks, row chunks and K blocks at once. */
+/** Packed AVX2 shapes every flag combination runs on: several column blocks (under SMALL_TILES), row chunks and K blocks at once. */
 const AVX2_PACKED: [number, number, number][] = [
   [256, 200, 130], [257, 97, 65], [129, 200, 129], [13, 52, 64], [40, 112, 200], [127, 189, 130], [2, 97, 200],
 ];
+
+/**
+ * setBlocking's limits (doubles) for the column-block edges at small sizes: partial tiles of 24,576 doubles per row
+ * chunk, 2 panels at 256 rows and 4 at 128 (the path's own 73,728 need N > 288 at 256 rows for a second block).
+ */
+const SMALL_TILES = 24_576;
+/** With SMALL_TILES, a packed A is never kept: each column block packs it again. */
+const KEEP_NONE = 1;
 
 /** Random shapes with long K (several K blocks of the packed path). */
 const longShapes = gemmCases(fc.integer({ min: 1, max: 72 }), fc.integer({ min: 1, max: 60 }), fc.integer({ min: 100, max: 700 }));
@@ -173,22 +183,36 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
 
     it('equals the WebAssembly kernel bit for bit on the edges of the packed AVX2 blocking (panels, K blocks, chunks, column blocks)', () => {
       agrees(avx2Shapes, 40);
+      nativeAddon.setBlocking(SMALL_TILES, 0);
+      agrees(avx2Shapes, 40);
     });
 
-    it.each(AVX2_PACKED)('equals the WebAssembly kernel for the packed AVX2 shape %i × %i × %i under every flag combination', (M, N, K) => {
+    it.each(AVX2_PACKED)('equals the WebAssembly kernel for the packed AVX2 shape %i × %i × %i under every flag combination (the path\'s limits and small partial tiles)', (M, N, K) => {
       agreesEveryFlag(M, N, K, [1], M * 7919 + N * 31 + K);
+      nativeAddon.setBlocking(SMALL_TILES, 0);
+      agreesEveryFlag(M, N, K, [1], M * 7919 + N * 31 + K + 1);
     });
 
-    it.skipIf(path === 'scalar')('equals the WebAssembly kernel when a chunk\'s packed A outgrows what is kept for later column blocks (K 14,600: packed again at each; skipped on the scalar path, which packs nothing)', () => {
-      for (const flags of [0, GEMM_ADD | TRANS_A]) {
-        const c = { M: 256, N: 100, K: 14_600, flags, pad: 1, seed: 33 + flags };
-        expect(compare(c, run(c)), JSON.stringify(c)).toBeNull();
-      }
+    it('equals the WebAssembly kernel for 256 × 300 × 65 and 128 × 580 × 65 under every flag combination (7 and 13 panels: two column blocks under the path\'s own limits)', () => {
+      agreesEveryFlag(256, 300, 65, [1], 300);
+      agreesEveryFlag(128, 580, 65, [1], 580);
+    });
+
+    it.skipIf(path === 'scalar').each([[256, 100, 200], [257, 97, 130], [300, 145, 129]])('equals the WebAssembly kernel when a chunk\'s packed A is not kept for later column blocks but packed again at each: %i × %i × %i, every flag combination (skipped on the scalar path, which packs nothing)', (M, N, K) => {
+      nativeAddon.setBlocking(SMALL_TILES, KEEP_NONE);
+      agreesEveryFlag(M, N, K, [1], M * 31 + N * 7 + K);
     });
 
     it.each(EDGES)('equals the WebAssembly kernel for %i × %i × %i under every flag combination', (M, N, K) => {
       agreesEveryFlag(M, N, K, [0, 2], M * 1000 + N * 10 + K);
     });
+  });
+
+  it('refuses blocking limits that are not non-negative integers', () => {
+    for (const bad of [-1, 0.5, Number.NaN, Infinity, '8' as unknown as number]) {
+      expect(() => nativeAddon.setBlocking(bad, 0)).toThrow(/partialTile must be a non-negative integer/);
+      expect(() => nativeAddon.setBlocking(0, bad)).toThrow(/keptA must be a non-negative integer/);
+    }
   });
 
   it('runs the native set\'s products and its one-row linear layer (cached decoding) with the bits of the WebAssembly/JavaScript products', () => {

@@ -96,6 +96,12 @@ export interface NativeAddon {
   bestPath(): NativePath;
   /** Forces the calling thread's path ('best' restores the default); returns the previous one. */
   setPath(path: NativePath | 'best'): NativePath;
+  /**
+   * Sets the calling thread's limits of the packed AVX2 product, in doubles (tests: several column blocks, and A packed
+   * again at each, at affordable sizes): the partial tiles of a row chunk and the packed A kept for later column
+   * blocks; 0 restores a default. The bits never depend on them.
+   */
+  setBlocking(partialTile: number, keptA: number): void;
   /** Independent multiply-then-add chains on a path: the ceiling of that path. */
   peak(path: NativePath, iterations: number): { macs: number; seconds: number };
   /** The values of the product flags the C code was compiled with (its `F_*`): they must be gemm-flags.ts's. */
@@ -123,6 +129,7 @@ const NATIVE_FUNCTIONS: readonly (keyof NativeAddon)[] = [
   'path',
   'bestPath',
   'setPath',
+  'setBlocking',
   'peak',
 ];
 
