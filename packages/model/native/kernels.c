@@ -820,6 +820,13 @@ static int panel_start(int p, int np, int w) {
  * contiguously instead of one run per row a row stride apart (2–32 KB for the xl products: the same L1 and L2 sets, a
  * new page every row or two). +0–3.5 % on the xl products; head dx (K 4096) 2–4 % more from packing each block at its
  * first use rather than all of them before the first panel.
+ *
+ * Measured on Zen 2 and not kept (within noise or slower on the xl products and the training step's, M 2048):
+ * chunks of 128, 192, 384 or 512 rows; panels of 13 vectors; the panels in reverse order every other K block; two
+ * steps' A from one 128-bit broadcast and in-lane permutes, or tiles of 2 rows × 24 columns (72–80 % of the ceiling in
+ * the loop alone, against 89 % for this one); fetching what the next packing of A reads while the current block's rows
+ * run, under every hint: the packing's wait (2–6 % of a product with a large A) moved into the rows, which are bound
+ * by their loads, and they lost 0.5–1.5 % more.
  */
 __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
   const int M = g->M, N = g->N, K = g->K;
