@@ -581,8 +581,7 @@ typedef struct {
   ptrdiff_t ldbp;
   const double *at;         /* the chunk's A for the K block: A[i, k] at at + (i − ic)·ldat + k − kb (packed or in place) */
   ptrdiff_t ldat;
-  double *P;                /* the panel's partial tile: row i − ic, column j − j0 at + (i − ic)·ldp + j − j0 */
-  ptrdiff_t ldp;
+  double *P;                /* the panel's partial tile: row i − ic, column j − j0 at + (i − ic)·WP256 + j − j0 */
   const double *next;       /* the rows of B the next panel packs (row r at + r·ldb, nextW wide), NULL if none */
   int nextRows, nextW;
   int prefetchA;            /* 1: each row fetches the next row's run of A in place into L1 (A too large for L2) */
@@ -657,7 +656,7 @@ typedef struct {
         first = kBeg >= J->kb;                                                                                        \
         last = kEnd <= J->kb + J->n;                                                                                  \
       }                                                                                                               \
-      double *const pt = J->P + (ptrdiff_t)(i - J->ic) * J->ldp;                                                      \
+      double *const pt = J->P + (ptrdiff_t)(i - J->ic) * WP256;                                                       \
       double *const c = g->c + i * g->ldc + J->j0;                                                                    \
       __m256d acc[NV];                                                                                                \
       ROW_START256(NV, acc, first, pt)                                                                                \
@@ -678,14 +677,14 @@ typedef struct {
 #define DEFINE_MKQ256(NV)                                                                                             \
   __attribute__((target("avx2,prfchw"))) static void mkq256_##NV(const gemm_args *g, const panel256 *J, int i0, int i1) { \
     const int add = g->flags & F_ADD, first = J->kb == 0, last = J->kb + J->n >= g->K, n = J->n;                      \
-    const ptrdiff_t ldat = J->ldat, ldp = J->ldp, ldc = g->ldc, ldbp = J->ldbp;                                       \
+    const ptrdiff_t ldat = J->ldat, ldc = g->ldc, ldbp = J->ldbp;                                                     \
     const double *ar = J->at + (ptrdiff_t)(i0 - J->ic) * ldat;                                                        \
-    double *pt = J->P + (ptrdiff_t)(i0 - J->ic) * ldp;                                                                \
+    double *pt = J->P + (ptrdiff_t)(i0 - J->ic) * WP256;                                                              \
     double *c = g->c + i0 * ldc + J->j0;                                                                              \
     const int lastLanes = J->wp - 4 * (NV - 1), full = lastLanes == 4;                                                \
     const __m256i mask = LANES256(lastLanes);                                                                         \
     const int cFetchEnd = J->prefetchC ? i1 - J->prefetchC : i0;                                                      \
-    for (int i = i0; i < i1; i++, ar += ldat, pt += ldp, c += ldc) {                                                  \
+    for (int i = i0; i < i1; i++, ar += ldat, pt += WP256, c += ldc) {                                                \
       __m256d acc[NV];                                                                                                \
       ROW_START256(NV, acc, first, pt)                                                                                \
       ROW_FETCH256(J, i - J->ic, J->prefetchA && i + 1 < i1 ? ar + ldat : NULL, n)                                    \
@@ -891,7 +890,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const gemm_args *g) {
           }
           const int nj0 = np_ < panels ? panel_start(np_, panels, N) : 0, nn = imin(kc, K - nkb);
           const double *next = np_ < panels && nn > 0 && (np_ != p || nkb != kb) ? g->b + (ptrdiff_t)nkb * g->ldb + nj0 : NULL;
-          panel256 J = {kb, n, ic, j0, wp, Bp, 4 * ((wp + 3) / 4), aBlock, ldaBlock, P + (ptrdiff_t)(p - p0) * mc * W, W,
+          panel256 J = {kb, n, ic, j0, wp, Bp, 4 * ((wp + 3) / 4), aBlock, ldaBlock, P + (ptrdiff_t)(p - p0) * mc * W,
                         next, nn, next != NULL ? panel_start(np_ + 1, panels, N) - nj0 : 0, prefetchA, prefetchC};
           if (n > 0) pack_rows256(g->b + (ptrdiff_t)kb * g->ldb + j0, g->ldb, n, wp, Bp, 4 * ((wp + 3) / 4));
           if (!(g->flags & (F_LOWER_OUT | F_LOWER_K | F_UPPER_K))) {
