@@ -183,12 +183,13 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
 
     /** setBlocking's limits are the packed AVX2 path's alone: on another path a run under them would repeat the run without. */
     const noBlocking = path !== 'avx2';
+    const AVX2_ONLY = '(skipped on the paths other than AVX2, which have no such limits)';
 
     it('equals the WebAssembly kernel bit for bit on the edges of the packed AVX2 blocking (panels, K blocks, chunks, column blocks)', () => {
       agrees(avx2Shapes, 40);
     });
 
-    it.skipIf(noBlocking)('equals the WebAssembly kernel bit for bit on the edges of the packed AVX2 blocking under small partial tiles (skipped on the paths other than AVX2, which have no such limits)', () => {
+    it.skipIf(noBlocking)(`equals the WebAssembly kernel bit for bit on the edges of the packed AVX2 blocking under small partial tiles ${AVX2_ONLY}`, () => {
       nativeAddon.setBlocking(SMALL_TILES, 0);
       agrees(avx2Shapes, 40);
     });
@@ -197,7 +198,7 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
       agreesEveryFlag(M, N, K, [1], M * 7919 + N * 31 + K);
     });
 
-    it.skipIf(noBlocking).each(AVX2_PACKED)('equals the WebAssembly kernel for the packed AVX2 shape %i × %i × %i under every flag combination and small partial tiles (skipped on the paths other than AVX2, which have no such limits)', (M, N, K) => {
+    it.skipIf(noBlocking).each(AVX2_PACKED)(`equals the WebAssembly kernel for the packed AVX2 shape %i × %i × %i under every flag combination and small partial tiles ${AVX2_ONLY}`, (M, N, K) => {
       nativeAddon.setBlocking(SMALL_TILES, 0);
       agreesEveryFlag(M, N, K, [1], M * 7919 + N * 31 + K + 1);
     });
@@ -207,7 +208,7 @@ describe.skipIf(addon === null)(`native gemm (addon)${SKIPPED}`, () => {
       agreesEveryFlag(128, 580, 65, [1], 580);
     });
 
-    it.skipIf(noBlocking).each([[256, 100, 200], [257, 97, 130], [300, 145, 129]])('equals the WebAssembly kernel when a chunk\'s packed A is not kept for later column blocks but packed again at each: %i × %i × %i, every flag combination (skipped on the paths other than AVX2, which have no such limits)', (M, N, K) => {
+    it.skipIf(noBlocking).each([[256, 100, 200], [257, 97, 130], [300, 145, 129]])(`equals the WebAssembly kernel when a chunk's packed A is not kept for later column blocks but packed again at each: %i × %i × %i, every flag combination ${AVX2_ONLY}`, (M, N, K) => {
       nativeAddon.setBlocking(SMALL_TILES, KEEP_NONE);
       agreesEveryFlag(M, N, K, [1], M * 31 + N * 7 + K);
     });
